@@ -1,0 +1,288 @@
+//! The lane form of a body: the same Rust, rewritten so that it vectorizes inside the runtime's
+//! per-instruction-set loops. Math methods become branch-free `LaneMath` calls, helper calls go
+//! to the helper's lane version, and `if`/`else` with pure arms computes both arms and selects.
+//! Bodies that are not straight-line code keep the scalar function (see [`scalar_reason`]).
+
+use crate::types::INTEGER_NAMES;
+use proc_macro2::Span;
+use quote::quote_spanned;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+use syn::{parse_quote, parse_quote_spanned, Block, Expr};
+
+/// Methods with a vector implementation in `ufunc_runtime::LaneMath`, with their argument counts.
+const LANE_MATH: &[(&str, usize)] = &[
+    ("exp", 0),
+    ("exp2", 0),
+    ("ln", 0),
+    ("log2", 0),
+    ("log10", 0),
+    ("sin", 0),
+    ("cos", 0),
+    ("tan", 0),
+    ("tanh", 0),
+    ("powf", 1),
+    ("powi", 1),
+];
+
+/// Why `block` cannot be lane code, or `None` if it is straight-line code.
+pub(crate) fn scalar_reason(block: &Block) -> Option<String> {
+    struct Finder(Option<String>);
+    impl Finder {
+        fn found(&mut self, what: &str) {
+            if self.0.is_none() {
+                self.0 = Some(format!("the body contains {what}"));
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            match e {
+                Expr::ForLoop(_) => self.found("a `for` loop"),
+                Expr::While(_) => self.found("a `while` loop"),
+                Expr::Loop(_) => self.found("a `loop`"),
+                Expr::Return(_) => self.found("a `return`"),
+                Expr::Match(_) => self.found("a `match`"),
+                Expr::Break(_) | Expr::Continue(_) => self.found("`break` or `continue`"),
+                Expr::Closure(_) => self.found("a closure"),
+                Expr::Try(_) => self.found("the `?` operator"),
+                Expr::Let(_) => self.found("an `if let` or `while let`"),
+                Expr::Macro(m) => self.found(&format!(
+                    "a macro call (`{}!`)",
+                    m.mac
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| s.ident.to_string())
+                        .unwrap_or_default()
+                )),
+                _ => {}
+            }
+            syn::visit::visit_expr(self, e);
+        }
+        fn visit_stmt_macro(&mut self, m: &'ast syn::StmtMacro) {
+            self.found(&format!(
+                "a macro call (`{}!`)",
+                m.mac
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut f = Finder(None);
+    f.visit_block(block);
+    f.0
+}
+
+/// Whether evaluating any expression of `block` can panic: true as soon as an integer type or
+/// an integer literal (other than a `powi` exponent) appears. Float, complex and bool arithmetic
+/// never panics, so such bodies may compute both arms of an `if`.
+pub(crate) fn mentions_integers(block: &Block) -> bool {
+    struct Finder(bool);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_path_segment(&mut self, s: &'ast syn::PathSegment) {
+            if INTEGER_NAMES.contains(&s.ident.to_string().as_str()) {
+                self.0 = true;
+            }
+            syn::visit::visit_path_segment(self, s);
+        }
+        fn visit_lit_int(&mut self, _: &'ast syn::LitInt) {
+            self.0 = true;
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.visit_expr(&m.receiver);
+            if m.method != "powi" {
+                for a in &m.args {
+                    self.visit_expr(a);
+                }
+            }
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut f = Finder(false);
+    f.visit_block(block);
+    f.0
+}
+
+/// Rewrites `block` into lane form for the instruction-set parameter `isa`. With `speculate`,
+/// `if c { a } else { b }` whose arms have no assignments and no function calls becomes
+/// "compute both, then select".
+pub(crate) fn rewrite(block: &Block, isa: &syn::Ident, speculate: bool) -> Block {
+    let mut block = block.clone();
+    Rewriter { isa, speculate }.visit_block_mut(&mut block);
+    block
+}
+
+struct Rewriter<'a> {
+    isa: &'a syn::Ident,
+    speculate: bool,
+}
+
+impl VisitMut for Rewriter<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        syn::visit_mut::visit_expr_mut(self, e);
+        let isa = self.isa;
+        match e {
+            Expr::MethodCall(mc) if mc.turbofish.is_none() => {
+                let name = mc.method.to_string();
+                if LANE_MATH.contains(&(name.as_str(), mc.args.len())) {
+                    let method = &mc.method;
+                    let receiver = &mc.receiver;
+                    let args = mc.args.iter();
+                    let span = mc.method.span();
+                    *e = parse_quote_spanned! {span=>
+                        ::ufunc::__private::LaneMath::#method::<#isa>(#receiver #(, #args)*)
+                    };
+                }
+            }
+            Expr::Call(call) => {
+                if let Expr::Path(p) = &*call.func {
+                    if let Some(ident) = helper_name(p) {
+                        let span = ident.span();
+                        let lane = quote_spanned!(span=> #ident::__ufunc_lane::<#isa>);
+                        call.func = Box::new(parse_quote!(#lane));
+                    }
+                }
+            }
+            Expr::If(ei) if self.speculate && ei.else_branch.is_some() => {
+                let then_block = &ei.then_branch;
+                let else_expr = &ei.else_branch.as_ref().unwrap().1;
+                if is_pure(&Expr::Block(syn::ExprBlock {
+                    attrs: vec![],
+                    label: None,
+                    block: then_block.clone(),
+                })) && is_pure(else_expr)
+                {
+                    let cond = &ei.cond;
+                    let span = ei.if_token.span();
+                    *e = parse_quote_spanned! {span=> {
+                        let __ufunc_then = #then_block;
+                        let __ufunc_else = #else_expr;
+                        if #cond { __ufunc_then } else { __ufunc_else }
+                    }};
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// A call `name(..)` to a plain lower-case function is a call to a `#[kernel_fn]` helper.
+fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
+    if p.qself.is_some() || p.path.leading_colon.is_some() || p.path.segments.len() != 1 {
+        return None;
+    }
+    let seg = &p.path.segments[0];
+    let first = seg.ident.to_string().chars().next()?;
+    (matches!(seg.arguments, syn::PathArguments::None) && first.is_lowercase())
+        .then_some(&seg.ident)
+}
+
+/// No assignment, no function call (helpers may panic), no macro.
+fn is_pure(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if matches!(e, Expr::Assign(_) | Expr::Call(_) | Expr::Macro(_))
+                || matches!(e, Expr::Binary(b) if is_compound_assign(&b.op))
+            {
+                self.0 = false;
+            }
+            syn::visit::visit_expr(self, e);
+        }
+        fn visit_stmt_macro(&mut self, _: &'ast syn::StmtMacro) {
+            self.0 = false;
+        }
+    }
+    let mut f = Finder(true);
+    f.visit_expr(e);
+    f.0
+}
+
+fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// The identifier of the instruction-set type parameter in generated lane functions.
+pub(crate) fn isa_ident() -> syn::Ident {
+    syn::Ident::new("__UfuncM", Span::call_site())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::ToTokens;
+
+    fn lane(src: &str, speculate: bool) -> String {
+        let block: Block = syn::parse_str(src).unwrap();
+        rewrite(&block, &isa_ident(), speculate)
+            .to_token_stream()
+            .to_string()
+    }
+
+    #[test]
+    fn math_methods_become_lane_math() {
+        let out = lane("{ (x * 2.0).exp() + y.powi(2) + x.sqrt() }", false);
+        assert!(
+            out.contains(":: ufunc :: __private :: LaneMath :: exp :: < __UfuncM > ((x * 2.0))")
+        );
+        assert!(out.contains("LaneMath :: powi :: < __UfuncM > (y , 2)"));
+        assert!(out.contains("x . sqrt ()"), "{out}");
+    }
+
+    #[test]
+    fn helper_calls_go_to_lane_versions() {
+        let out = lane(
+            "{ polar(a, b) + f32::max(a, b) + Complex::new(a, b) }",
+            false,
+        );
+        assert!(
+            out.contains("polar :: __ufunc_lane :: < __UfuncM > (a , b)"),
+            "{out}"
+        );
+        assert!(out.contains("f32 :: max (a , b)"));
+        assert!(out.contains("Complex :: new (a , b)"));
+    }
+
+    #[test]
+    fn pure_if_else_is_speculated_only_when_allowed() {
+        let src = "{ if x > 0.0 { x.ln() } else { 0.0 } }";
+        assert!(lane(src, true).contains("let __ufunc_then"));
+        assert!(!lane(src, false).contains("let __ufunc_then"));
+        let assigning = "{ let mut y = 0.0; if x > 0.0 { y = 1.0 } else { y = 2.0 }; y }";
+        assert!(!lane(assigning, true).contains("let __ufunc_then"));
+    }
+
+    #[test]
+    fn reasons_and_integer_detection() {
+        let b: Block = syn::parse_str("{ let mut s = 0.0; for i in 0..3 { s += x; } s }").unwrap();
+        assert_eq!(scalar_reason(&b).unwrap(), "the body contains a `for` loop");
+        let b: Block = syn::parse_str("{ (x + y).powi(2) }").unwrap();
+        assert_eq!(scalar_reason(&b), None);
+        assert!(!mentions_integers(&b));
+        let b: Block = syn::parse_str("{ x * (n as f32) + 1.0 }").unwrap();
+        assert!(!mentions_integers(&b));
+        let b: Block = syn::parse_str("{ (x as i32) as f32 }").unwrap();
+        assert!(mentions_integers(&b));
+    }
+}

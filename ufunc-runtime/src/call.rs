@@ -1,0 +1,90 @@
+//! The functions a `#[vectorize]` function's generated code calls: broadcast the inputs,
+//! allocate or check the outputs, and execute.
+
+use crate::body::{Body, Outputs};
+use crate::error::{Error, Result};
+use crate::exec::{check_out_shapes, execute};
+use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand};
+use crate::shape::{broadcast_shapes, element_count};
+use crate::Target;
+use ndarray::Dimension;
+
+/// The arrays a call of body `B` on operands `Ops` returns.
+pub type ArraysOf<B, Ops> =
+    <<B as Body>::Out as Outputs>::Arrays<<Ops as Operands<<B as Body>::In>>::Dim>;
+
+fn check_target<B: Body>(target: Target, compiled: &'static [Target]) -> Result<()> {
+    if compiled.contains(&target) {
+        Ok(())
+    } else {
+        Err(Error::TargetNotCompiled {
+            function: B::NAME,
+            target,
+            compiled,
+        })
+    }
+}
+
+fn input_shape(raws: &[RawOperand<'_>]) -> Result<Vec<usize>> {
+    let shapes: Vec<&[usize]> = raws.iter().map(|r| r.shape).collect();
+    broadcast_shapes(&shapes)
+}
+
+/// Calls `B` on `ops`, returning new standard-layout arrays of the broadcast shape.
+pub fn call<B: Body, Ops: Operands<B::In>>(
+    target: Target,
+    compiled: &'static [Target],
+    ops: Ops,
+) -> Result<ArraysOf<B, Ops>> {
+    check_target::<B>(target, compiled)?;
+    let raws = ops.raws();
+    let shape = input_shape(&raws)?;
+    let bytes = B::Out::SIZES.iter().max().copied().unwrap_or(1);
+    if element_count(&shape)?
+        .checked_mul(bytes)
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
+        return Err(Error::TooLarge { shape });
+    }
+    let mut dim = <Ops::Dim as Dimension>::zeros(shape.len());
+    dim.slice_mut().copy_from_slice(&shape);
+    let mut ptrs = Vec::with_capacity(B::Out::SIZES.len());
+    let uninit = B::Out::alloc(&dim, &mut ptrs);
+    let strides = c_strides(&shape);
+    let outs: Vec<RawOutOperand<'_>> = ptrs
+        .iter()
+        .map(|&ptr| RawOutOperand {
+            ptr,
+            shape: &shape,
+            strides: &strides,
+        })
+        .collect();
+    execute::<B>(target, &raws, &outs, &shape)?;
+    // SAFETY: execute wrote every element of every output (it returned Ok).
+    Ok(unsafe { B::Out::assume_init(uninit) })
+}
+
+/// Calls `B` on `ops`, writing into `outs`, which must have exactly the broadcast shape.
+pub fn call_out<B: Body, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
+    target: Target,
+    compiled: &'static [Target],
+    ops: Ops,
+    mut outs: Outs,
+) -> Result<()> {
+    check_target::<B>(target, compiled)?;
+    let raws = ops.raws();
+    let shape = input_shape(&raws)?;
+    let outs = outs.raws_mut();
+    check_out_shapes(&outs, &shape)?;
+    execute::<B>(target, &raws, &outs, &shape)
+}
+
+fn c_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut s = 1isize;
+    for (st, &n) in strides.iter_mut().zip(shape).rev() {
+        *st = s;
+        s *= n.max(1) as isize;
+    }
+    strides
+}

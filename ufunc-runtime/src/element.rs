@@ -1,0 +1,45 @@
+//! The element types a ufunc parameter or result may have.
+
+use num_complex::Complex;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A scalar type that ufunc parameters and results may have: `f32`, `f64`, `i8`..`i64`,
+/// `u8`..`u64`, `bool`, `Complex<f32>` and `Complex<f64>`.
+///
+/// ```
+/// fn takes<T: ufunc_runtime::Element>(_: T) {}
+/// takes(1.0f32);
+/// takes(num_complex::Complex::new(1.0f64, 2.0));
+/// ```
+pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The type's name as written in Rust, for messages.
+    const NAME: &'static str;
+}
+
+macro_rules! elements {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = stringify!($t);
+        }
+    )*};
+}
+
+elements!(
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    bool,
+    Complex<f32>,
+    Complex<f64>
+);

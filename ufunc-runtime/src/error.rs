@@ -1,0 +1,123 @@
+//! The one error type of the runtime: every variant carries the data that was wrong.
+
+use crate::Target;
+use std::fmt;
+
+/// What went wrong in a ufunc call.
+///
+/// ```
+/// use ufunc_runtime::{broadcast_shapes, Error};
+/// let err = broadcast_shapes(&[&[3, 4], &[5]]).unwrap_err();
+/// assert_eq!(err.to_string(), "operands could not be broadcast together with shapes (3,4) (5,)");
+/// assert!(matches!(err, Error::Broadcast { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operand shapes do not broadcast together under NumPy's rules.
+    Broadcast {
+        /// The shape of every operand, in argument order.
+        shapes: Vec<Vec<usize>>,
+    },
+    /// An output array given to `out` does not have the broadcast shape of the inputs.
+    OutputShape {
+        /// Which output (0 for the first).
+        output: usize,
+        /// The broadcast shape of the inputs.
+        expected: Vec<usize>,
+        /// The shape of the array that was given.
+        found: Vec<usize>,
+    },
+    /// The number of elements of the result does not fit in `usize`.
+    TooLarge {
+        /// The shape whose element count overflowed.
+        shape: Vec<usize>,
+    },
+    /// The function was called on a target it was not compiled for.
+    TargetNotCompiled {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The target that was asked for.
+        target: Target,
+        /// The targets the function was compiled for.
+        compiled: &'static [Target],
+    },
+    /// The function body panicked for some element (integer division by zero, an explicit
+    /// `panic!`, an overflow in a debug build, ...). The output is left partially written.
+    KernelPanic {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// `Result` with the runtime's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Writes a shape the way NumPy prints it: `(3,4)`, `(5,)`, `()`.
+pub(crate) struct ShapeDisplay<'a>(pub &'a [usize]);
+
+impl fmt::Display for ShapeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (i, n) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{n}")?;
+        }
+        if self.0.len() == 1 {
+            f.write_str(",")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Broadcast { shapes } => {
+                f.write_str("operands could not be broadcast together with shapes")?;
+                for s in shapes {
+                    write!(f, " {}", ShapeDisplay(s))?;
+                }
+                Ok(())
+            }
+            Error::OutputShape {
+                output,
+                expected,
+                found,
+            } => write!(
+                f,
+                "output {output} has shape {} but the broadcast shape of the inputs is {}",
+                ShapeDisplay(found),
+                ShapeDisplay(expected)
+            ),
+            Error::TooLarge { shape } => write!(
+                f,
+                "an array of shape {} has more elements than fit in usize",
+                ShapeDisplay(shape)
+            ),
+            Error::TargetNotCompiled {
+                function,
+                target,
+                compiled,
+            } => {
+                write!(
+                    f,
+                    "`{function}` was not compiled for target `{target}`; compiled for:"
+                )?;
+                for t in compiled.iter() {
+                    write!(f, " `{t}`")?;
+                }
+                Ok(())
+            }
+            Error::KernelPanic { function, message } => {
+                write!(f, "the body of `{function}` panicked: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,270 @@
+//! Walking a [`LoopPlan`]: rows of the innermost axis go to the instruction-set entry function
+//! directly when every operand is contiguous along it; otherwise in chunks through small
+//! buffers (stride-0 operands splatted once per row, strided ones gathered, strided outputs
+//! scattered), so the vector loop only ever sees contiguous data.
+
+use super::entry::{row_fn, RowFn};
+use super::plan::{plan_loop, LoopPlan};
+use crate::body::{Body, Inputs, Outputs};
+use crate::error::{Error, Result};
+use crate::operand::{RawOperand, RawOutOperand};
+use crate::shape::{broadcast_strides, element_count};
+use crate::Target;
+use rayon::prelude::*;
+
+/// Elements per chunk when operands go through buffers (16 KiB for the widest element).
+const CHUNK: usize = 1024;
+/// Below this many elements a `parallel` call runs on the calling thread.
+const PARALLEL_MIN: usize = 1 << 15;
+/// Parallel pieces are multiples of this many elements (whole cache lines, whole vectors).
+const PIECE_ALIGN: usize = 64;
+
+/// Runs `B` for every element of the broadcast `shape`: `ins` broadcast to it, `outs` exactly it.
+pub(crate) fn execute<B: Body>(
+    target: Target,
+    ins: &[RawOperand<'_>],
+    outs: &[RawOutOperand<'_>],
+    shape: &[usize],
+) -> Result<()> {
+    let total = element_count(shape)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let strides: Vec<Vec<isize>> = ins
+        .iter()
+        .map(|op| broadcast_strides(shape, op.shape, op.strides))
+        .chain(outs.iter().map(|op| op.strides.to_vec()))
+        .collect();
+    let plan = plan_loop(shape, &strides, ins.len());
+    let sizes: Vec<usize> = B::In::SIZES.iter().chain(B::Out::SIZES).copied().collect();
+    let bases: Vec<*mut u8> = ins
+        .iter()
+        .map(|op| op.ptr as *mut u8)
+        .chain(outs.iter().map(|op| op.ptr))
+        .enumerate()
+        .map(|(k, p)| p.wrapping_offset(plan.offsets[k] * sizes[k] as isize))
+        .collect();
+    let walk = Walk {
+        byte_strides: plan
+            .strides
+            .iter()
+            .zip(&sizes)
+            .map(|(s, &size)| s.iter().map(|&x| x * size as isize).collect())
+            .collect(),
+        plan,
+        bases,
+        sizes,
+        n_in: ins.len(),
+        row: row_fn::<B>(),
+    };
+    let run = || match target {
+        Target::Cpu => walk.run_range(0, total),
+        Target::Parallel => walk.run_parallel(total),
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".to_string());
+        Error::KernelPanic {
+            function: B::NAME,
+            message,
+        }
+    })
+}
+
+/// Everything needed to walk a plan, shared read-only between threads.
+struct Walk {
+    plan: LoopPlan,
+    byte_strides: Vec<Vec<isize>>,
+    bases: Vec<*mut u8>,
+    sizes: Vec<usize>,
+    n_in: usize,
+    row: RowFn,
+}
+
+// SAFETY: the pointers address the caller's arrays, which outlive the call; threads write
+// disjoint ranges of the outputs and only read the inputs.
+unsafe impl Send for Walk {}
+unsafe impl Sync for Walk {}
+
+impl Walk {
+    fn run_parallel(&self, total: usize) {
+        let threads = rayon::current_num_threads();
+        if total < PARALLEL_MIN || threads < 2 {
+            return self.run_range(0, total);
+        }
+        let pieces = (threads * 4).min(total / (PARALLEL_MIN / 2)).max(2);
+        let per = total.div_ceil(pieces).next_multiple_of(PIECE_ALIGN);
+        (0..total.div_ceil(per)).into_par_iter().for_each(|p| {
+            self.run_range(p * per, ((p + 1) * per).min(total));
+        });
+    }
+
+    /// Visits elements `start..end` of the plan's C-order iteration space.
+    fn run_range(&self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        let shape = &self.plan.shape;
+        let nd = shape.len();
+        let inner = shape[nd - 1];
+        let nops = self.bases.len();
+        let mut ptrs = self.bases.clone();
+        let mut idx = vec![0usize; nd - 1];
+        let mut rest = start / inner;
+        for a in (0..nd - 1).rev() {
+            idx[a] = rest % shape[a];
+            rest /= shape[a];
+            for (k, p) in ptrs.iter_mut().enumerate() {
+                *p = p.wrapping_offset(idx[a] as isize * self.byte_strides[k][a]);
+            }
+        }
+        let mut j = start % inner;
+        let mut remaining = end - start;
+        let mut scratch = Scratch::default();
+        loop {
+            let len = (inner - j).min(remaining);
+            // SAFETY: the plan keeps every visited element inside its operand.
+            unsafe { self.run_row(&ptrs, j, len, &mut scratch) };
+            remaining -= len;
+            if remaining == 0 {
+                break;
+            }
+            j = 0;
+            for a in (0..nd - 1).rev() {
+                idx[a] += 1;
+                for k in 0..nops {
+                    ptrs[k] = ptrs[k].wrapping_offset(self.byte_strides[k][a]);
+                }
+                if idx[a] < shape[a] {
+                    break;
+                }
+                for k in 0..nops {
+                    ptrs[k] =
+                        ptrs[k].wrapping_offset(-(shape[a] as isize) * self.byte_strides[k][a]);
+                }
+                idx[a] = 0;
+            }
+        }
+    }
+
+    /// Runs elements `j..j+len` of the row whose first element each operand has at `ptrs`.
+    unsafe fn run_row(&self, ptrs: &[*mut u8], j: usize, len: usize, scratch: &mut Scratch) {
+        let nd = self.plan.shape.len();
+        let nops = ptrs.len();
+        let inner_stride = |k: usize| self.byte_strides[k][nd - 1];
+        let start: Vec<*mut u8> = (0..nops)
+            .map(|k| ptrs[k].wrapping_offset(j as isize * inner_stride(k)))
+            .collect();
+        let contiguous = |k: usize| inner_stride(k) == self.sizes[k] as isize;
+        if (0..nops).all(contiguous) {
+            let (ins, outs) = split_ptrs(&start, self.n_in);
+            return (self.row)(len, &ins, outs);
+        }
+        let buffers = scratch.buffers(nops);
+        let mut chunk_ptrs = start.clone();
+        for c in (0..len).step_by(CHUNK) {
+            let n = CHUNK.min(len - c);
+            for k in 0..nops {
+                let size = self.sizes[k];
+                let src = start[k].wrapping_offset(c as isize * inner_stride(k));
+                let is_input = k < self.n_in;
+                chunk_ptrs[k] = if contiguous(k) {
+                    src
+                } else if is_input && inner_stride(k) == 0 {
+                    if c == 0 {
+                        copy_strided(buffers[k], size as isize, src, 0, size, CHUNK.min(len));
+                    }
+                    buffers[k]
+                } else if is_input {
+                    copy_strided(buffers[k], size as isize, src, inner_stride(k), size, n);
+                    buffers[k]
+                } else {
+                    buffers[k]
+                };
+            }
+            let (ins, outs) = split_ptrs(&chunk_ptrs, self.n_in);
+            (self.row)(n, &ins, outs);
+            for k in self.n_in..nops {
+                if !contiguous(k) {
+                    let dst = start[k].wrapping_offset(c as isize * inner_stride(k));
+                    let size = self.sizes[k];
+                    copy_strided(dst, inner_stride(k), buffers[k], size as isize, size, n);
+                }
+            }
+        }
+    }
+}
+
+fn split_ptrs(ptrs: &[*mut u8], n_in: usize) -> (Vec<*const u8>, &[*mut u8]) {
+    let ins = ptrs[..n_in].iter().map(|&p| p as *const u8).collect();
+    (ins, &ptrs[n_in..])
+}
+
+/// Per-thread chunk buffers, `CHUNK` elements of up to 16 bytes per operand, 16-byte aligned.
+#[derive(Default)]
+struct Scratch {
+    storage: Vec<u128>,
+}
+
+impl Scratch {
+    fn buffers(&mut self, nops: usize) -> Vec<*mut u8> {
+        let per = CHUNK; // u128 units: CHUNK * 16 bytes
+        if self.storage.len() < per * nops {
+            self.storage = vec![0u128; per * nops];
+        }
+        let base = self.storage.as_mut_ptr();
+        (0..nops)
+            .map(|k| base.wrapping_add(k * per) as *mut u8)
+            .collect()
+    }
+}
+
+/// Copies `n` elements of `size` bytes between strided locations (strides in bytes).
+unsafe fn copy_strided(
+    dst: *mut u8,
+    dst_stride: isize,
+    src: *const u8,
+    src_stride: isize,
+    size: usize,
+    n: usize,
+) {
+    unsafe fn copy<T: Copy>(dst: *mut u8, ds: isize, src: *const u8, ss: isize, n: usize) {
+        for i in 0..n as isize {
+            let v = (src.offset(i * ss) as *const T).read_unaligned();
+            (dst.offset(i * ds) as *mut T).write_unaligned(v);
+        }
+    }
+    match size {
+        1 => copy::<u8>(dst, dst_stride, src, src_stride, n),
+        2 => copy::<u16>(dst, dst_stride, src, src_stride, n),
+        4 => copy::<u32>(dst, dst_stride, src, src_stride, n),
+        8 => copy::<u64>(dst, dst_stride, src, src_stride, n),
+        16 => copy::<[u64; 2]>(dst, dst_stride, src, src_stride, n),
+        _ => {
+            for i in 0..n as isize {
+                std::ptr::copy_nonoverlapping(
+                    src.offset(i * src_stride),
+                    dst.offset(i * dst_stride),
+                    size,
+                );
+            }
+        }
+    }
+}
+
+/// Checks `outs` against `shape` and runs; the entry point of `f::out`.
+pub(crate) fn check_out_shapes(outs: &[RawOutOperand<'_>], shape: &[usize]) -> Result<()> {
+    for (i, o) in outs.iter().enumerate() {
+        if o.shape != shape {
+            return Err(Error::OutputShape {
+                output: i,
+                expected: shape.to_vec(),
+                found: o.shape.to_vec(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! Runtime of the `ufunc` crate: NumPy broadcasting, the loop engine (`LoopPlan`, serial and
+//! rayon runners), run-time instruction-set dispatch and vector math.
+//!
+//! Users depend on the `ufunc` facade; the items here are what `#[vectorize]` expands to.
+
+mod alloc;
+mod body;
+mod call;
+mod element;
+mod error;
+mod exec;
+mod isa;
+mod math;
+mod operand;
+mod shape;
+mod target;
+
+pub use body::{path_with_helpers, Body, Inputs, KernelPath, Outputs};
+pub use call::{call, call_out, ArraysOf};
+pub use element::Element;
+pub use error::{Error, Result};
+pub use exec::{plan_loop, LoopPlan};
+pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
+pub use math::LaneMath;
+pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};
+pub use shape::{broadcast_shapes, broadcast_strides, element_count};
+pub use target::Target;

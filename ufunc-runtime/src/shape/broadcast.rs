@@ -1,0 +1,99 @@
+//! NumPy broadcasting: shapes are aligned on the right; an axis of length 1 (or a missing one)
+//! stretches to the other operands' length by a stride of 0.
+
+use crate::error::{Error, Result};
+
+/// The broadcast shape of `shapes`, by NumPy's rules.
+///
+/// ```
+/// use ufunc_runtime::broadcast_shapes;
+/// assert_eq!(broadcast_shapes(&[&[4000, 4000], &[4000]]).unwrap(), vec![4000, 4000]);
+/// assert_eq!(broadcast_shapes(&[&[2, 1, 3], &[5, 1], &[]]).unwrap(), vec![2, 5, 3]);
+/// assert_eq!(broadcast_shapes(&[&[0], &[1]]).unwrap(), vec![0]);
+/// assert!(broadcast_shapes(&[&[0], &[3]]).is_err());
+/// ```
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; ndim];
+    for shape in shapes {
+        let offset = ndim - shape.len();
+        for (axis, &n) in shape.iter().enumerate() {
+            let o = &mut out[offset + axis];
+            if n == 1 || n == *o {
+                continue;
+            }
+            if *o != 1 {
+                return Err(Error::Broadcast {
+                    shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+                });
+            }
+            *o = n;
+        }
+    }
+    Ok(out)
+}
+
+/// The strides an operand of `shape`/`strides` has when viewed with the broadcast shape `out`
+/// (which must be a valid broadcast target): 0 on every stretched or prepended axis.
+///
+/// ```
+/// use ufunc_runtime::broadcast_strides;
+/// assert_eq!(broadcast_strides(&[3, 4], &[4], &[1]), vec![0, 1]);
+/// assert_eq!(broadcast_strides(&[3, 4], &[3, 1], &[1, 1]), vec![1, 0]);
+/// ```
+pub fn broadcast_strides(out: &[usize], shape: &[usize], strides: &[isize]) -> Vec<isize> {
+    let offset = out.len() - shape.len();
+    let mut s = vec![0isize; out.len()];
+    for (axis, (&n, &st)) in shape.iter().zip(strides).enumerate() {
+        if n != 1 {
+            s[offset + axis] = st;
+        }
+    }
+    s
+}
+
+/// The number of elements of `shape`, or `Error::TooLarge` if it overflows `usize`.
+///
+/// ```
+/// use ufunc_runtime::element_count;
+/// assert_eq!(element_count(&[2, 3, 4]).unwrap(), 24);
+/// assert_eq!(element_count(&[]).unwrap(), 1);
+/// assert!(element_count(&[usize::MAX, 2]).is_err());
+/// ```
+pub fn element_count(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .ok_or_else(|| Error::TooLarge {
+            shape: shape.to_vec(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_dim_and_empty() {
+        assert_eq!(broadcast_shapes(&[]).unwrap(), Vec::<usize>::new());
+        assert_eq!(broadcast_shapes(&[&[], &[]]).unwrap(), Vec::<usize>::new());
+        assert_eq!(broadcast_shapes(&[&[], &[0, 3]]).unwrap(), vec![0, 3]);
+        assert_eq!(broadcast_shapes(&[&[1, 0], &[5, 1]]).unwrap(), vec![5, 0]);
+    }
+
+    #[test]
+    fn mismatch_names_all_shapes() {
+        let e = broadcast_shapes(&[&[2, 3], &[3], &[4, 1]]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "operands could not be broadcast together with shapes (2,3) (3,) (4,1)"
+        );
+    }
+
+    #[test]
+    fn strides_of_size_one_axes_are_zero() {
+        assert_eq!(broadcast_strides(&[1, 4], &[1, 4], &[4, 1]), vec![0, 1]);
+        assert_eq!(broadcast_strides(&[2, 3], &[], &[]), vec![0, 0]);
+        assert_eq!(broadcast_strides(&[2, 3], &[2, 3], &[-3, -1]), vec![-3, -1]);
+    }
+}

@@ -1,0 +1,49 @@
+//! Where a ufunc runs.
+
+use std::fmt;
+
+/// The execution target of a ufunc, fixed in `#[vectorize(target = ...)]` or chosen at call time
+/// with `f::on(target, ...)` among the function's `targets`.
+///
+/// ```
+/// use ufunc_runtime::Target;
+/// assert_eq!(Target::Parallel.to_string(), "parallel");
+/// assert_eq!("cpu".parse::<Target>(), Ok(Target::Cpu));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Target {
+    /// One thread, SIMD.
+    Cpu,
+    /// All cores (rayon), SIMD on each.
+    Parallel,
+}
+
+impl Target {
+    /// The name used in `#[vectorize(target = "...")]`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Target::Cpu => "cpu",
+            Target::Parallel => "parallel",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cpu" => Ok(Target::Cpu),
+            "parallel" => Ok(Target::Parallel),
+            other => Err(format!(
+                "unknown target `{other}`; expected `cpu` or `parallel`"
+            )),
+        }
+    }
+}
