@@ -1,1 +1,265 @@
-fn main() {}
+//! `#[vectorize]` benchmarks, run side by side with NumPy, numexpr and Numba by `bench/run.sh`.
+//!
+//! `cargo bench --bench vectorize -- [--json] [--quick] [--suffix S]`: prints a table, or one JSON
+//! object per measurement (`{"case", "n", "impl", "ms" | "ns", ["gbps"]}`) for `bench/report.py`.
+
+use ndarray::{Array1, Array2};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+use ufunc::prelude::*;
+
+const SQRT_2PI: f32 = 2.506_628_3;
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn square_sum(a: f32, b: f32) -> f32 {
+    (a + b) * (a + b)
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
+    (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
+}
+
+#[kernel_fn]
+fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
+    (rho * theta.cos(), rho * theta.sin())
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn polar_distance(rho1: f32, theta1: f32, rho2: f32, theta2: f32) -> f32 {
+    let (x1, y1) = polar_to_cartesian(rho1, theta1);
+    let (x2, y2) = polar_to_cartesian(rho2, theta2);
+    ((x1 - x2).powi(2) + (y1 - y2).powi(2)).sqrt()
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn hypot_like(a: f32, b: f32) -> f32 {
+    let x = a.abs();
+    let y = b.abs();
+    let hi = x.max(y);
+    let lo = x.min(y);
+    let t = lo / hi.max(f32::MIN_POSITIVE);
+    hi * (1.0 + t * t).sqrt()
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+struct Bench {
+    json: bool,
+    reps: usize,
+    suffix: String,
+}
+
+impl Bench {
+    /// Median milliseconds of `reps` runs after one warm-up.
+    fn time(&self, mut f: impl FnMut()) -> f64 {
+        f();
+        let mut t: Vec<f64> = (0..self.reps)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    }
+
+    fn report(&self, case: &str, n: usize, imp: &str, ms: f64, gbps: Option<f64>) {
+        let imp = format!("{imp}{}", self.suffix);
+        if self.json {
+            let extra = gbps.map_or(String::new(), |g| format!(", \"gbps\": {g:.2}"));
+            println!(
+                "{{\"case\": \"{case}\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {ms:.4}{extra}}}"
+            );
+        } else {
+            let extra = gbps.map_or(String::new(), |g| format!("  {g:6.2} GB/s"));
+            println!("{case:16} n={n:>9} {imp:28} {ms:9.3} ms{extra}");
+        }
+    }
+
+    /// Times fresh-output calls on both targets and `out` calls into a preallocated array.
+    fn ufunc<R>(
+        &self,
+        case: &str,
+        n: usize,
+        bytes: usize,
+        call: impl Fn(Target) -> R,
+        call_out: impl Fn(Target),
+    ) {
+        for target in [Target::Cpu, Target::Parallel] {
+            let ms = self.time(|| drop(black_box(call(target))));
+            self.report(
+                case,
+                n,
+                &format!("ufunc-{target}"),
+                ms,
+                Some(bytes as f64 / ms / 1e6),
+            );
+            let ms = self.time(|| call_out(target));
+            self.report(
+                case,
+                n,
+                &format!("ufunc-{target}-out"),
+                ms,
+                Some(bytes as f64 / ms / 1e6),
+            );
+        }
+    }
+}
+
+fn data(n: usize, seed: u32) -> Array1<f32> {
+    // A small LCG: deterministic, no extra dependency.
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
+    Array1::from_shape_fn(n, |_| {
+        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (s >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0
+    })
+}
+
+fn triad(b: &Bench, n: usize) {
+    let x = data(n, 1);
+    let y = data(n, 2);
+    let mut z = Array1::<f32>::zeros(n);
+    let s = 1.5f32;
+    let bytes = 3 * 4 * n;
+    let (xs, ys) = (x.as_slice().unwrap(), y.as_slice().unwrap());
+    let ms = b.time(|| {
+        for ((z, x), y) in z.as_slice_mut().unwrap().iter_mut().zip(xs).zip(ys) {
+            *z = x + s * y;
+        }
+    });
+    b.report(
+        "triad",
+        n,
+        "triad-1thread",
+        ms,
+        Some(bytes as f64 / ms / 1e6),
+    );
+    let threads = rayon::current_num_threads();
+    let chunk = n.div_ceil(threads * 4);
+    let ms = b.time(|| {
+        z.as_slice_mut()
+            .unwrap()
+            .par_chunks_mut(chunk)
+            .zip(xs.par_chunks(chunk).zip(ys.par_chunks(chunk)))
+            .for_each(|(z, (x, y))| {
+                for ((z, x), y) in z.iter_mut().zip(x).zip(y) {
+                    *z = x + s * y;
+                }
+            })
+    });
+    b.report(
+        "triad",
+        n,
+        &format!("triad-{threads}threads"),
+        ms,
+        Some(bytes as f64 / ms / 1e6),
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let suffix = args
+        .iter()
+        .position(|a| a == "--suffix")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_default();
+    let b = Bench {
+        json: args.iter().any(|a| a == "--json"),
+        reps: if quick { 3 } else { 7 },
+        suffix,
+    };
+    eprintln!(
+        "ufunc bench: isa {:?}, {} rayon threads",
+        ufunc::active_isa(),
+        rayon::current_num_threads()
+    );
+    let sizes: &[usize] = if quick {
+        &[1_000_000]
+    } else {
+        &[1_000_000, 16_000_000]
+    };
+    for &n in sizes {
+        let (a, c) = (data(n, 3), data(n, 4));
+        let (r1, t1, r2, t2) = (data(n, 5), data(n, 6), data(n, 7), data(n, 8));
+        let mut out = Array1::<f32>::zeros(n);
+        let o = std::cell::RefCell::new(&mut out);
+        b.ufunc(
+            "square_sum",
+            n,
+            12 * n,
+            |t| square_sum::on(t, &a, &c).unwrap(),
+            |t| square_sum::out_on(t, &a, &c, &mut **o.borrow_mut()).unwrap(),
+        );
+        b.ufunc(
+            "gaussian_pdf",
+            n,
+            8 * n,
+            |t| gaussian_pdf::on(t, &a, 0.0f32, 1.0f32).unwrap(),
+            |t| gaussian_pdf::out_on(t, &a, 0.0f32, 1.0f32, &mut **o.borrow_mut()).unwrap(),
+        );
+        b.ufunc(
+            "polar_distance",
+            n,
+            20 * n,
+            |t| polar_distance::on(t, &r1, &t1, &r2, &t2).unwrap(),
+            |t| polar_distance::out_on(t, &r1, &t1, &r2, &t2, &mut **o.borrow_mut()).unwrap(),
+        );
+        b.ufunc(
+            "hypot_like",
+            n,
+            12 * n,
+            |t| hypot_like::on(t, &a, &c).unwrap(),
+            |t| hypot_like::out_on(t, &a, &c, &mut **o.borrow_mut()).unwrap(),
+        );
+    }
+    if !quick {
+        let big = Array2::from_shape_fn((4000, 4000), |(i, j)| (i + j) as f32);
+        let big2 = big.clone() * 0.5;
+        let row = Array1::from_shape_fn(4000, |j| j as f32);
+        let mut out = Array2::<f32>::zeros((4000, 4000));
+        let o = std::cell::RefCell::new(&mut out);
+        let n = 16_000_000;
+        b.ufunc(
+            "broadcast_add",
+            n,
+            8 * n,
+            |t| add::on(t, &big, &row).unwrap(),
+            |t| add::out_on(t, &big, &row, &mut **o.borrow_mut()).unwrap(),
+        );
+        b.ufunc(
+            "contiguous_add",
+            n,
+            12 * n,
+            |t| add::on(t, &big, &big2).unwrap(),
+            |t| add::out_on(t, &big, &big2, &mut **o.borrow_mut()).unwrap(),
+        );
+        triad(&b, n);
+    }
+    // Per-call overhead on a 1-element array.
+    let one = Array1::from_elem(1, 1.0f32);
+    let calls = 100_000;
+    let ms = b.time(|| {
+        for _ in 0..calls {
+            black_box(square_sum(black_box(&one), black_box(&one)).unwrap());
+        }
+    });
+    let ns = ms * 1e6 / calls as f64;
+    if b.json {
+        println!(
+            "{{\"case\": \"tiny_call\", \"n\": 1, \"impl\": \"ufunc-cpu{}\", \"ns\": {ns:.1}}}",
+            b.suffix
+        );
+    } else {
+        println!(
+            "tiny_call        n=        1 ufunc-cpu{:19} {ns:9.1} ns",
+            b.suffix
+        );
+    }
+}

@@ -79,6 +79,9 @@ pub const fn path_with_helpers(helper_reasons: &[Option<&'static str>]) -> Kerne
     KernelPath::Simd
 }
 
+/// Data pointers of freshly allocated outputs.
+pub type OutPtrs = smallvec::SmallVec<[*mut u8; 4]>;
+
 /// A tuple of input elements, read from typed pointers.
 pub trait Inputs: Copy {
     /// `size_of` of each element.
@@ -119,7 +122,7 @@ pub trait Outputs: Copy {
     /// Element `i` is in bounds and writable for every pointer.
     unsafe fn store(p: Self::Ptrs, i: usize, v: Self);
     /// Allocates standard-layout outputs of shape `dim` and pushes their data pointers.
-    fn alloc<D: Dimension>(dim: &D, ptrs: &mut Vec<*mut u8>) -> Self::Uninit<D>;
+    fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Self::Uninit<D>;
     /// # Safety
     /// Every element of every array has been written.
     unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D>;
@@ -174,7 +177,7 @@ impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// Allocates one uninitialised standard-layout array; large ones are advised onto huge pages.
-fn alloc_one<T, D: Dimension>(dim: &D, ptrs: &mut Vec<*mut u8>) -> Array<MaybeUninit<T>, D> {
+fn alloc_one<T, D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Array<MaybeUninit<T>, D> {
     let mut a = Array::uninit(dim.clone());
     crate::alloc::advise_huge_pages(a.as_mut_ptr() as *mut u8, a.len() * size_of::<T>());
     ptrs.push(a.as_mut_ptr() as *mut u8);
@@ -196,7 +199,7 @@ macro_rules! impl_single_output {
             unsafe fn store(p: Self::Ptrs, i: usize, v: Self) {
                 *p.add(i) = v;
             }
-            fn alloc<D: Dimension>(dim: &D, ptrs: &mut Vec<*mut u8>) -> Self::Uninit<D> {
+            fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Self::Uninit<D> {
                 alloc_one::<$t, D>(dim, ptrs)
             }
             unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D> {
@@ -237,7 +240,7 @@ macro_rules! impl_tuple_outputs {
             unsafe fn store(p: Self::Ptrs, i: usize, v: Self) {
                 $(*p.$i.add(i) = v.$i;)+
             }
-            fn alloc<Dm: Dimension>(dim: &Dm, ptrs: &mut Vec<*mut u8>) -> Self::Uninit<Dm> {
+            fn alloc<Dm: Dimension>(dim: &Dm, ptrs: &mut OutPtrs) -> Self::Uninit<Dm> {
                 ($(alloc_one::<$t, Dm>(dim, ptrs),)+)
             }
             unsafe fn assume_init<Dm: Dimension>(u: Self::Uninit<Dm>) -> Self::Arrays<Dm> {

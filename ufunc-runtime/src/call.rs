@@ -1,11 +1,11 @@
 //! The functions a `#[vectorize]` function's generated code calls: broadcast the inputs,
 //! allocate or check the outputs, and execute.
 
-use crate::body::{Body, Outputs};
+use crate::body::{Body, OutPtrs, Outputs};
 use crate::error::{Error, Result};
 use crate::exec::{check_out_shapes, execute};
-use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand};
-use crate::shape::{broadcast_shapes, element_count};
+use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand, RawOutOperands};
+use crate::shape::{broadcast_shape, element_count, Shape};
 use crate::Target;
 use ndarray::Dimension;
 
@@ -25,9 +25,8 @@ fn check_target<B: Body>(target: Target, compiled: &'static [Target]) -> Result<
     }
 }
 
-fn input_shape(raws: &[RawOperand<'_>]) -> Result<Vec<usize>> {
-    let shapes: Vec<&[usize]> = raws.iter().map(|r| r.shape).collect();
-    broadcast_shapes(&shapes)
+fn input_shape(raws: &[RawOperand<'_>]) -> Result<Shape> {
+    broadcast_shape(raws.len(), |i| raws[i].shape)
 }
 
 /// Calls `B` on `ops`, returning new standard-layout arrays of the broadcast shape.
@@ -44,14 +43,16 @@ pub fn call<B: Body, Ops: Operands<B::In>>(
         .checked_mul(bytes)
         .is_none_or(|b| b > isize::MAX as usize)
     {
-        return Err(Error::TooLarge { shape });
+        return Err(Error::TooLarge {
+            shape: shape.to_vec(),
+        });
     }
     let mut dim = <Ops::Dim as Dimension>::zeros(shape.len());
     dim.slice_mut().copy_from_slice(&shape);
-    let mut ptrs = Vec::with_capacity(B::Out::SIZES.len());
+    let mut ptrs = OutPtrs::new();
     let uninit = B::Out::alloc(&dim, &mut ptrs);
     let strides = c_strides(&shape);
-    let outs: Vec<RawOutOperand<'_>> = ptrs
+    let outs: RawOutOperands<'_> = ptrs
         .iter()
         .map(|&ptr| RawOutOperand {
             ptr,
@@ -79,8 +80,8 @@ pub fn call_out<B: Body, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
     execute::<B>(target, &raws, &outs, &shape)
 }
 
-fn c_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+fn c_strides(shape: &[usize]) -> smallvec::SmallVec<[isize; 8]> {
+    let mut strides = smallvec::smallvec![0isize; shape.len()];
     let mut s = 1isize;
     for (st, &n) in strides.iter_mut().zip(shape).rev() {
         *st = s;

@@ -15,7 +15,7 @@ mod operand;
 mod shape;
 mod target;
 
-pub use body::{path_with_helpers, Body, Inputs, KernelPath, Outputs};
+pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
 pub use call::{call, call_out, ArraysOf};
 pub use element::Element;
 pub use error::{Error, Result};

@@ -22,6 +22,11 @@ pub struct RawOutOperand<'a> {
     pub(crate) strides: &'a [isize],
 }
 
+/// The inputs of one call, on the stack for up to 8.
+pub type RawOperands<'a> = smallvec::SmallVec<[RawOperand<'a>; 8]>;
+/// The outputs of one call.
+pub type RawOutOperands<'a> = smallvec::SmallVec<[RawOutOperand<'a>; 4]>;
+
 /// A ufunc input of element type `T`: `&Array`, `&ArrayView` (any `&ArrayBase`), `ArrayView`, or
 /// a plain scalar `T`.
 ///
@@ -133,18 +138,18 @@ pub trait Operands<In: Inputs> {
     /// The dimension type of the result.
     type Dim: Dimension;
     /// The raw view of every input, in order.
-    fn raws(&self) -> Vec<RawOperand<'_>>;
+    fn raws(&self) -> RawOperands<'_>;
 }
 
 /// All outputs of an `out` call, as a tuple matching the body's result type.
 pub trait OutOperands<Out: Outputs> {
     /// The raw view of every output, in order.
-    fn raws_mut(&mut self) -> Vec<RawOutOperand<'_>>;
+    fn raws_mut(&mut self) -> RawOutOperands<'_>;
 }
 
 impl<T: Element + Outputs, O: OutOperand<T>> OutOperands<T> for (O,) {
-    fn raws_mut(&mut self) -> Vec<RawOutOperand<'_>> {
-        vec![self.0.raw_mut()]
+    fn raws_mut(&mut self) -> RawOutOperands<'_> {
+        smallvec::smallvec![self.0.raw_mut()]
     }
 }
 
@@ -156,8 +161,8 @@ macro_rules! impl_operands {
         {
             type Dim = <($(<$a as Operand<$t>>::Dim,)+) as DimFold>::Out;
             #[inline]
-            fn raws(&self) -> Vec<RawOperand<'_>> {
-                vec![$(self.$i.raw()),+]
+            fn raws(&self) -> RawOperands<'_> {
+                smallvec::smallvec![$(self.$i.raw()),+]
             }
         }
     };
@@ -200,8 +205,8 @@ impl_dim_fold!(D0, D1, D2, D3, D4, D5, D6, D7, D8, D9, D10, D11);
 macro_rules! impl_out_operands {
     ($($o:ident $t:ident $i:tt),+) => {
         impl<$($o: OutOperand<$t>, $t: Element),+> OutOperands<($($t,)+)> for ($($o,)+) {
-            fn raws_mut(&mut self) -> Vec<RawOutOperand<'_>> {
-                vec![$(self.$i.raw_mut()),+]
+            fn raws_mut(&mut self) -> RawOutOperands<'_> {
+                smallvec::smallvec![$(self.$i.raw_mut()),+]
             }
         }
     };

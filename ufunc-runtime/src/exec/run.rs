@@ -30,6 +30,11 @@ pub(crate) fn execute<B: Body>(
     if total == 0 {
         return Ok(());
     }
+    if total < PARALLEL_MIN || target == Target::Cpu {
+        if let Some(result) = try_single_row::<B>(ins, outs, shape, total) {
+            return result;
+        }
+    }
     let strides: Vec<Vec<isize>> = ins
         .iter()
         .map(|op| broadcast_strides(shape, op.shape, op.strides))
@@ -57,10 +62,59 @@ pub(crate) fn execute<B: Body>(
         n_in: ins.len(),
         row: row_fn::<B>(),
     };
-    let run = || match target {
+    catching_panics::<B>(|| match target {
         Target::Cpu => walk.run_range(0, total),
         Target::Parallel => walk.run_parallel(total),
-    };
+    })
+}
+
+/// The fast path of small and simple calls: when every operand is C-contiguous with the full
+/// shape (or the call has one element), the whole call is one contiguous row, with no plan and
+/// no allocation. `None` when the call is not of that kind.
+fn try_single_row<B: Body>(
+    ins: &[RawOperand<'_>],
+    outs: &[RawOutOperand<'_>],
+    shape: &[usize],
+    total: usize,
+) -> Option<Result<()>> {
+    const MAX_IN: usize = 12;
+    const MAX_OUT: usize = 4;
+    let simple = |s: &[usize], st: &[isize]| total == 1 || (s == shape && is_c_contiguous(s, st));
+    if ins.len() > MAX_IN
+        || outs.len() > MAX_OUT
+        || !ins.iter().all(|o| simple(o.shape, o.strides))
+        || !outs.iter().all(|o| simple(o.shape, o.strides))
+    {
+        return None;
+    }
+    let mut in_ptrs = [std::ptr::null::<u8>(); MAX_IN];
+    let mut out_ptrs = [std::ptr::null_mut::<u8>(); MAX_OUT];
+    for (p, o) in in_ptrs.iter_mut().zip(ins) {
+        *p = o.ptr;
+    }
+    for (p, o) in out_ptrs.iter_mut().zip(outs) {
+        *p = o.ptr;
+    }
+    let row = row_fn::<B>();
+    // SAFETY: every operand holds `total` contiguous elements from its pointer.
+    Some(catching_panics::<B>(|| unsafe {
+        row(total, &in_ptrs[..ins.len()], &out_ptrs[..outs.len()])
+    }))
+}
+
+fn is_c_contiguous(shape: &[usize], strides: &[isize]) -> bool {
+    let mut expected = 1isize;
+    for (&n, &s) in shape.iter().zip(strides).rev() {
+        if n != 1 && s != expected {
+            return false;
+        }
+        expected *= n as isize;
+    }
+    true
+}
+
+/// Runs `run`, turning a panic of the body into `Error::KernelPanic`.
+fn catching_panics<B: Body>(run: impl FnOnce()) -> Result<()> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
         let message = payload
             .downcast_ref::<&str>()
@@ -158,15 +212,17 @@ impl Walk {
         let start: Vec<*mut u8> = (0..nops)
             .map(|k| ptrs[k].wrapping_offset(j as isize * inner_stride(k)))
             .collect();
-        let contiguous = |k: usize| inner_stride(k) == self.sizes[k] as isize;
+        // A single element is contiguous whatever its stride.
+        let contiguous = |k: usize| len == 1 || inner_stride(k) == self.sizes[k] as isize;
         if (0..nops).all(contiguous) {
             let (ins, outs) = split_ptrs(&start, self.n_in);
             return (self.row)(len, &ins, outs);
         }
-        let buffers = scratch.buffers(nops);
+        let chunk = CHUNK.min(self.plan.shape[nd - 1]);
+        let buffers = scratch.buffers(nops, chunk);
         let mut chunk_ptrs = start.clone();
-        for c in (0..len).step_by(CHUNK) {
-            let n = CHUNK.min(len - c);
+        for c in (0..len).step_by(chunk) {
+            let n = chunk.min(len - c);
             for k in 0..nops {
                 let size = self.sizes[k];
                 let src = start[k].wrapping_offset(c as isize * inner_stride(k));
@@ -175,7 +231,7 @@ impl Walk {
                     src
                 } else if is_input && inner_stride(k) == 0 {
                     if c == 0 {
-                        copy_strided(buffers[k], size as isize, src, 0, size, CHUNK.min(len));
+                        copy_strided(buffers[k], size as isize, src, 0, size, chunk.min(len));
                     }
                     buffers[k]
                 } else if is_input {
@@ -203,15 +259,15 @@ fn split_ptrs(ptrs: &[*mut u8], n_in: usize) -> (Vec<*const u8>, &[*mut u8]) {
     (ins, &ptrs[n_in..])
 }
 
-/// Per-thread chunk buffers, `CHUNK` elements of up to 16 bytes per operand, 16-byte aligned.
+/// Per-thread chunk buffers, `chunk` elements of up to 16 bytes per operand, 16-byte aligned.
 #[derive(Default)]
 struct Scratch {
     storage: Vec<u128>,
 }
 
 impl Scratch {
-    fn buffers(&mut self, nops: usize) -> Vec<*mut u8> {
-        let per = CHUNK; // u128 units: CHUNK * 16 bytes
+    fn buffers(&mut self, nops: usize, chunk: usize) -> Vec<*mut u8> {
+        let per = chunk; // in u128 units: `chunk` elements of up to 16 bytes
         if self.storage.len() < per * nops {
             self.storage = vec![0u128; per * nops];
         }

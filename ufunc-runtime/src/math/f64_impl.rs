@@ -168,10 +168,17 @@ pub(super) fn log2<M: Isa>(x: f64) -> f64 {
     log_special(x, val_lo + w)
 }
 
+/// ln(x) for a positive f32 argument, in f64 (used by f32 `powf`).
+#[inline(always)]
+pub(super) fn ln_of_positive<M: Isa>(x: f64) -> f64 {
+    let (k, f, lo) = ln_parts::<M>(x);
+    fmadd64::<M>(k, LN2_HI, fmadd64::<M>(k, LN2_LO, lo) + f)
+}
+
 #[inline(always)]
 pub(super) fn log10<M: Isa>(x: f64) -> f64 {
     const IVLN10HI: f64 = 4.342_944_818_781_688_809_4e-1;
-    const IVLN10LO: f64 = 2.508_294_671_164_527_522_1e-10;
+    const IVLN10LO: f64 = 2.508_294_671_164_527_522_98e-11;
     const LOG10_2HI: f64 = 3.010_299_956_636_117_713_2e-1;
     const LOG10_2LO: f64 = 3.694_239_077_158_930_786_6e-13;
     let (k, f, lo) = ln_parts::<M>(x);

@@ -2,6 +2,7 @@
 //! stretches to the other operands' length by a stride of 0.
 
 use crate::error::{Error, Result};
+use smallvec::SmallVec;
 
 /// The broadcast shape of `shapes`, by NumPy's rules.
 ///
@@ -13,9 +14,20 @@ use crate::error::{Error, Result};
 /// assert!(broadcast_shapes(&[&[0], &[3]]).is_err());
 /// ```
 pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
-    let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1usize; ndim];
-    for shape in shapes {
+    broadcast_shape(shapes.len(), |i| shapes[i]).map(|s| s.to_vec())
+}
+
+/// A shape or strides vector that stays on the stack up to 8 dimensions.
+pub(crate) type Shape = SmallVec<[usize; 8]>;
+
+/// [`broadcast_shapes`] over `count` shapes given by `shape_of`, without allocating.
+pub(crate) fn broadcast_shape<'s>(
+    count: usize,
+    shape_of: impl Fn(usize) -> &'s [usize],
+) -> Result<Shape> {
+    let ndim = (0..count).map(|i| shape_of(i).len()).max().unwrap_or(0);
+    let mut out: Shape = smallvec::smallvec![1usize; ndim];
+    for shape in (0..count).map(&shape_of) {
         let offset = ndim - shape.len();
         for (axis, &n) in shape.iter().enumerate() {
             let o = &mut out[offset + axis];
@@ -24,7 +36,7 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
             }
             if *o != 1 {
                 return Err(Error::Broadcast {
-                    shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+                    shapes: (0..count).map(|i| shape_of(i).to_vec()).collect(),
                 });
             }
             *o = n;

@@ -2,4 +2,5 @@
 
 mod broadcast;
 
+pub(crate) use broadcast::{broadcast_shape, Shape};
 pub use broadcast::{broadcast_shapes, broadcast_strides, element_count};
