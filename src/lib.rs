@@ -65,7 +65,7 @@ pub mod prelude {
 pub mod __private {
     pub use ufunc_runtime::{
         call, call_out, path_with_helpers, ArraysOf, Body, Element, Isa, LaneMath, Operands,
-        OutOperands,
+        OutOperands, Outputs,
     };
 }
 

@@ -105,7 +105,7 @@ fn check_fn_kind(f: &Function<'_>, errors: &mut Errors) {
 }
 
 /// Parameters are `name: T` with T a scalar element type: `fn f(x: &f32)` -> "reference
-/// parameters are not supported ...".
+/// parameters are not supported ...", `fn f((a, b): (f32, f32))` -> "... must be plain names".
 fn check_params(f: &Function<'_>, errors: &mut Errors) {
     let sig = &f.item.sig;
     if sig.inputs.is_empty() {
@@ -130,6 +130,8 @@ fn check_params(f: &Function<'_>, errors: &mut Errors) {
                 &pt.pat,
                 "ufunc parameters must be plain names, as in `x: f32`",
             );
+            // `(a, b): (f32, f32)` is one mistake: its type is not judged separately.
+            continue;
         }
         check_element_type(&pt.ty, f.generic, "parameter", errors);
     }

@@ -166,9 +166,8 @@ struct Typing {
     /// The body type inside the module and beside it.
     body_inner: TokenStream,
     body_outer: TokenStream,
-    /// `(P0, P1,)` and the result type, written with `T` where generic.
-    in_tuple: TokenStream,
-    out_ty: TokenStream,
+    /// A body type nameable at module level, for `KERNEL_PATH` (the same for every type).
+    body_const: TokenStream,
 }
 
 fn expand_vectorize(v: &Vectorize<'_>) -> TokenStream {
@@ -214,8 +213,10 @@ fn expand_vectorize(v: &Vectorize<'_>) -> TokenStream {
                 lead_args: quote!(#generic,),
                 body_inner: quote!(<#generic as Elem>::__UfuncBody),
                 body_outer: quote!(<#generic as #name::Elem>::__UfuncBody),
-                in_tuple: in_tuple.clone(),
-                out_ty: out_ty.clone(),
+                body_const: {
+                    let first = &types[0];
+                    quote!(<#first as Elem>::__UfuncBody)
+                },
             };
             (
                 typing,
@@ -229,8 +230,7 @@ fn expand_vectorize(v: &Vectorize<'_>) -> TokenStream {
                 lead_args: quote!(),
                 body_inner: quote!(__UfuncBody),
                 body_outer: quote!(#name::__UfuncBody),
-                in_tuple: in_tuple.clone(),
-                out_ty: out_ty.clone(),
+                body_const: quote!(__UfuncBody),
             };
             let scalar_fn = scalar_fn(f, quote!(pub fn scalar));
             let body = body_impl(v, None, &in_tuple, &out_ty);
@@ -243,8 +243,7 @@ fn expand_vectorize(v: &Vectorize<'_>) -> TokenStream {
         lead_args,
         body_inner,
         body_outer,
-        in_tuple,
-        out_ty,
+        body_const,
     } = typing;
     let private = quote!(::ufunc::__private);
     let doc_on = format!(
@@ -318,7 +317,7 @@ fn expand_vectorize(v: &Vectorize<'_>) -> TokenStream {
 
             /// Whether the loops run the rewritten lane body (`Simd`) or call the scalar
             /// function per element (`Scalar`, with the reason).
-            pub const KERNEL_PATH: ::ufunc::KernelPath = <#body_inner as #private::Body>::PATH;
+            pub const KERNEL_PATH: ::ufunc::KernelPath = <#body_const as #private::Body>::PATH;
 
             #per_type
         }
@@ -473,7 +472,7 @@ fn expand_generic_parts(
     });
     quote! {
         #[doc = #types_doc]
-        pub trait Elem: ::ufunc::__private::Element {
+        pub trait Elem: ::ufunc::__private::Element + ::ufunc::__private::Outputs {
             #[doc(hidden)]
             type __UfuncBody: ::ufunc::__private::Body<In = #in_self, Out = #out_self>;
             #[doc(hidden)]

@@ -145,7 +145,7 @@ impl VisitMut for Rewriter<'_> {
                     if let Some(ident) = helper_name(p) {
                         let span = ident.span();
                         let lane = quote_spanned!(span=> #ident::__ufunc_lane::<#isa>);
-                        call.func = Box::new(parse_quote!(#lane));
+                        *call.func = parse_quote!(#lane);
                     }
                 }
             }
@@ -185,12 +185,23 @@ fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
         .then_some(&seg.ident)
 }
 
-/// No assignment, no function call (helpers may panic), no macro.
+/// No assignment, no macro, and no function call other than lane math (already rewritten) and
+/// float or complex associated functions (`f32::max`, `Complex::new`): helpers may panic.
 fn is_pure(e: &Expr) -> bool {
+    fn known_pure_call(e: &Expr) -> bool {
+        let Expr::Call(c) = e else { return false };
+        let Expr::Path(p) = &*c.func else { return false };
+        let first = p.path.segments.first().map(|s| s.ident.to_string());
+        matches!(
+            first.as_deref(),
+            Some("ufunc" | "f32" | "f64" | "Complex")
+        )
+    }
     struct Finder(bool);
     impl<'ast> Visit<'ast> for Finder {
         fn visit_expr(&mut self, e: &'ast Expr) {
-            if matches!(e, Expr::Assign(_) | Expr::Call(_) | Expr::Macro(_))
+            let call = matches!(e, Expr::Call(_)) && !known_pure_call(e);
+            if call || matches!(e, Expr::Assign(_) | Expr::Macro(_))
                 || matches!(e, Expr::Binary(b) if is_compound_assign(&b.op))
             {
                 self.0 = false;

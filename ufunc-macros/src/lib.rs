@@ -1,6 +1,6 @@
 //! Procedural macros of `ufunc`: `#[vectorize]` lifts a scalar function to a NumPy-style ufunc,
 //! `#[kernel_fn]` makes a helper callable from ufunc bodies. Each entry point parses into a
-//! [`model`], validates it ([`check`]), then generates code ([`expand`]); on invalid input it
+//! `model`, validates it (`check`), then generates code (`expand`); on invalid input it
 //! emits the errors plus the user's function unchanged, so no follow-on errors appear.
 
 mod attr;

@@ -49,7 +49,7 @@ pub trait Operand<T: Element> {
     }
 }
 
-impl<'x, T: Element, S: Data<Elem = T>, D: Dimension> Operand<T> for &'x ArrayBase<S, D> {
+impl<T: Element, S: Data<Elem = T>, D: Dimension> Operand<T> for &ArrayBase<S, D> {
     type Dim = D;
     #[inline]
     fn raw(&self) -> RawOperand<'_> {
@@ -108,7 +108,7 @@ pub trait OutOperand<T: Element> {
     fn raw_mut(&mut self) -> RawOutOperand<'_>;
 }
 
-impl<'x, T: Element, S: DataMut<Elem = T>, D: Dimension> OutOperand<T> for &'x mut ArrayBase<S, D> {
+impl<T: Element, S: DataMut<Elem = T>, D: Dimension> OutOperand<T> for &mut ArrayBase<S, D> {
     #[inline]
     fn raw_mut(&mut self) -> RawOutOperand<'_> {
         let ptr = self.as_mut_ptr() as *mut u8;

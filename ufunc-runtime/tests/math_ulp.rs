@@ -223,11 +223,11 @@ fn special_values_follow_ieee() {
     assert_eq!(LaneMath::exp::<M>(f32::NEG_INFINITY), 0.0);
     assert!(LaneMath::exp::<M>(f32::NAN).is_nan());
     assert_eq!(LaneMath::ln::<M>(0.0f32), f32::NEG_INFINITY);
-    assert!(LaneMath::ln::<M>((-1.0f32)).is_nan());
+    assert!(LaneMath::ln::<M>(-1.0f32).is_nan());
     assert!(LaneMath::sin::<M>(f32::INFINITY).is_nan());
     assert_eq!(LaneMath::powf::<M>(0.0f32, -1.0), f32::INFINITY);
-    assert_eq!(LaneMath::powf::<M>((-2.0f32), 3.0), -8.0);
-    assert!(LaneMath::powf::<M>((-2.0f32), 0.5).is_nan());
+    assert_eq!(LaneMath::powf::<M>(-2.0f32, 3.0), -8.0);
+    assert!(LaneMath::powf::<M>(-2.0f32, 0.5).is_nan());
     assert_eq!(LaneMath::ln::<M>(f64::INFINITY), f64::INFINITY);
-    assert_eq!(LaneMath::exp::<M>((1000.0f64)), f64::INFINITY);
+    assert_eq!(LaneMath::exp::<M>(1000.0f64), f64::INFINITY);
 }

@@ -66,7 +66,7 @@ pub fn plan_loop(shape: &[usize], strides: &[Vec<isize>], first_output: usize) -
             .sum();
         (out, ins)
     };
-    axes.sort_by(|&x, &y| key(y).cmp(&key(x)));
+    axes.sort_by_key(|&a| std::cmp::Reverse(key(a)));
 
     let mut plan_shape: Vec<usize> = Vec::with_capacity(axes.len());
     let mut plan_strides: Vec<Vec<isize>> = vec![Vec::with_capacity(axes.len()); nops];

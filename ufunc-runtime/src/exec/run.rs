@@ -164,7 +164,6 @@ impl Walk {
         let shape = &self.plan.shape;
         let nd = shape.len();
         let inner = shape[nd - 1];
-        let nops = self.bases.len();
         let mut ptrs = self.bases.clone();
         let mut idx = vec![0usize; nd - 1];
         let mut rest = start / inner;
@@ -189,15 +188,14 @@ impl Walk {
             j = 0;
             for a in (0..nd - 1).rev() {
                 idx[a] += 1;
-                for k in 0..nops {
-                    ptrs[k] = ptrs[k].wrapping_offset(self.byte_strides[k][a]);
+                for (p, s) in ptrs.iter_mut().zip(&self.byte_strides) {
+                    *p = p.wrapping_offset(s[a]);
                 }
                 if idx[a] < shape[a] {
                     break;
                 }
-                for k in 0..nops {
-                    ptrs[k] =
-                        ptrs[k].wrapping_offset(-(shape[a] as isize) * self.byte_strides[k][a]);
+                for (p, s) in ptrs.iter_mut().zip(&self.byte_strides) {
+                    *p = p.wrapping_offset(-(shape[a] as isize) * s[a]);
                 }
                 idx[a] = 0;
             }

@@ -19,7 +19,10 @@
 //! "libm" means the method calls the standard library per element: correct, not vectorized.
 //! `Complex` methods always use num-complex (scalar).
 
+// Coefficients are written with the digits their sources publish.
+#[allow(clippy::excessive_precision)]
 mod f32_impl;
+#[allow(clippy::excessive_precision)]
 mod f64_impl;
 
 use crate::isa::Isa;

@@ -1,0 +1,8 @@
+use ufunc::prelude::*;
+
+#[vectorize]
+fn f(a: f32) -> (f32, f32, f32, f32, f32) {
+    (a, a, a, a, a)
+}
+
+fn main() {}

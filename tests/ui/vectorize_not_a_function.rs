@@ -1,0 +1,6 @@
+use ufunc::prelude::*;
+
+#[vectorize]
+struct S(f32);
+
+fn main() {}

@@ -1,0 +1,8 @@
+use ufunc::prelude::*;
+
+#[vectorize]
+fn f(out: f32) -> f32 {
+    out
+}
+
+fn main() {}
