@@ -52,6 +52,8 @@ struct Bench {
     json: bool,
     reps: usize,
     suffix: String,
+    /// `--only CASE`: run one case.
+    only: Option<String>,
 }
 
 impl Bench {
@@ -67,6 +69,10 @@ impl Bench {
             .collect();
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]
+    }
+
+    fn wanted(&self, case: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| o == case)
     }
 
     fn report(&self, case: &str, n: usize, imp: &str, ms: f64, gbps: Option<f64>) {
@@ -91,6 +97,9 @@ impl Bench {
         call: impl Fn(Target) -> R,
         call_out: impl Fn(Target),
     ) {
+        if !self.wanted(case) {
+            return;
+        }
         for target in [Target::Cpu, Target::Parallel] {
             let ms = self.time(|| drop(black_box(call(target))));
             self.report(
@@ -122,6 +131,9 @@ fn data(n: usize, seed: u32) -> Array1<f32> {
 }
 
 fn triad(b: &Bench, n: usize) {
+    if !b.wanted("triad") {
+        return;
+    }
     let x = data(n, 1);
     let y = data(n, 2);
     let mut z = Array1::<f32>::zeros(n);
@@ -174,6 +186,10 @@ fn main() {
         json: args.iter().any(|a| a == "--json"),
         reps: if quick { 3 } else { 7 },
         suffix,
+        only: args
+            .iter()
+            .position(|a| a == "--only")
+            .and_then(|i| args.get(i + 1).cloned()),
     };
     eprintln!(
         "ufunc bench: isa {:?}, {} rayon threads",
