@@ -85,22 +85,22 @@ fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
 fn check_fn_kind(f: &Function<'_>, errors: &mut Errors) {
     let sig = &f.item.sig;
     if let Some(t) = &sig.asyncness {
-        errors.spanned(t, "a ufunc body cannot be `async`");
+        errors.spanned(t, "a ufunc cannot be an `async fn`");
     }
     if let Some(t) = &sig.unsafety {
         errors.spanned(
             t,
-            "a ufunc body cannot be `unsafe`: it runs for every element",
+            "a ufunc cannot be an `unsafe fn`: it runs for every element, on any thread",
         );
     }
     if let Some(t) = &sig.constness {
-        errors.spanned(t, "a ufunc body cannot be `const`");
+        errors.spanned(t, "a ufunc cannot be a `const fn`");
     }
     if let Some(t) = &sig.abi {
-        errors.spanned(t, "a ufunc body cannot have an `extern` ABI");
+        errors.spanned(t, "a ufunc cannot have an `extern` ABI");
     }
     if let Some(t) = &sig.variadic {
-        errors.spanned(t, "a ufunc body cannot be variadic");
+        errors.spanned(t, "a ufunc cannot be variadic");
     }
 }
 
@@ -212,7 +212,8 @@ fn check_generics(
     if other_params > 0 {
         errors.spanned(
             generics,
-            "a ufunc can only be generic over one element type parameter",
+            "a ufunc cannot have lifetime or const parameters; \
+             it can only be generic over one element type parameter",
         );
     }
     match types {

@@ -175,7 +175,7 @@ impl VisitMut for Rewriter<'_> {
 }
 
 /// A call `name(..)` to a plain lower-case function is a call to a `#[kernel_fn]` helper.
-fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
+pub(crate) fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
     if p.qself.is_some() || p.path.leading_colon.is_some() || p.path.segments.len() != 1 {
         return None;
     }
@@ -190,18 +190,18 @@ fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
 fn is_pure(e: &Expr) -> bool {
     fn known_pure_call(e: &Expr) -> bool {
         let Expr::Call(c) = e else { return false };
-        let Expr::Path(p) = &*c.func else { return false };
+        let Expr::Path(p) = &*c.func else {
+            return false;
+        };
         let first = p.path.segments.first().map(|s| s.ident.to_string());
-        matches!(
-            first.as_deref(),
-            Some("ufunc" | "f32" | "f64" | "Complex")
-        )
+        matches!(first.as_deref(), Some("ufunc" | "f32" | "f64" | "Complex"))
     }
     struct Finder(bool);
     impl<'ast> Visit<'ast> for Finder {
         fn visit_expr(&mut self, e: &'ast Expr) {
             let call = matches!(e, Expr::Call(_)) && !known_pure_call(e);
-            if call || matches!(e, Expr::Assign(_) | Expr::Macro(_))
+            if call
+                || matches!(e, Expr::Assign(_) | Expr::Macro(_))
                 || matches!(e, Expr::Binary(b) if is_compound_assign(&b.op))
             {
                 self.0 = false;

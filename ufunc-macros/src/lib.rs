@@ -15,12 +15,55 @@ use proc_macro::TokenStream;
 
 /// Turns `fn f(a: f32, b: f32) -> f32` into a ufunc over arrays, views and scalars with NumPy
 /// broadcasting. See the `ufunc` crate's documentation for the generated API.
+///
+/// Arguments: `target = "cpu" | "parallel"` or `targets = [...]` (the first is the default, the
+/// others are reachable with `f::on`), and `types = [..]` for a function generic over one type.
+///
+/// ```
+/// use ufunc::prelude::*;
+/// use ndarray::array;
+///
+/// #[vectorize(types = [f32, f64], targets = ["cpu", "parallel"])]
+/// fn lerp<T>(a: T, b: T, t: T) -> T {
+///     a + (b - a) * t
+/// }
+///
+/// let a = array![[0.0f64, 1.0], [2.0, 3.0]];
+/// assert_eq!(lerp(&a, 10.0, 0.5).unwrap(), array![[5.0, 5.5], [6.0, 6.5]]);
+/// assert_eq!(lerp(&array![1.0f32], 3.0f32, 0.25f32).unwrap()[0], 1.5);
+/// assert_eq!(lerp::scalar(0.0f32, 2.0, 0.5), 1.0);
+/// let on_all_cores = lerp::on(Target::Parallel, &a, 0.0, 0.0).unwrap();
+/// assert_eq!(on_all_cores, a);
+/// assert!(lerp::KERNEL_PATH.is_simd());
+/// ```
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::vectorize(attr.into(), item.into()).into()
 }
 
 /// Marks a helper function as callable from `#[vectorize]` bodies (Numba's device functions).
+///
+/// The function stays as it is; a lane version is generated beside it, which vectorized bodies
+/// call. Plain (lower-case, single-name) function calls inside a `#[vectorize]` body must be
+/// `#[kernel_fn]` helpers; other functions are reached with a path (`f32::max(a, b)`).
+///
+/// ```
+/// use ufunc::prelude::*;
+/// use ndarray::array;
+///
+/// #[kernel_fn]
+/// fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
+///     (rho * theta.cos(), rho * theta.sin())
+/// }
+///
+/// #[vectorize]
+/// fn to_x(rho: f32, theta: f32) -> f32 {
+///     polar_to_cartesian(rho, theta).0
+/// }
+///
+/// assert_eq!(to_x(&array![2.0f32], 0.0f32).unwrap()[0], 2.0);
+/// assert_eq!(polar_to_cartesian(1.0, 0.0), (1.0, 0.0));
+/// ```
 #[proc_macro_attribute]
 pub fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::kernel_fn(attr.into(), item.into()).into()

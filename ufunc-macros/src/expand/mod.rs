@@ -1,0 +1,135 @@
+//! Code generation. Generated code names only `::ufunc::__private::...` paths and its own
+//! identifiers start with `__ufunc` / `__Ufunc`.
+//!
+//! Companions of a function `foo` (`foo::out`, `foo::scalar`, ...) are associated items of a
+//! field-less struct `foo`, which lives in the type namespace beside the function `foo`. An
+//! inherent impl, unlike a nested `mod`, sees the items declared beside it even inside a function
+//! body, so ufuncs and helpers defined in `main` or in a test work like module-level ones.
+
+mod body;
+mod vectorize;
+
+use crate::check::check_kernel_fn;
+use crate::lane::{isa_ident, mentions_integers, rewrite, scalar_reason};
+use crate::model::Function;
+use crate::types::{elem_kind, ElemKind};
+use proc_macro2::{Ident, TokenStream, TokenTree};
+use quote::{quote, ToTokens};
+use syn::{ItemFn, Type};
+
+pub(crate) use vectorize::vectorize;
+
+/// `#[kernel_fn]`: the helper unchanged, plus `struct name` whose `__ufunc_lane` is its lane form.
+pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item_fn = match parse_fn(&item, "#[kernel_fn]") {
+        Ok(f) => f,
+        Err(e) => return fallback(e, item),
+    };
+    if !attr.is_empty() {
+        let e = syn::Error::new_spanned(attr, "#[kernel_fn] takes no arguments");
+        return fallback(e, item);
+    }
+    let f = Function::from_syn(&item_fn);
+    if let Err(e) = check_kernel_fn(&f) {
+        return fallback(e, item);
+    }
+    let name = f.name();
+    let vis = &item_fn.vis;
+    let isa = isa_ident();
+    let reason = scalar_reason(&item_fn.block);
+    let speculate = reason.is_none() && panic_free(&f, None);
+    let lane_block = rewrite(&item_fn.block, &isa, speculate);
+    let params = f
+        .params
+        .iter()
+        .map(|p| param_tokens(p.ident, p.ty, p.mutable));
+    let output = &item_fn.sig.output;
+    let reason_tokens = match &reason {
+        None => quote!(::core::option::Option::None),
+        Some(r) => {
+            let r = format!("helper `{name}`: {r}");
+            quote!(::core::option::Option::Some(#r))
+        }
+    };
+    quote! {
+        #[inline]
+        #item_fn
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {
+            _private: (),
+        }
+
+        #[allow(unused_mut, unused_parens, clippy::all)]
+        impl #name {
+            /// Why the helper is not straight-line lane code, if it is not.
+            pub const __UFUNC_SCALAR_REASON: ::core::option::Option<&'static str> = #reason_tokens;
+            #[inline(always)]
+            pub fn __ufunc_lane<#isa: ::ufunc::__private::Isa>(#(#params),*) #output #lane_block
+        }
+    }
+}
+
+/// Parses a free function, or says that `attribute` only applies to one.
+fn parse_fn(item: &TokenStream, attribute: &str) -> syn::Result<ItemFn> {
+    match syn::parse2::<syn::Item>(item.clone())? {
+        syn::Item::Fn(f) => Ok(f),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("{attribute} can only be applied to a free function"),
+        )),
+    }
+}
+
+fn fallback(error: syn::Error, item: TokenStream) -> TokenStream {
+    let mut out = error.to_compile_error();
+    out.extend(item);
+    out
+}
+
+fn param_tokens(ident: &Ident, ty: &impl ToTokens, mutable: bool) -> TokenStream {
+    if mutable {
+        quote!(mut #ident: #ty)
+    } else {
+        quote!(#ident: #ty)
+    }
+}
+
+/// Whether no expression of the function can panic (see `lane::mentions_integers`): every
+/// parameter and result is a float, complex or bool, and the body mentions no integer.
+fn panic_free(f: &Function<'_>, generic_types: Option<&[Type]>) -> bool {
+    let generic_ok = generic_types.is_none_or(|list| {
+        list.iter().all(|t| {
+            matches!(
+                elem_kind(t, None),
+                Some(ElemKind::Float | ElemKind::Complex)
+            )
+        })
+    });
+    let kind_ok = |ty: &Type| match elem_kind(ty, f.generic) {
+        Some(ElemKind::Float | ElemKind::Complex | ElemKind::Bool) => true,
+        Some(ElemKind::Generic) => generic_ok,
+        _ => false,
+    };
+    f.params.iter().all(|p| kind_ok(p.ty))
+        && f.outputs.iter().all(|t| kind_ok(t))
+        && !mentions_integers(&f.item.block)
+}
+
+/// Replaces the identifier `from` by `to` everywhere in `tokens` (the type parameter in types).
+fn replace_ident(tokens: TokenStream, from: &Ident, to: &TokenStream) -> TokenStream {
+    tokens
+        .into_iter()
+        .flat_map(|tt| match tt {
+            TokenTree::Ident(i) if i == *from => to.clone(),
+            TokenTree::Group(g) => {
+                let mut ng =
+                    proc_macro2::Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                ng.set_span(g.span());
+                TokenTree::Group(ng).into_token_stream()
+            }
+            tt => tt.into_token_stream(),
+        })
+        .collect()
+}
