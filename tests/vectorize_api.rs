@@ -319,3 +319,27 @@ fn helpers_returning_tuples() {
     assert_eq!(uses_helper(&a, 3.0f32).unwrap(), array![10.0, 13.0]);
     assert_eq!(square_pair(2.0, 3.0), (4.0, 9.0));
 }
+
+#[test]
+fn ufuncs_and_helpers_defined_inside_a_function_body() {
+    const OFFSET: f32 = 0.5;
+
+    #[kernel_fn]
+    fn twice(x: f32) -> f32 {
+        x * 2.0
+    }
+
+    #[vectorize(types = [f32, f64])]
+    fn plus_one<T>(x: T) -> T {
+        x + 1.0
+    }
+
+    #[vectorize(targets = ["parallel", "cpu"])]
+    fn local(x: f32) -> f32 {
+        twice(x) + OFFSET
+    }
+
+    assert_eq!(local(&array![1.0f32, 2.0]).unwrap(), array![2.5, 4.5]);
+    assert_eq!(local::DEFAULT_TARGET, Target::Parallel);
+    assert_eq!(plus_one(&array![1.0f64]).unwrap()[0], 2.0);
+}
