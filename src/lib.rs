@@ -48,7 +48,7 @@
 //! Helpers called from a body are marked [`kernel_fn`]. A panic in the body (integer division
 //! by zero, say) becomes [`Error::KernelPanic`].
 
-pub use ufunc_macros::{kernel_fn, vectorize};
+pub use ufunc_macros::{guvectorize, kernel_fn, vectorize};
 pub use ufunc_runtime::{
     active_isa, broadcast_shapes, set_active_isa, Error, IsaLevel, KernelPath, LoopPlan, Result,
     Target,
@@ -56,7 +56,11 @@ pub use ufunc_runtime::{
 
 /// `use ufunc::prelude::*;` brings the attributes, `Target`, `Error` and `Result`.
 pub mod prelude {
-    pub use crate::{kernel_fn, vectorize, Error, KernelPath, Result, Target};
+    pub use crate::{guvectorize, kernel_fn, vectorize, Error, KernelPath, Result, Target};
+    pub use ndarray::{
+        ArrayView1, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMut1, ArrayViewMut2,
+        ArrayViewMut3, ArrayViewMutD,
+    };
     pub use num_complex::Complex;
 }
 
@@ -64,8 +68,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use ufunc_runtime::{
-        call, call_out, path_with_helpers, ArraysOf, Body, Element, Isa, LaneMath, Operands,
-        OutOperands, Outputs,
+        call, call_out, core_scalar, core_scalar_mut, core_view, core_view_mut, gu_call,
+        gu_call_out, path_with_helpers, store_scalar, ArraysOf, Body, CoreArg, CoreDim, Element,
+        GuBody, Isa, LaneMath, Operands, OutOperands, Outputs, Signature,
     };
 }
 

@@ -11,7 +11,7 @@ use syn::{FnArg, Pat, ReturnType, Type};
 const MAX_INPUTS: usize = 12;
 const MAX_OUTPUTS: usize = 4;
 /// Names the generated functions use for their own parameters.
-const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "out2", "out3"];
+pub(crate) const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "out2", "out3"];
 
 pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
     let mut errors = Errors::default();
@@ -23,6 +23,36 @@ pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
     check_generics(&v.func, v.attr.types.as_ref(), &mut errors);
     check_body(&v.func, &mut errors);
     errors.finish()
+}
+
+/// `#[guvectorize]`: the attribute, the function's kind, its generics and parameter names, and
+/// the layout against the parameters.
+pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut Errors) {
+    check_targets(&f.attr.rest, errors);
+    check_signature_kind(&f.item.sig, errors);
+    if let Some((span, _)) = &f.attr.rest.types {
+        errors.push(syn::Error::new(
+            *span,
+            "`types = [...]` is not supported by #[guvectorize] yet; write one function per type",
+        ));
+    }
+    if let Some(tp) = f.item.sig.generics.type_params().next() {
+        errors.spanned(
+            tp,
+            "a #[guvectorize] function cannot be generic over types; \
+             write it for concrete element types",
+        );
+    }
+    for p in &f.params {
+        let name = p.ident.to_string();
+        if RESERVED_PARAMS.contains(&name.as_str()) || name.starts_with("__ufunc") {
+            errors.spanned(
+                p.ident,
+                format!("the parameter name `{name}` is reserved by #[guvectorize]; rename it"),
+            );
+        }
+    }
+    crate::gufunc::check_against_layout(f, errors);
 }
 
 pub(crate) fn check_kernel_fn(f: &Function<'_>) -> syn::Result<()> {
@@ -42,7 +72,7 @@ pub(crate) fn check_kernel_fn(f: &Function<'_>) -> syn::Result<()> {
 
 /// `target` and `targets` name known targets, once each; only one of the two keys is used.
 /// `#[vectorize(target = "gpu")]` -> "unknown target `gpu`; expected one of ...".
-fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
+pub(crate) fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
     if let Some(second) = attr.target_keys.get(1) {
         errors.push(syn::Error::new(
             *second,
@@ -83,7 +113,10 @@ fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
 
 /// A ufunc is a plain function: not `async`, `unsafe`, `const`, `extern` or variadic.
 fn check_fn_kind(f: &Function<'_>, errors: &mut Errors) {
-    let sig = &f.item.sig;
+    check_signature_kind(&f.item.sig, errors);
+}
+
+pub(crate) fn check_signature_kind(sig: &syn::Signature, errors: &mut Errors) {
     if let Some(t) = &sig.asyncness {
         errors.spanned(t, "a ufunc cannot be an `async fn`");
     }

@@ -7,7 +7,9 @@ mod attr;
 mod check;
 mod errors;
 mod expand;
+mod gufunc;
 mod lane;
+mod layout;
 mod model;
 mod types;
 
@@ -39,6 +41,30 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::vectorize(attr.into(), item.into()).into()
+}
+
+/// Turns a function over core sub-arrays into a generalized ufunc (NumPy's gufunc): the layout
+/// string names the core dimensions of each operand, and the library loops and broadcasts over
+/// the remaining (loop) dimensions.
+///
+/// ```
+/// use ufunc::prelude::*;
+/// use ndarray::{array, Array3, ArrayView1};
+///
+/// #[guvectorize("(n),(n)->()", target = "parallel")]
+/// fn dot(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
+///     a.dot(&b)
+/// }
+///
+/// let a = Array3::<f64>::ones((4, 3, 5));
+/// let d = dot(&a, &array![1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();   // loop dims (4,3), core n = 5
+/// assert_eq!(d.shape(), &[4, 3]);
+/// assert_eq!(d[[0, 0]], 15.0);
+/// assert_eq!(dot::core(array![1.0, 2.0].view(), array![3.0, 4.0].view()), 11.0);
+/// ```
+#[proc_macro_attribute]
+pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::guvectorize(attr.into(), item.into()).into()
 }
 
 /// Marks a helper function as callable from `#[vectorize]` bodies (Numba's device functions).

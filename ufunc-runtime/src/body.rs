@@ -7,7 +7,7 @@
 
 use crate::element::Element;
 use crate::isa::Isa;
-use ndarray::{Array, Dimension};
+use ndarray::{Array, Dimension, IxDyn};
 use std::mem::MaybeUninit;
 
 /// A scalar function lifted by `#[vectorize]`: what the engine calls for each element.
@@ -126,6 +126,9 @@ pub trait Outputs: Copy {
     /// # Safety
     /// Every element of every array has been written.
     unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D>;
+    /// Allocates outputs of the given shapes (one per output) filled with the default value
+    /// (zero, `false`), and pushes their data pointers.
+    fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn>;
 }
 
 /// Runs `B` over `n` contiguous elements. `#[inline(always)]` so that the loop is compiled for the
@@ -176,6 +179,13 @@ impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
+/// Allocates one default-filled standard-layout array of `shape`.
+fn alloc_default_one<T: Element>(shape: &[usize], ptrs: &mut OutPtrs) -> Array<T, IxDyn> {
+    let mut a = Array::from_elem(IxDyn(shape), T::default());
+    ptrs.push(a.as_mut_ptr() as *mut u8);
+    a
+}
+
 /// Allocates one uninitialised standard-layout array; large ones are advised onto huge pages.
 fn alloc_one<T, D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Array<MaybeUninit<T>, D> {
     let mut a = Array::uninit(dim.clone());
@@ -204,6 +214,9 @@ macro_rules! impl_single_output {
             }
             unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D> {
                 u.assume_init()
+            }
+            fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
+                alloc_default_one::<$t>(&shapes[0], ptrs)
             }
         }
     )*};
@@ -245,6 +258,9 @@ macro_rules! impl_tuple_outputs {
             }
             unsafe fn assume_init<Dm: Dimension>(u: Self::Uninit<Dm>) -> Self::Arrays<Dm> {
                 ($(u.$i.assume_init(),)+)
+            }
+            fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
+                ($(alloc_default_one::<$t>(&shapes[$i], ptrs),)+)
             }
         }
     };

@@ -14,7 +14,7 @@ mod sealed {
 /// takes(1.0f32);
 /// takes(num_complex::Complex::new(1.0f64, 2.0));
 /// ```
-pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+pub trait Element: Copy + Default + Send + Sync + 'static + sealed::Sealed {
     /// The type's name as written in Rust, for messages.
     const NAME: &'static str;
 }

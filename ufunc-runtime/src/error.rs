@@ -42,6 +42,49 @@ pub enum Error {
         /// The targets the function was compiled for.
         compiled: &'static [Target],
     },
+    /// An operand of a gufunc has fewer dimensions than its core dimensions need.
+    CoreRank {
+        /// The operand's parameter name.
+        operand: &'static str,
+        /// Its number of dimensions.
+        ndim: usize,
+        /// Its core dimensions as written in the layout, e.g. `(m,n)`.
+        core: String,
+        /// The fewest dimensions it needs (optional dimensions may be missing).
+        needed: usize,
+    },
+    /// A named core dimension has different sizes in two operands.
+    CoreDimMismatch {
+        /// The dimension's name in the layout.
+        dim: &'static str,
+        /// The operand that fixed the size first, and that size.
+        first: &'static str,
+        first_size: usize,
+        /// The operand that disagrees, and its size.
+        operand: &'static str,
+        size: usize,
+    },
+    /// A fixed-size core dimension, like `(3)`, has another size.
+    FixedCoreDim {
+        /// The operand's parameter name.
+        operand: &'static str,
+        /// The size the layout fixes.
+        expected: usize,
+        /// The size the operand has.
+        found: usize,
+    },
+    /// A core dimension that appears only in outputs has no size: the call must pass `out`.
+    UnboundOutputDim {
+        /// The dimension's name.
+        dim: &'static str,
+        /// The output it appears in.
+        output: &'static str,
+    },
+    /// The loop (non-core) dimensions of the operands do not broadcast together.
+    LoopBroadcast {
+        /// Each operand's name and loop shape.
+        shapes: Vec<(&'static str, Vec<usize>)>,
+    },
     /// The function body panicked for some element (integer division by zero, an explicit
     /// `panic!`, an overflow in a debug build, ...). The output is left partially written.
     KernelPanic {
@@ -110,6 +153,46 @@ impl fmt::Display for Error {
                 )?;
                 for t in compiled.iter() {
                     write!(f, " `{t}`")?;
+                }
+                Ok(())
+            }
+            Error::CoreRank {
+                operand,
+                ndim,
+                core,
+                needed,
+            } => write!(
+                f,
+                "`{operand}` has {ndim} dimension(s) but its core dimensions {core} need at least \
+                 {needed}"
+            ),
+            Error::CoreDimMismatch {
+                dim,
+                first,
+                first_size,
+                operand,
+                size,
+            } => write!(
+                f,
+                "core dimension `{dim}` has size {first_size} in `{first}` but {size} in `{operand}`"
+            ),
+            Error::FixedCoreDim {
+                operand,
+                expected,
+                found,
+            } => write!(
+                f,
+                "`{operand}` has size {found} where its layout fixes a core dimension of size {expected}"
+            ),
+            Error::UnboundOutputDim { dim, output } => write!(
+                f,
+                "core dimension `{dim}` of `{output}` appears only in outputs: call `out` with an \
+                 output array so that its size is known"
+            ),
+            Error::LoopBroadcast { shapes } => {
+                f.write_str("loop dimensions could not be broadcast together:")?;
+                for (name, s) in shapes {
+                    write!(f, " `{name}` {}", ShapeDisplay(s))?;
                 }
                 Ok(())
             }

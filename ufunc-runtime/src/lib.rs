@@ -9,6 +9,7 @@ mod call;
 mod element;
 mod error;
 mod exec;
+mod gufunc;
 mod isa;
 mod math;
 mod operand;
@@ -20,6 +21,10 @@ pub use call::{call, call_out, ArraysOf};
 pub use element::Element;
 pub use error::{Error, Result};
 pub use exec::{plan_loop, LoopPlan};
+pub use gufunc::{
+    core_scalar, core_scalar_mut, core_view, core_view_mut, gu_call, gu_call_out, store_scalar,
+    CoreArg, CoreBinding, CoreDim, GuBody, Signature,
+};
 pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::LaneMath;
 pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};

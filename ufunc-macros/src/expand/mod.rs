@@ -7,6 +7,7 @@
 //! body, so ufuncs and helpers defined in `main` or in a test work like module-level ones.
 
 mod body;
+mod guvectorize;
 mod vectorize;
 
 use crate::check::check_kernel_fn;
@@ -17,6 +18,7 @@ use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::{ItemFn, Type};
 
+pub(crate) use guvectorize::guvectorize;
 pub(crate) use vectorize::vectorize;
 
 /// `#[kernel_fn]`: the helper unchanged, plus `struct name` whose `__ufunc_lane` is its lane form.

@@ -1,0 +1,244 @@
+//! `#[guvectorize]`: the array function `foo`, `struct foo` with `out`, `on`, `out_on`, `core`
+//! (the function as written), and the `GuBody` impl that builds views for each loop item.
+
+use super::{fallback, parse_fn};
+use crate::check::check_guvectorize;
+use crate::errors::Errors;
+use crate::gufunc::{from_syn, parse_gu_attr, GuFunction, Role};
+use crate::layout::Dim;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use syn::visit_mut::VisitMut;
+use syn::Type;
+
+pub(crate) fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item_fn = match parse_fn(&item, "#[guvectorize]") {
+        Ok(f) => f,
+        Err(e) => return fallback(e, item),
+    };
+    let attr = match parse_gu_attr(attr) {
+        Ok(a) => a,
+        Err(e) => return fallback(e, item),
+    };
+    let mut errors = Errors::default();
+    let f = from_syn(&item_fn, attr, &mut errors);
+    check_guvectorize(&f, &mut errors);
+    match errors.finish() {
+        Ok(()) => expand(&f),
+        Err(e) => fallback(e, item),
+    }
+}
+
+/// `ty` with every lifetime replaced by `'_`, for `let` annotations in generated code.
+fn elide_lifetimes(ty: &Type) -> Type {
+    struct Elide;
+    impl VisitMut for Elide {
+        fn visit_lifetime_mut(&mut self, l: &mut syn::Lifetime) {
+            *l = syn::Lifetime::new("'_", l.apostrophe);
+        }
+    }
+    let mut ty = ty.clone();
+    Elide.visit_type_mut(&mut ty);
+    ty
+}
+
+fn dims_tokens(dims: &[Dim]) -> TokenStream {
+    let items = dims.iter().map(|d| match d {
+        Dim::Named { name, optional } => {
+            quote!(::ufunc::__private::CoreDim::Named { name: #name, optional: #optional })
+        }
+        Dim::Fixed(n) => quote!(::ufunc::__private::CoreDim::Fixed(#n)),
+    });
+    quote!(&[#(#items),*])
+}
+
+fn expand(f: &GuFunction<'_>) -> TokenStream {
+    let item = f.item;
+    let name = f.name();
+    let name_str = name.to_string();
+    let vis = &item.vis;
+    let layout = f.layout.as_ref().expect("checked");
+    let p = quote!(::ufunc::__private);
+
+    let targets: Vec<String> = if f.attr.rest.targets.is_empty() {
+        vec!["cpu".into()]
+    } else {
+        f.attr.rest.targets.iter().map(|t| t.value()).collect()
+    };
+    let target_variant = |t: &str| match t {
+        "parallel" => quote!(::ufunc::Target::Parallel),
+        _ => quote!(::ufunc::Target::Cpu),
+    };
+    let target_list = targets.iter().map(|t| target_variant(t));
+    let default_target = target_variant(&targets[0]);
+
+    let inputs: Vec<_> = f.inputs().collect();
+    let in_idents: Vec<&Ident> = inputs.iter().map(|p| p.ident).collect();
+    let in_elems = inputs.iter().map(|p| p.elem);
+    let in_tuple = quote!((#(#in_elems,)*));
+    let arg_tys: Vec<Ident> = (0..inputs.len())
+        .map(|i| format_ident!("__UfuncA{}", i))
+        .collect();
+    let out_elems = f.output_elems();
+    let out_ty = if out_elems.len() == 1 {
+        let t = out_elems[0];
+        quote!(#t)
+    } else {
+        quote!((#(#out_elems,)*))
+    };
+    let out_params: Vec<Ident> = match out_elems.len() {
+        1 => vec![format_ident!("out")],
+        n => (0..n).map(|i| format_ident!("out{}", i)).collect(),
+    };
+    let out_tys: Vec<Ident> = (0..out_elems.len())
+        .map(|i| format_ident!("__UfuncO{}", i))
+        .collect();
+    let arrays = quote!(<#out_ty as #p::Outputs>::Arrays<::ufunc::ndarray::IxDyn>);
+
+    // Each parameter's index among the operands (inputs, then output parameters, then returns).
+    let n_in = inputs.len();
+    let mut next_out = n_in;
+    let mut bindings = Vec::new();
+    let mut call_args = Vec::new();
+    let mut next_in = 0;
+    for param in &f.params {
+        let ident = param.ident;
+        let ty = elide_lifetimes(param.ty);
+        let k = if param.role.is_input() {
+            next_in += 1;
+            next_in - 1
+        } else {
+            next_out += 1;
+            next_out - 1
+        };
+        let make = match param.role {
+            Role::InView { .. } => quote!(#p::core_view(&args[#k])),
+            Role::InScalar => quote!(#p::core_scalar(&args[#k])),
+            Role::OutView { .. } => quote!(#p::core_view_mut(&args[#k])),
+            Role::OutScalar => quote!(#p::core_scalar_mut(&args[#k])),
+        };
+        let mutability = if param.mutable { quote!(mut) } else { quote!() };
+        bindings.push(quote!(let #mutability #ident: #ty = #make;));
+        call_args.push(ident);
+    }
+    let store = match f.returns.len() {
+        0 => quote!(),
+        1 => {
+            let k = next_out;
+            quote!(#p::store_scalar(&args[#k], __ufunc_ret);)
+        }
+        n => {
+            let stores = (0..n).map(|i| {
+                let k = next_out + i;
+                let field = syn::Index::from(i);
+                quote!(#p::store_scalar(&args[#k], __ufunc_ret.#field);)
+            });
+            quote!(#(#stores)*)
+        }
+    };
+
+    let in_dims = layout.inputs.iter().map(|d| dims_tokens(d));
+    let out_dims = layout.outputs.iter().map(|d| dims_tokens(d));
+    let names = f.operand_names();
+    let layout_text = f.attr.layout_lit.value();
+
+    let core_params = &item.sig.inputs;
+    let core_generics = &item.sig.generics;
+    let core_output = &item.sig.output;
+    let core_block = &item.block;
+    let core_attrs = item.attrs.iter().filter(|a| !a.path().is_ident("doc"));
+    let doc_attrs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let companions_doc = format!(
+        "Companions of the gufunc [`{name}()`] with layout `{layout_text}`: `{name}::out`, \
+         `{name}::on`, `{name}::out_on`, `{name}::core`."
+    );
+    let targets_doc = format!(
+        "The targets `{name}` was compiled for: `{}`. The first is the default.",
+        targets.join("`, `")
+    );
+    quote! {
+        #(#doc_attrs)*
+        ///
+        #[doc = concat!("*Generated by `#[guvectorize(\"", #layout_text, "\")]`*: calls the core function for \
+            every index of the broadcast loop dimensions and returns new arrays (loop shape, then core \
+            shape), zero-initialised before the core function runs.")]
+        #vis fn #name<#(#arg_tys),*>(#(#in_idents: #arg_tys),*) -> ::ufunc::Result<#arrays>
+        where
+            (#(#arg_tys,)*): #p::Operands<#in_tuple>,
+        {
+            #name::on(#name::DEFAULT_TARGET, #(#in_idents),*)
+        }
+
+        #[doc = #companions_doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {
+            _private: (),
+        }
+
+        #[allow(clippy::all)]
+        impl #name {
+            #[doc = #targets_doc]
+            pub const TARGETS: &'static [::ufunc::Target] = &[#(#target_list),*];
+            /// The target the plain call and `out` use.
+            pub const DEFAULT_TARGET: ::ufunc::Target = #default_target;
+            /// The layout, as written.
+            pub const LAYOUT: &'static str = #layout_text;
+
+            /// Calls the gufunc on the chosen target.
+            pub fn on<#(#arg_tys),*>(target: ::ufunc::Target, #(#in_idents: #arg_tys),*)
+                -> ::ufunc::Result<#arrays>
+            where
+                (#(#arg_tys,)*): #p::Operands<#in_tuple>,
+            {
+                #p::gu_call::<Self, _>(target, Self::TARGETS, (#(#in_idents,)*))
+            }
+
+            /// Writes into existing arrays or views of the loop shape plus the core shape; output
+            /// dimensions that only outputs name take their size from these arrays.
+            pub fn out<#(#arg_tys,)* #(#out_tys),*>(
+                #(#in_idents: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::Operands<#in_tuple>,
+                (#(#out_tys,)*): #p::OutOperands<#out_ty>,
+            {
+                Self::out_on(Self::DEFAULT_TARGET, #(#in_idents,)* #(#out_params),*)
+            }
+
+            /// `out` on the chosen target.
+            pub fn out_on<#(#arg_tys,)* #(#out_tys),*>(
+                target: ::ufunc::Target, #(#in_idents: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::Operands<#in_tuple>,
+                (#(#out_tys,)*): #p::OutOperands<#out_ty>,
+            {
+                #p::gu_call_out::<Self, _, _>(
+                    target, Self::TARGETS, (#(#in_idents,)*), (#(#out_params,)*)
+                )
+            }
+
+            /// The core function, as written.
+            #(#core_attrs)*
+            pub fn core #core_generics (#core_params) #core_output #core_block
+        }
+
+        impl #p::GuBody for #name {
+            type In = #in_tuple;
+            type Out = #out_ty;
+            const NAME: &'static str = #name_str;
+            const SIGNATURE: #p::Signature = #p::Signature {
+                text: #layout_text,
+                inputs: &[#(#in_dims),*],
+                outputs: &[#(#out_dims),*],
+                names: &[#(#names),*],
+            };
+            #[inline]
+            unsafe fn call(args: &[#p::CoreArg<'_>]) {
+                #(#bindings)*
+                let __ufunc_ret = Self::core(#(#call_args),*);
+                #store
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The layout signature of `#[guvectorize]`, NumPy's grammar in full:
+//! `(m,n),(n,p)->(m,p)`, scalars `()`, fixed sizes `(3)`, optional dimensions `n?` (NEP 20),
+//! several inputs and outputs, and output-only dimensions. Errors carry the column.
+
+/// One core dimension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Dim {
+    Named { name: String, optional: bool },
+    Fixed(usize),
+}
+
+/// A parsed layout: the core dimensions of each input and each output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub inputs: Vec<Vec<Dim>>,
+    pub outputs: Vec<Vec<Dim>>,
+}
+
+/// A syntax or consistency error, at a 1-based column of the layout string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LayoutError {
+    pub column: usize,
+    pub message: String,
+}
+
+struct Parser<'s> {
+    text: &'s [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn error<T>(&self, message: impl Into<String>) -> Result<T, LayoutError> {
+        Err(LayoutError {
+            column: self.pos + 1,
+            message: message.into(),
+        })
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.pos < self.text.len() && self.text[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_spaces();
+        self.text.get(self.pos).copied()
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Result<(), LayoutError> {
+        match self.peek() {
+            Some(x) if x == c => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(x) => self.error(format!("expected {what}, found `{}`", x as char)),
+            None => self.error(format!("expected {what}, found the end")),
+        }
+    }
+
+    /// `(dim, dim, ...)`
+    fn core(&mut self) -> Result<Vec<Dim>, LayoutError> {
+        self.expect(b'(', "`(`")?;
+        let mut dims = Vec::new();
+        if self.peek() == Some(b')') {
+            self.pos += 1;
+            return Ok(dims);
+        }
+        loop {
+            dims.push(self.dim()?);
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b')') => {
+                    self.pos += 1;
+                    return Ok(dims);
+                }
+                Some(x) => {
+                    return self.error(format!("expected `,` or `)`, found `{}`", x as char))
+                }
+                None => return self.error("expected `)`, found the end"),
+            }
+        }
+    }
+
+    fn dim(&mut self) -> Result<Dim, LayoutError> {
+        let start = self.pos;
+        match self.peek() {
+            Some(c) if c.is_ascii_digit() => {
+                let begin = self.pos;
+                while self.pos < self.text.len() && self.text[self.pos].is_ascii_digit() {
+                    self.pos += 1;
+                }
+                let digits = std::str::from_utf8(&self.text[begin..self.pos]).unwrap();
+                match digits.parse() {
+                    Ok(n) => Ok(Dim::Fixed(n)),
+                    Err(_) => {
+                        self.pos = begin;
+                        self.error(format!("fixed size `{digits}` is too large"))
+                    }
+                }
+            }
+            Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
+                let begin = self.pos;
+                while self.pos < self.text.len()
+                    && (self.text[self.pos].is_ascii_alphanumeric() || self.text[self.pos] == b'_')
+                {
+                    self.pos += 1;
+                }
+                let name = std::str::from_utf8(&self.text[begin..self.pos])
+                    .unwrap()
+                    .to_string();
+                let optional = self.peek() == Some(b'?');
+                if optional {
+                    self.pos += 1;
+                }
+                Ok(Dim::Named { name, optional })
+            }
+            Some(x) => {
+                self.pos = start;
+                self.skip_spaces();
+                self.error(format!(
+                    "expected a dimension name or a fixed size, found `{}`",
+                    x as char
+                ))
+            }
+            None => self.error("expected a dimension, found the end"),
+        }
+    }
+
+    /// `(..),(..)` up to `->` or the end.
+    fn list(&mut self) -> Result<Vec<Vec<Dim>>, LayoutError> {
+        let mut list = vec![self.core()?];
+        while self.peek() == Some(b',') {
+            self.pos += 1;
+            list.push(self.core()?);
+        }
+        Ok(list)
+    }
+}
+
+/// Parses and checks a layout string.
+pub(crate) fn parse_layout(text: &str) -> Result<Layout, LayoutError> {
+    let mut p = Parser {
+        text: text.as_bytes(),
+        pos: 0,
+    };
+    let inputs = p.list()?;
+    p.skip_spaces();
+    if !text[p.pos..].starts_with("->") {
+        return match p.peek() {
+            Some(x) => p.error(format!("expected `,` or `->`, found `{}`", x as char)),
+            None => p.error("expected `->` and the outputs, found the end"),
+        };
+    }
+    p.pos += 2;
+    let outputs = p.list()?;
+    if let Some(x) = p.peek() {
+        return p.error(format!("unexpected `{}` after the outputs", x as char));
+    }
+    let layout = Layout { inputs, outputs };
+    check_optional_consistency(&layout)?;
+    Ok(layout)
+}
+
+/// A name is optional everywhere or nowhere.
+fn check_optional_consistency(layout: &Layout) -> Result<(), LayoutError> {
+    let mut seen: Vec<(&str, bool)> = Vec::new();
+    for dim in layout.inputs.iter().chain(&layout.outputs).flatten() {
+        if let Dim::Named { name, optional } = dim {
+            match seen.iter().find(|(n, _)| n == name) {
+                Some((_, o)) if o != optional => {
+                    return Err(LayoutError {
+                        column: 1,
+                        message: format!(
+                            "dimension `{name}` is optional (`{name}?`) in one place and \
+                             required in another"
+                        ),
+                    })
+                }
+                Some(_) => {}
+                None => seen.push((name, *optional)),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(n: &str) -> Dim {
+        Dim::Named {
+            name: n.into(),
+            optional: false,
+        }
+    }
+
+    fn err(text: &str) -> (usize, String) {
+        let e = parse_layout(text).unwrap_err();
+        (e.column, e.message)
+    }
+
+    #[test]
+    fn matmul_and_friends() {
+        let l = parse_layout("(m,n),(n,p)->(m,p)").unwrap();
+        assert_eq!(
+            l.inputs,
+            vec![vec![named("m"), named("n")], vec![named("n"), named("p")]]
+        );
+        assert_eq!(l.outputs, vec![vec![named("m"), named("p")]]);
+        let l = parse_layout(" ( ) , () -> ( ) ").unwrap();
+        assert_eq!(l.inputs, vec![vec![], vec![]]);
+        assert_eq!(l.outputs, vec![vec![]]);
+        let l = parse_layout("(3),(n,3)->(n),()").unwrap();
+        assert_eq!(l.inputs[0], vec![Dim::Fixed(3)]);
+        assert_eq!(l.outputs.len(), 2);
+        let l = parse_layout("(m?,n),(n,p?)->(m?,p?)").unwrap();
+        assert_eq!(
+            l.inputs[0][0],
+            Dim::Named {
+                name: "m".into(),
+                optional: true
+            }
+        );
+        let l = parse_layout("(n)->(n,k)").unwrap();
+        assert_eq!(l.outputs[0][1], named("k"));
+    }
+
+    #[test]
+    fn every_error_has_its_column() {
+        assert_eq!(
+            err("(m,n)"),
+            (6, "expected `->` and the outputs, found the end".into())
+        );
+        assert_eq!(
+            err("(m,n)(n)->()"),
+            (6, "expected `,` or `->`, found `(`".into())
+        );
+        assert_eq!(err("m,n->()"), (1, "expected `(`, found `m`".into()));
+        assert_eq!(
+            err("(m,,n)->()"),
+            (
+                4,
+                "expected a dimension name or a fixed size, found `,`".into()
+            )
+        );
+        assert_eq!(
+            err("(m n)->()"),
+            (4, "expected `,` or `)`, found `n`".into())
+        );
+        assert_eq!(err("(m)->(m"), (8, "expected `)`, found the end".into()));
+        assert_eq!(
+            err("(m)->(m))"),
+            (9, "unexpected `)` after the outputs".into())
+        );
+        assert_eq!(err("(m)->"), (6, "expected `(`, found the end".into()));
+        assert_eq!(
+            err("(99999999999999999999999)->()"),
+            (
+                2,
+                "fixed size `99999999999999999999999` is too large".into()
+            )
+        );
+        assert_eq!(
+            err("(-1)->()"),
+            (
+                2,
+                "expected a dimension name or a fixed size, found `-`".into()
+            )
+        );
+        assert_eq!(
+            err("(m?),(m)->()").1,
+            "dimension `m` is optional (`m?`) in one place and required in another"
+        );
+    }
+}

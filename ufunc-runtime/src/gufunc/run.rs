@@ -1,0 +1,248 @@
+//! Calling a gufunc: bind the layout, allocate (zeroed) or check outputs, then call the core
+//! function once per loop index, on one thread or spread over rayon's pool.
+
+use super::signature::{CoreBinding, Signature};
+use super::view::CoreArg;
+use crate::body::{Inputs, OutPtrs, Outputs};
+use crate::error::{Error, Result};
+use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand};
+use crate::shape::{broadcast_strides, element_count};
+use crate::Target;
+use ndarray::IxDyn;
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// A function lifted by `#[guvectorize]`.
+pub trait GuBody: 'static {
+    /// Element types of the inputs, as a tuple.
+    type In: Inputs;
+    /// Element type(s) of the outputs.
+    type Out: Outputs;
+    /// The function's name, for messages.
+    const NAME: &'static str;
+    /// Its layout.
+    const SIGNATURE: Signature;
+    /// Calls the core function on one loop item: `args` holds the inputs then the outputs.
+    ///
+    /// # Safety
+    /// Every `CoreArg` describes live elements of its operand's type with the core shape of the
+    /// signature; outputs do not overlap anything else.
+    unsafe fn call(args: &[CoreArg<'_>]);
+}
+
+/// Calls `B` on `ops`, returning new zero-initialised outputs of the loop shape plus core shape.
+pub fn gu_call<B: GuBody, Ops: Operands<B::In>>(
+    target: Target,
+    compiled: &'static [Target],
+    ops: Ops,
+) -> Result<<B::Out as Outputs>::Arrays<IxDyn>> {
+    check_target(B::NAME, target, compiled)?;
+    let raws = ops.raws();
+    let shapes: SmallVec<[&[usize]; 8]> = raws.iter().map(|r| r.shape).collect();
+    let binding = B::SIGNATURE.bind(&shapes, None)?;
+    for s in &binding.output_shapes {
+        let bytes = element_count(s)?.checked_mul(16);
+        if bytes.is_none_or(|b| b > isize::MAX as usize) {
+            return Err(Error::TooLarge { shape: s.clone() });
+        }
+    }
+    let mut ptrs = OutPtrs::new();
+    let arrays = B::Out::alloc_default(&binding.output_shapes, &mut ptrs);
+    let strides: Vec<Vec<isize>> = binding.output_shapes.iter().map(|s| c_strides(s)).collect();
+    let outs: Vec<RawOutOperand<'_>> = ptrs
+        .iter()
+        .zip(&binding.output_shapes)
+        .zip(&strides)
+        .map(|((&ptr, shape), strides)| RawOutOperand {
+            ptr,
+            shape,
+            strides,
+        })
+        .collect();
+    execute::<B>(target, &raws, &outs, &binding)?;
+    Ok(arrays)
+}
+
+/// Calls `B` on `ops`, writing into `outs`, which must have the loop shape plus core shape.
+pub fn gu_call_out<B: GuBody, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
+    target: Target,
+    compiled: &'static [Target],
+    ops: Ops,
+    mut outs: Outs,
+) -> Result<()> {
+    check_target(B::NAME, target, compiled)?;
+    let raws = ops.raws();
+    let outs = outs.raws_mut();
+    let in_shapes: SmallVec<[&[usize]; 8]> = raws.iter().map(|r| r.shape).collect();
+    let out_shapes: SmallVec<[&[usize]; 4]> = outs.iter().map(|r| r.shape).collect();
+    let binding = B::SIGNATURE.bind(&in_shapes, Some(&out_shapes))?;
+    for (i, (o, want)) in outs.iter().zip(&binding.output_shapes).enumerate() {
+        if o.shape != want.as_slice() {
+            return Err(Error::OutputShape {
+                output: i,
+                expected: want.clone(),
+                found: o.shape.to_vec(),
+            });
+        }
+    }
+    execute::<B>(target, &raws, &outs, &binding)
+}
+
+fn check_target(function: &'static str, target: Target, compiled: &'static [Target]) -> Result<()> {
+    if compiled.contains(&target) {
+        Ok(())
+    } else {
+        Err(Error::TargetNotCompiled {
+            function,
+            target,
+            compiled,
+        })
+    }
+}
+
+fn c_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut s = 1isize;
+    for (st, &n) in strides.iter_mut().zip(shape).rev() {
+        *st = s;
+        s *= n.max(1) as isize;
+    }
+    strides
+}
+
+/// Per operand: base pointer, element size, loop strides in bytes, core strides in elements.
+struct Operand {
+    base: *mut u8,
+    loop_strides: Vec<isize>,
+    core_strides: Vec<isize>,
+}
+
+struct Loop<'b> {
+    operands: Vec<Operand>,
+    binding: &'b CoreBinding,
+}
+
+// SAFETY: the pointers address the caller's arrays for the duration of the call; each loop
+// index writes its own output elements.
+unsafe impl Send for Loop<'_> {}
+unsafe impl Sync for Loop<'_> {}
+
+/// Below this many loop items a `parallel` call stays on the calling thread.
+const PARALLEL_MIN_ITEMS: usize = 64;
+
+fn execute<B: GuBody>(
+    target: Target,
+    ins: &[RawOperand<'_>],
+    outs: &[RawOutOperand<'_>],
+    binding: &CoreBinding,
+) -> Result<()> {
+    let total = element_count(&binding.loop_shape)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let sizes: Vec<usize> = B::In::SIZES.iter().chain(B::Out::SIZES).copied().collect();
+    let raw = ins
+        .iter()
+        .map(|r| (r.ptr as *mut u8, r.shape, r.strides))
+        .chain(outs.iter().map(|r| (r.ptr, r.shape, r.strides)));
+    let operands = raw
+        .enumerate()
+        .map(|(k, (base, shape, strides))| {
+            let axes = &binding.core_axes[k];
+            let n_core = axes.iter().filter(|a| a.is_some()).count();
+            let n_loop = shape.len() - n_core;
+            let loop_strides =
+                broadcast_strides(&binding.loop_shape, &shape[..n_loop], &strides[..n_loop])
+                    .into_iter()
+                    .map(|s| s * sizes[k] as isize)
+                    .collect();
+            let core_strides = axes.iter().map(|a| a.map_or(0, |a| strides[a])).collect();
+            Operand {
+                base,
+                loop_strides,
+                core_strides,
+            }
+        })
+        .collect();
+    let lp = Loop { operands, binding };
+    let run = || {
+        if target == Target::Parallel
+            && total >= PARALLEL_MIN_ITEMS
+            && rayon::current_num_threads() > 1
+        {
+            let pieces = (rayon::current_num_threads() * 8).min(total);
+            let per = total.div_ceil(pieces);
+            (0..total.div_ceil(per))
+                .into_par_iter()
+                .for_each(|p| lp.run_range::<B>(p * per, ((p + 1) * per).min(total)));
+        } else {
+            lp.run_range::<B>(0, total);
+        }
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
+        Error::KernelPanic {
+            function: B::NAME,
+            message: payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_string()),
+        }
+    })
+}
+
+impl Loop<'_> {
+    /// Calls the core function for loop items `start..end` (C order over the loop shape).
+    fn run_range<B: GuBody>(&self, start: usize, end: usize) {
+        let shape = &self.binding.loop_shape;
+        let nd = shape.len();
+        let mut idx: SmallVec<[usize; 8]> = smallvec::smallvec![0; nd];
+        let mut rest = start;
+        for a in (0..nd).rev() {
+            idx[a] = rest % shape[a];
+            rest /= shape[a];
+        }
+        let mut ptrs: SmallVec<[*mut u8; 8]> = self
+            .operands
+            .iter()
+            .map(|op| {
+                let off: isize = idx
+                    .iter()
+                    .zip(&op.loop_strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum();
+                op.base.wrapping_offset(off)
+            })
+            .collect();
+        let mut args: SmallVec<[CoreArg<'_>; 8]> = self
+            .operands
+            .iter()
+            .zip(&self.binding.core_shapes)
+            .map(|(op, shape)| CoreArg {
+                ptr: op.base,
+                shape,
+                strides: &op.core_strides,
+            })
+            .collect();
+        for _ in start..end {
+            for (arg, &p) in args.iter_mut().zip(&ptrs) {
+                arg.ptr = p;
+            }
+            // SAFETY: the binding keeps every core sub-array inside its operand.
+            unsafe { B::call(&args) };
+            for a in (0..nd).rev() {
+                idx[a] += 1;
+                for (p, op) in ptrs.iter_mut().zip(&self.operands) {
+                    *p = p.wrapping_offset(op.loop_strides[a]);
+                }
+                if idx[a] < shape[a] {
+                    break;
+                }
+                for (p, op) in ptrs.iter_mut().zip(&self.operands) {
+                    *p = p.wrapping_offset(-(shape[a] as isize) * op.loop_strides[a]);
+                }
+                idx[a] = 0;
+            }
+        }
+    }
+}
