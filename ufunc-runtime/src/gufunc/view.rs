@@ -16,17 +16,27 @@ pub struct CoreArg<'a> {
 }
 
 /// Shape, non-negative strides and the lowest address; the axes to invert afterwards.
+#[inline(always)]
 fn positive_parts<D: Dimension>(arg: &CoreArg<'_>, size: usize) -> (D, D, *mut u8, u32) {
     let mut dim = D::zeros(arg.shape.len());
     let mut strides = D::zeros(arg.shape.len());
+    dim.slice_mut().copy_from_slice(arg.shape);
     let mut ptr = arg.ptr;
     let mut flipped = 0u32;
-    for (k, (&n, &s)) in arg.shape.iter().zip(arg.strides).enumerate() {
-        dim[k] = n;
-        strides[k] = s.unsigned_abs();
-        if s < 0 && n > 0 {
-            ptr = ptr.wrapping_offset((n as isize - 1) * s * size as isize);
-            flipped |= 1 << k;
+    for ((st, _), &s) in strides
+        .slice_mut()
+        .iter_mut()
+        .zip(arg.shape)
+        .zip(arg.strides)
+    {
+        *st = s.unsigned_abs();
+    }
+    if arg.strides.iter().any(|&s| s < 0) {
+        for (k, (&n, &s)) in arg.shape.iter().zip(arg.strides).enumerate() {
+            if s < 0 && n > 0 {
+                ptr = ptr.wrapping_offset((n as isize - 1) * s * size as isize);
+                flipped |= 1 << k;
+            }
         }
     }
     (dim, strides, ptr, flipped)
@@ -37,9 +47,13 @@ fn positive_parts<D: Dimension>(arg: &CoreArg<'_>, size: usize) -> (D, D, *mut u
 /// # Safety
 /// `arg` describes live, properly aligned elements of type `T` for the lifetime `'a`, and `D`
 /// has `arg.shape.len()` dimensions (or is dynamic).
+#[inline(always)]
 pub unsafe fn core_view<'a, T, D: Dimension>(arg: &CoreArg<'_>) -> ArrayView<'a, T, D> {
     let (dim, strides, ptr, flipped) = positive_parts::<D>(arg, size_of::<T>());
     let mut v = ArrayView::from_shape_ptr(dim.strides(strides), ptr as *const T);
+    if flipped == 0 {
+        return v;
+    }
     for k in 0..arg.shape.len() {
         if flipped & (1 << k) != 0 {
             v.invert_axis(Axis(k));
@@ -52,9 +66,13 @@ pub unsafe fn core_view<'a, T, D: Dimension>(arg: &CoreArg<'_>) -> ArrayView<'a,
 ///
 /// # Safety
 /// As [`core_view`], and no other live reference overlaps the elements.
+#[inline(always)]
 pub unsafe fn core_view_mut<'a, T, D: Dimension>(arg: &CoreArg<'_>) -> ArrayViewMut<'a, T, D> {
     let (dim, strides, ptr, flipped) = positive_parts::<D>(arg, size_of::<T>());
     let mut v = ArrayViewMut::from_shape_ptr(dim.strides(strides), ptr as *mut T);
+    if flipped == 0 {
+        return v;
+    }
     for k in 0..arg.shape.len() {
         if flipped & (1 << k) != 0 {
             v.invert_axis(Axis(k));
