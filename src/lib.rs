@@ -45,6 +45,11 @@
 //! once per listed type and dispatched on the element type of the arguments.
 //!
 //! Several results: `-> (f32, f32)` returns a tuple of arrays and `out` takes one output each.
+//!
+//! [`guvectorize`] does the same for generalized ufuncs: the layout string (NumPy's grammar)
+//! names each operand's core dimensions, the function receives core sub-arrays as ndarray views,
+//! and the library loops, with broadcasting, over the remaining dimensions. Outputs it allocates
+//! start zeroed; `f::out` writes into the caller's arrays as they are.
 //! Helpers called from a body are marked [`kernel_fn`]. A panic in the body (integer division
 //! by zero, say) becomes [`Error::KernelPanic`].
 
