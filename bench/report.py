@@ -1,15 +1,18 @@
 # Merges bench JSON lines (Rust and peers.py) into one Markdown table per case; stdlib only.
 """Usage: python3 bench/report.py FILE.jsonl [FILE.jsonl ...] > report.md
 
-Each line: {"case": ..., "n": ..., "impl": ..., "ms" or "ns": ..., ["gbps": ...]}. Later files win on
-duplicates. Speedups (>1 means faster) are given for the `ufunc*` impls only.
+Each line: {"case": ..., "n": ..., "impl": ..., "ms" or "ns": ..., ["gbps": ...], ["gflops": ...]}. Later
+files win on duplicates. A GB/s or GFLOP/s column appears when a case's lines carry that field. Speedups
+(>1 means faster) are given for the `ufunc*` impls only, against numpy and the fastest `numba*` impl.
 """
 import json
 import sys
 
-ORDER = ["numpy", "numexpr", "numba-cpu", "numba-parallel"]
+ORDER = ["numpy", "numexpr", "numba-cpu", "numba-parallel", "numba-njit-parallel", "numba-gu-cpu",
+         "numba-gu-parallel"]
 CASES = ["square_sum", "gaussian_pdf", "polar_distance", "hypot_like", "broadcast_add", "contiguous_add",
-         "triad", "tiny_call"]
+         "triad", "tiny_call", "matmul_small", "matmul_4x4", "matmul_256", "polygon_mask"]
+RATES = [("gbps", "GB/s"), ("gflops", "GFLOP/s")]  # optional per-line fields, shown as columns
 
 
 def load(paths):
@@ -40,22 +43,23 @@ def ratio(base, r):
 
 
 def table(case, recs):
-    out = [f"## {case}", "", "| N | impl | time | GB/s | speedup vs numpy | speedup vs best numba |",
-           "|---:|:---|---:|---:|---:|---:|"]
+    rates = [(key, title) for key, title in RATES if any(key in r for r in recs)]
+    cols = ["N", "impl", "time"] + [title for _, title in rates] + ["speedup vs numpy", "speedup vs best numba"]
+    out = [f"## {case}", "", "| " + " | ".join(cols) + " |", "|---:|:---|" + "---:|" * (len(cols) - 2)]
     for n in sorted({r["n"] for r in recs}):
         at_n = {r["impl"]: r for r in recs if r["n"] == n}
-        numba = [at_n[i] for i in ("numba-cpu", "numba-parallel") if i in at_n]
+        numba = [r for i, r in at_n.items() if i.startswith("numba")]
         best_numba = min(numba, key=lambda r: value(r)[0]) if numba else None
         impls = [i for i in ORDER if i in at_n] + [i for i in at_n if i not in ORDER]
         for imp in impls:
             r = at_n[imp]
             t, unit = value(r)
             shown = f"{t:.3f} ms" if unit == "ms" else f"{t:.1f} ns"
-            gbps = f"{r['gbps']:.1f}" if "gbps" in r else ""
             vs_np = vs_nb = ""
             if imp.startswith("ufunc"):
                 vs_np, vs_nb = ratio(at_n.get("numpy"), r), ratio(best_numba, r)
-            out.append(f"| {n:,} | {imp} | {shown} | {gbps} | {vs_np} | {vs_nb} |")
+            cells = [f"{n:,}", imp, shown] + [f"{r[key]:.1f}" if key in r else "" for key, _ in rates]
+            out.append("| " + " | ".join(cells + [vs_np, vs_nb]) + " |")
     return "\n".join(out)
 
 

@@ -1,5 +1,5 @@
-//! Compile-fail tests: every diagnostic of `#[vectorize]` and `#[kernel_fn]`, one per file in
-//! `tests/ui/`, with the expected compiler output in the `.stderr` file beside it.
+//! Compile-fail tests: every diagnostic of `#[vectorize]`, `#[guvectorize]` and `#[kernel_fn]`,
+//! one per file in `tests/ui/`, with the expected compiler output in the `.stderr` file beside it.
 //! Regenerate with `TRYBUILD=overwrite cargo test --test compile_fail` and review the diff.
 
 #[test]

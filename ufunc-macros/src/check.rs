@@ -26,7 +26,9 @@ pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
 }
 
 /// `#[guvectorize]`: the attribute, the function's kind, its generics and parameter names, and
-/// the layout against the parameters.
+/// the layout against the parameters. `fn f<T>(a: ArrayView1<T>) -> T` -> "... cannot be generic
+/// over types ...", `fn f<const N: usize>(..)` -> "... cannot have const parameters ...",
+/// `fn f(a: ArrayView1<f32>, out: &mut f32)` -> "the parameter name `out` is reserved ...".
 pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut Errors) {
     check_targets(&f.attr.rest, errors);
     check_signature_kind(&f.item.sig, errors);
@@ -41,6 +43,13 @@ pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut 
             tp,
             "a #[guvectorize] function cannot be generic over types; \
              write it for concrete element types",
+        );
+    }
+    if let Some(cp) = f.item.sig.generics.const_params().next() {
+        errors.spanned(
+            cp,
+            "a #[guvectorize] function cannot have const parameters; \
+             write fixed sizes in the layout, as in `(3),(3)->(3)`",
         );
     }
     for p in &f.params {

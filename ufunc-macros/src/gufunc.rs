@@ -23,16 +23,48 @@ pub(crate) fn parse_gu_attr(tokens: TokenStream) -> syn::Result<GuAttr> {
                 "#[guvectorize] needs the layout first, as in #[guvectorize(\"(m,n),(n,p)->(m,p)\")]",
             )
         })?;
-        if input.peek(syn::Token![,]) {
-            input.parse::<syn::Token![,]>()?;
+        if !input.is_empty() {
+            input.parse::<syn::Token![,]>().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected `,` after the layout, then `target = \"...\"` or `targets = [...]`",
+                )
+            })?;
         }
         Ok((lit, input.parse()?))
     };
     let (layout_lit, rest) = parser.parse2(tokens)?;
+    check_argument_names(&rest)?;
     Ok(GuAttr {
         layout_lit,
         rest: parse_vectorize_attr(rest)?,
     })
+}
+
+/// The arguments after the layout are `target`, `targets` or `types` (the last rejected later,
+/// with its own message): `#[guvectorize("(n)->()", parallel = true)]` -> "unknown argument of
+/// #[guvectorize] ...", naming #[guvectorize] rather than the #[vectorize] parser's message.
+fn check_argument_names(rest: &TokenStream) -> syn::Result<()> {
+    let mut at_start = true;
+    for tt in rest.clone() {
+        match &tt {
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => at_start = true,
+            _ if at_start => {
+                at_start = false;
+                let known = matches!(&tt, proc_macro2::TokenTree::Ident(i)
+                    if i == "target" || i == "targets" || i == "types");
+                if !known {
+                    return Err(syn::Error::new(
+                        tt.span(),
+                        "unknown argument of #[guvectorize]; after the layout, expected \
+                         `target = \"...\"` or `targets = [...]`",
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// How a parameter takes part in the core function.
@@ -76,6 +108,9 @@ pub(crate) struct GuFunction<'a> {
     pub attr: GuAttr,
     pub layout: Option<Layout>,
     pub params: Vec<GuParam<'a>>,
+    /// Whether every parameter was understood; if not, its role is unknown and the layout
+    /// cannot be matched against the parameters (that would only add follow-on errors).
+    pub all_params_known: bool,
     pub returns: Vec<&'a Type>,
 }
 
@@ -125,11 +160,16 @@ pub(crate) fn from_syn<'a>(item: &'a ItemFn, attr: GuAttr, errors: &mut Errors) 
             None
         }
     };
+    // A type parameter counts as an element type here: `check_guvectorize` reports the generics
+    // once, instead of every parameter and result that uses them.
+    let generic = item.sig.generics.type_params().next().map(|tp| &tp.ident);
     let mut params = Vec::new();
+    let mut all_params_known = true;
     for arg in &item.sig.inputs {
         let pt = match arg {
             FnArg::Receiver(r) => {
                 errors.spanned(r, "a gufunc cannot take `self`; write a free function");
+                all_params_known = false;
                 continue;
             }
             FnArg::Typed(pt) => pt,
@@ -139,24 +179,37 @@ pub(crate) fn from_syn<'a>(item: &'a ItemFn, attr: GuAttr, errors: &mut Errors) 
                 &pt.pat,
                 "gufunc parameters must be plain names, as in `a: ArrayView2<f32>`",
             );
+            all_params_known = false;
             continue;
         };
-        match classify(&pt.ty) {
-            Some((role, elem)) => params.push(GuParam {
-                ident: &pi.ident,
-                ty: &pt.ty,
-                elem,
-                role,
-                mutable: pi.mutability.is_some(),
-            }),
-            None => errors.spanned(
-                &pt.ty,
-                format!(
-                    "unsupported gufunc parameter type; expected `ArrayView1<T>`..`ArrayView6<T>`, \
-                     `ArrayViewD<T>` for inputs, `ArrayViewMut1<T>`..`ArrayViewMutD<T>` for outputs, \
-                     `T` for a `()` input or `&mut T` for a `()` output, with T one of {ELEMENT_TYPES}"
-                ),
-            ),
+        match classify(&pt.ty, generic) {
+            Some((role, elem)) => {
+                params.push(GuParam {
+                    ident: &pi.ident,
+                    ty: &pt.ty,
+                    elem,
+                    role,
+                    mutable: pi.mutability.is_some(),
+                });
+            }
+            None => {
+                all_params_known = false;
+                let message = match slice_hint(&pt.ty, generic) {
+                    Some(view) => format!(
+                        "`{}` is not a gufunc parameter type; take a core operand of one \
+                         dimension as `{view}`",
+                        shown(&pt.ty)
+                    ),
+                    None => format!(
+                        "`{}` is not a gufunc parameter type; expected `ArrayView1<T>`..\
+                         `ArrayView6<T>` or `ArrayViewD<T>` for an input with core dimensions, \
+                         `ArrayViewMut1<T>`..`ArrayViewMutD<T>` for such an output, `T` for a \
+                         `()` input or `&mut T` for a `()` output, with T one of {ELEMENT_TYPES}",
+                        shown(&pt.ty)
+                    ),
+                };
+                errors.spanned(&pt.ty, message);
+            }
         }
     }
     let returns = match &item.sig.output {
@@ -167,10 +220,15 @@ pub(crate) fn from_syn<'a>(item: &'a ItemFn, attr: GuAttr, errors: &mut Errors) 
         },
     };
     for r in &returns {
-        if elem_kind(r, None).is_none() {
+        if elem_kind(r, generic).is_none() {
             errors.spanned(
                 r,
-                format!("a gufunc returns `()` outputs as values of an element type: one of {ELEMENT_TYPES}"),
+                format!(
+                    "`{}` is not an element type: a gufunc returns only `()` outputs, as values of \
+                     one of {ELEMENT_TYPES}; write an output with core dimensions into an \
+                     `ArrayViewMut` parameter",
+                    shown(r)
+                ),
             );
         }
     }
@@ -179,19 +237,66 @@ pub(crate) fn from_syn<'a>(item: &'a ItemFn, attr: GuAttr, errors: &mut Errors) 
         attr,
         layout,
         params,
+        all_params_known,
         returns,
     }
 }
 
+/// `ty` as the user would write it, without the extra spaces of token printing: `Vec<f32>`,
+/// `&mut [f32]`, `&'a f32`, `impl Fn(f32)`.
+fn shown(ty: &Type) -> String {
+    let printed = quote::quote!(#ty).to_string();
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::new();
+    for piece in printed.split(' ') {
+        let keyword = ["mut", "dyn", "impl", "const"]
+            .iter()
+            .any(|k| out.ends_with(k) && !out[..out.len() - k.len()].ends_with(word));
+        let between_words = out.ends_with(word) && piece.starts_with(word);
+        let arrow = piece == "->" || out.ends_with("->");
+        if keyword || between_words || arrow {
+            out.push(' ');
+        }
+        out.push_str(piece);
+    }
+    out
+}
+
+/// The view to write instead of a slice or a `Vec` of elements: `&[f32]` or `Vec<f32>` ->
+/// `ArrayView1<f32>`, `&mut [f32]` or `&mut Vec<f32>` -> `ArrayViewMut1<f32>`.
+fn slice_hint(ty: &Type, generic: Option<&Ident>) -> Option<String> {
+    let (mutable, inner) = match ty {
+        Type::Reference(r) => (r.mutability.is_some(), &*r.elem),
+        ty => (false, ty),
+    };
+    let elem = match inner {
+        Type::Slice(s) => &*s.elem,
+        Type::Path(tp) if tp.qself.is_none() => {
+            let seg = tp.path.segments.last()?;
+            let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return None;
+            };
+            match args.args.first()? {
+                GenericArgument::Type(t) if seg.ident == "Vec" && args.args.len() == 1 => t,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    elem_kind(elem, generic)?;
+    Some(view_type(!mutable, 1, elem))
+}
+
 /// Recognises the parameter types of a core function.
-fn classify(ty: &Type) -> Option<(Role, &Type)> {
+/// `generic` is the function's type parameter, taken as an element type.
+fn classify<'t>(ty: &'t Type, generic: Option<&Ident>) -> Option<(Role, &'t Type)> {
     if let Type::Reference(r) = ty {
-        return match (&r.mutability, elem_kind(&r.elem, None)) {
+        return match (&r.mutability, elem_kind(&r.elem, generic)) {
             (Some(_), Some(_)) => Some((Role::OutScalar, &*r.elem)),
             _ => None,
         };
     }
-    if elem_kind(ty, None).is_some() {
+    if elem_kind(ty, generic).is_some() {
         return Some((Role::InScalar, ty));
     }
     let Type::Path(tp) = ty else { return None };
@@ -209,7 +314,7 @@ fn classify(ty: &Type) -> Option<(Role, &Type)> {
         })
         .collect();
     let elem = *types.first()?;
-    elem_kind(elem, None)?;
+    elem_kind(elem, generic)?;
     let (mutable, suffix) = if let Some(s) = name.strip_prefix("ArrayViewMut") {
         (true, s)
     } else if let Some(s) = name.strip_prefix("ArrayView") {
@@ -240,27 +345,38 @@ fn classify(ty: &Type) -> Option<(Role, &Type)> {
 
 /// The layout's operand counts, ranks and scalars match the parameters:
 /// `#[guvectorize("(n)->()")] fn f(a: ArrayView2<f32>) -> f32` -> "`a` is a view of 2 dimensions
-/// but its layout operand (n) has 1".
+/// but its layout operand (n) has 1". Operands are paired by position only where the counts
+/// agree, and not at all when a parameter was not understood, so that one mistake gives one error.
 pub(crate) fn check_against_layout(f: &GuFunction<'_>, errors: &mut Errors) {
     let Some(layout) = &f.layout else { return };
+    if !f.all_params_known {
+        return;
+    }
+    let sig = &f.item.sig;
+    let generic = sig.generics.type_params().next().map(|tp| &tp.ident);
     let inputs: Vec<&GuParam> = f.inputs().collect();
     let outs: Vec<&GuParam> = f.output_params().collect();
     let n_out = outs.len() + f.returns.len();
     let lit = &f.attr.layout_lit;
-    if inputs.len() != layout.inputs.len() {
-        errors.spanned(
-            &f.item.sig.inputs,
-            format!(
-                "the layout `{}` has {} input(s) but the function takes {} input parameter(s)",
-                lit.value(),
-                layout.inputs.len(),
-                inputs.len()
-            ),
+    let inputs_match = inputs.len() == layout.inputs.len();
+    if !inputs_match {
+        let message = format!(
+            "the layout `{}` has {} input(s) but the function takes {} input parameter(s) \
+             (`ArrayView` and element-type parameters)",
+            lit.value(),
+            layout.inputs.len(),
+            inputs.len()
         );
+        if sig.inputs.is_empty() {
+            errors.push(syn::Error::new(sig.paren_token.span.join(), message));
+        } else {
+            errors.spanned(&sig.inputs, message);
+        }
     }
-    if n_out != layout.outputs.len() {
+    let outputs_match = n_out == layout.outputs.len();
+    if !outputs_match {
         errors.spanned(
-            &f.item.sig,
+            sig,
             format!(
                 "the layout `{}` has {} output(s) but the function has {} (`ArrayViewMut` and \
                  `&mut` parameters, then returned values)",
@@ -270,26 +386,44 @@ pub(crate) fn check_against_layout(f: &GuFunction<'_>, errors: &mut Errors) {
             ),
         );
     }
-    let pairs = inputs
-        .iter()
-        .zip(&layout.inputs)
-        .chain(outs.iter().zip(&layout.outputs));
+    let mut pairs = Vec::new();
+    if inputs_match {
+        pairs.extend(inputs.iter().zip(&layout.inputs));
+    }
+    if outputs_match {
+        pairs.extend(outs.iter().zip(&layout.outputs));
+    }
     for (p, dims) in pairs {
         let core = core_text(dims);
+        let input = p.role.is_input();
+        let instead = if dims.is_empty() {
+            format!("{}{}", if input { "" } else { "&mut " }, shown(p.elem))
+        } else {
+            view_type(input, dims.len(), p.elem)
+        };
         match p.role.rank() {
             Some(0) if !dims.is_empty() && p.role.is_scalar() => errors.spanned(
                 p.ty,
                 format!(
-                    "`{}` is a scalar but its layout operand {core} has core dimensions; \
-                     declare it as an `ArrayView{}`",
+                    "`{}` is a scalar but its layout operand {core} has {} core dimension(s); \
+                     declare it as `{instead}`",
                     p.ident,
-                    if p.role.is_input() { "" } else { "Mut" }
+                    dims.len()
+                ),
+            ),
+            Some(r) if r != dims.len() && dims.is_empty() => errors.spanned(
+                p.ty,
+                format!(
+                    "`{}` is a view of {r} dimension(s) but its layout operand () is a scalar; \
+                     declare it as `{instead}`",
+                    p.ident
                 ),
             ),
             Some(r) if r != dims.len() => errors.spanned(
                 p.ty,
                 format!(
-                    "`{}` is a view of {r} dimension(s) but its layout operand {core} has {}",
+                    "`{}` is a view of {r} dimension(s) but its layout operand {core} has {}; \
+                     declare it as `{instead}`",
                     p.ident,
                     dims.len()
                 ),
@@ -297,18 +431,37 @@ pub(crate) fn check_against_layout(f: &GuFunction<'_>, errors: &mut Errors) {
             _ => {}
         }
     }
+    if !outputs_match {
+        return;
+    }
     for (r, dims) in f.returns.iter().zip(layout.outputs.iter().skip(outs.len())) {
-        if !dims.is_empty() {
+        // A return type that is not an element type has had its own error.
+        if !dims.is_empty() && elem_kind(r, generic).is_some() {
             errors.spanned(
                 r,
                 format!(
                     "a returned value is a `()` output, but its layout operand is {}; \
-                     take an `ArrayViewMut` parameter for it instead",
-                    core_text(dims)
+                     take an `{}` parameter for it instead",
+                    core_text(dims),
+                    view_type(false, dims.len(), r)
                 ),
             );
         }
     }
+}
+
+/// `ArrayView2<f32>`, `ArrayViewMut1<f64>`, `ArrayViewD<i32>` beyond 6 dimensions.
+fn view_type(input: bool, rank: usize, elem: &Type) -> String {
+    let rank = if rank <= 6 {
+        rank.to_string()
+    } else {
+        "D".into()
+    };
+    format!(
+        "ArrayView{}{rank}<{}>",
+        if input { "" } else { "Mut" },
+        shown(elem)
+    )
 }
 
 pub(crate) fn core_text(dims: &[Dim]) -> String {
@@ -320,4 +473,39 @@ pub(crate) fn core_text(dims: &[Dim]) -> String {
         })
         .collect();
     format!("({})", parts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ty(text: &str) -> Type {
+        syn::parse_str(text).unwrap()
+    }
+
+    #[test]
+    fn types_are_shown_as_written() {
+        for text in [
+            "Vec<f32>",
+            "&[f32]",
+            "&mut [f32]",
+            "&'a f32",
+            "*const f32",
+            "impl Fn(f32) -> f32",
+            "ArrayView<'a, f32, Ix2>",
+        ] {
+            assert_eq!(shown(&ty(text)), text.replace(", ", ","));
+        }
+    }
+
+    #[test]
+    fn slices_and_vecs_suggest_a_view() {
+        let hint = |text: &str| slice_hint(&ty(text), None);
+        assert_eq!(hint("&[f32]").as_deref(), Some("ArrayView1<f32>"));
+        assert_eq!(hint("Vec<i64>").as_deref(), Some("ArrayView1<i64>"));
+        assert_eq!(hint("&mut [f64]").as_deref(), Some("ArrayViewMut1<f64>"));
+        assert_eq!(hint("&mut Vec<u8>").as_deref(), Some("ArrayViewMut1<u8>"));
+        assert_eq!(hint("&[String]"), None);
+        assert_eq!(hint("&f32"), None);
+    }
 }

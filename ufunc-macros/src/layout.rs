@@ -157,29 +157,39 @@ pub(crate) fn parse_layout(text: &str) -> Result<Layout, LayoutError> {
     if let Some(x) = p.peek() {
         return p.error(format!("unexpected `{}` after the outputs", x as char));
     }
-    let layout = Layout { inputs, outputs };
-    check_optional_consistency(&layout)?;
-    Ok(layout)
+    check_optional_consistency(text)?;
+    Ok(Layout { inputs, outputs })
 }
 
-/// A name is optional everywhere or nowhere.
-fn check_optional_consistency(layout: &Layout) -> Result<(), LayoutError> {
+/// A name is optional everywhere or nowhere; the error points at the first occurrence that
+/// disagrees with the earlier ones.
+fn check_optional_consistency(text: &str) -> Result<(), LayoutError> {
+    let bytes = text.as_bytes();
     let mut seen: Vec<(&str, bool)> = Vec::new();
-    for dim in layout.inputs.iter().chain(&layout.outputs).flatten() {
-        if let Dim::Named { name, optional } = dim {
-            match seen.iter().find(|(n, _)| n == name) {
-                Some((_, o)) if o != optional => {
-                    return Err(LayoutError {
-                        column: 1,
-                        message: format!(
-                            "dimension `{name}` is optional (`{name}?`) in one place and \
-                             required in another"
-                        ),
-                    })
-                }
-                Some(_) => {}
-                None => seen.push((name, *optional)),
+    let mut pos = 0;
+    while pos < bytes.len() {
+        if !(bytes[pos].is_ascii_alphabetic() || bytes[pos] == b'_') {
+            pos += 1;
+            continue;
+        }
+        let start = pos;
+        while pos < bytes.len() && (bytes[pos].is_ascii_alphanumeric() || bytes[pos] == b'_') {
+            pos += 1;
+        }
+        let name = &text[start..pos];
+        let optional = text[pos..].trim_start().starts_with('?');
+        match seen.iter().find(|(n, _)| *n == name) {
+            Some((_, o)) if *o != optional => {
+                return Err(LayoutError {
+                    column: start + 1,
+                    message: format!(
+                        "dimension `{name}` is optional (`{name}?`) in one place and required \
+                         in another"
+                    ),
+                })
             }
+            Some(_) => {}
+            None => seen.push((name, optional)),
         }
     }
     Ok(())
@@ -270,8 +280,11 @@ mod tests {
             )
         );
         assert_eq!(
-            err("(m?),(m)->()").1,
-            "dimension `m` is optional (`m?`) in one place and required in another"
+            err("(m?),(m)->()"),
+            (
+                7,
+                "dimension `m` is optional (`m?`) in one place and required in another".into()
+            )
         );
     }
 }

@@ -1,0 +1,9 @@
+use ufunc::prelude::*;
+use ndarray::ArrayView1;
+
+#[guvectorize("(n)->(n)")]
+fn f(a: ArrayView1<f32>, b: &mut f32) {
+    *b = a.sum();
+}
+
+fn main() {}

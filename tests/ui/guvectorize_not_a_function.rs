@@ -1,0 +1,6 @@
+use ufunc::prelude::*;
+
+#[guvectorize("(n)->()")]
+struct S(f32);
+
+fn main() {}
