@@ -73,9 +73,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use ufunc_runtime::{
-        call, call_out, core_scalar, core_scalar_mut, core_view, core_view_mut, gu_call,
-        gu_call_out, path_with_helpers, store_scalar, ArraysOf, Body, CoreArg, CoreDim, Element,
-        GuBody, Isa, LaneMath, Operands, OutOperands, Outputs, Signature,
+        call, call_out, gu_call, gu_call_out, path_with_helpers, store_scalar, ArraysOf, Body,
+        CoreArg, CoreDim, CoreParam, Element, GuBody, Isa, LaneMath, Operands, OutOperands,
+        Outputs, Signature,
     };
 }
 

@@ -22,8 +22,8 @@ pub use element::Element;
 pub use error::{Error, Result};
 pub use exec::{plan_loop, LoopPlan};
 pub use gufunc::{
-    core_scalar, core_scalar_mut, core_view, core_view_mut, gu_call, gu_call_out, store_scalar,
-    CoreArg, CoreBinding, CoreDim, GuBody, Signature,
+    gu_call, gu_call_out, store_scalar, CoreArg, CoreBinding, CoreDim, CoreParam, GuBody,
+    Signature, ViewLayout,
 };
 pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::LaneMath;

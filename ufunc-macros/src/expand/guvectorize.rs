@@ -4,7 +4,7 @@
 use super::{fallback, parse_fn};
 use crate::check::check_guvectorize;
 use crate::errors::Errors;
-use crate::gufunc::{from_syn, parse_gu_attr, GuFunction, Role};
+use crate::gufunc::{from_syn, parse_gu_attr, GuFunction};
 use crate::layout::Dim;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -95,12 +95,15 @@ fn expand(f: &GuFunction<'_>) -> TokenStream {
         .collect();
     let arrays = quote!(<#out_ty as #p::Outputs>::Arrays<::ufunc::ndarray::IxDyn>);
 
-    // Each parameter's index among the operands (inputs, then output parameters, then returns).
+    // Each parameter's index among the operands (inputs, then output parameters, then returns):
+    // its layout is prepared once per run of items, then each item makes the parameter from a
+    // pointer.
     let n_in = inputs.len();
     let mut next_out = n_in;
+    let mut next_in = 0;
+    let mut layouts = Vec::new();
     let mut bindings = Vec::new();
     let mut call_args = Vec::new();
-    let mut next_in = 0;
     for param in &f.params {
         let ident = param.ident;
         let ty = elide_lifetimes(param.ty);
@@ -111,27 +114,28 @@ fn expand(f: &GuFunction<'_>) -> TokenStream {
             next_out += 1;
             next_out - 1
         };
-        let make = match param.role {
-            Role::InView { .. } => quote!(#p::core_view(&args[#k])),
-            Role::InScalar => quote!(#p::core_scalar(&args[#k])),
-            Role::OutView { .. } => quote!(#p::core_view_mut(&args[#k])),
-            Role::OutScalar => quote!(#p::core_scalar_mut(&args[#k])),
-        };
+        let layout_var = format_ident!("__ufunc_layout{}", k);
+        layouts.push(quote!(let #layout_var = <#ty as #p::CoreParam>::layout(&args[#k]);));
         let mutability = if param.mutable { quote!(mut) } else { quote!() };
-        bindings.push(quote!(let #mutability #ident: #ty = #make;));
+        bindings.push(quote!(
+            let #mutability #ident: #ty = #p::CoreParam::make(
+                &#layout_var,
+                args[#k].ptr.wrapping_offset(__ufunc_item * steps[#k]),
+            );
+        ));
         call_args.push(ident);
     }
+    let store_one = |i: usize, value: TokenStream| {
+        let k = next_out + i;
+        quote!(#p::store_scalar(args[#k].ptr.wrapping_offset(__ufunc_item * steps[#k]), #value);)
+    };
     let store = match f.returns.len() {
         0 => quote!(),
-        1 => {
-            let k = next_out;
-            quote!(#p::store_scalar(&args[#k], __ufunc_ret);)
-        }
+        1 => store_one(0, quote!(__ufunc_ret)),
         n => {
             let stores = (0..n).map(|i| {
-                let k = next_out + i;
                 let field = syn::Index::from(i);
-                quote!(#p::store_scalar(&args[#k], __ufunc_ret.#field);)
+                store_one(i, quote!(__ufunc_ret.#field))
             });
             quote!(#(#stores)*)
         }
@@ -233,11 +237,13 @@ fn expand(f: &GuFunction<'_>) -> TokenStream {
                 outputs: &[#(#out_dims),*],
                 names: &[#(#names),*],
             };
-            #[inline]
-            unsafe fn call(args: &[#p::CoreArg<'_>]) {
-                #(#bindings)*
-                let __ufunc_ret = Self::core(#(#call_args),*);
-                #store
+            unsafe fn call(args: &[#p::CoreArg<'_>], n: usize, steps: &[isize]) {
+                #(#layouts)*
+                for __ufunc_item in 0..n as isize {
+                    #(#bindings)*
+                    let __ufunc_ret = Self::core(#(#call_args),*);
+                    #store
+                }
             }
         }
     }

@@ -7,4 +7,4 @@ mod view;
 
 pub use run::{gu_call, gu_call_out, GuBody};
 pub use signature::{CoreBinding, CoreDim, Signature};
-pub use view::{core_scalar, core_scalar_mut, core_view, core_view_mut, store_scalar, CoreArg};
+pub use view::{store_scalar, CoreArg, CoreParam, ViewLayout};

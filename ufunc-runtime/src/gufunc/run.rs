@@ -22,12 +22,13 @@ pub trait GuBody: 'static {
     const NAME: &'static str;
     /// Its layout.
     const SIGNATURE: Signature;
-    /// Calls the core function on one loop item: `args` holds the inputs then the outputs.
+    /// Calls the core function on `n` loop items: `args` holds the inputs then the outputs at
+    /// the first item, and operand `k` of item `i` starts `i * steps[k]` bytes further.
     ///
     /// # Safety
     /// Every `CoreArg` describes live elements of its operand's type with the core shape of the
-    /// signature; outputs do not overlap anything else.
-    unsafe fn call(args: &[CoreArg<'_>]);
+    /// signature, for all `n` items; outputs do not overlap anything else.
+    unsafe fn call(args: &[CoreArg<'_>], n: usize, steps: &[isize]);
 }
 
 /// Calls `B` on `ops`, returning new zero-initialised outputs of the loop shape plus core shape.
@@ -192,54 +193,67 @@ fn execute<B: GuBody>(
 }
 
 impl Loop<'_> {
-    /// Calls the core function for loop items `start..end` (C order over the loop shape).
+    /// Calls the core function for loop items `start..end` (C order over the loop shape), a row
+    /// of the innermost loop dimension at a time.
     fn run_range<B: GuBody>(&self, start: usize, end: usize) {
         let shape = &self.binding.loop_shape;
         let nd = shape.len();
+        let inner = shape.last().copied().unwrap_or(1);
         let mut idx: SmallVec<[usize; 8]> = smallvec::smallvec![0; nd];
         let mut rest = start;
         for a in (0..nd).rev() {
             idx[a] = rest % shape[a];
             rest /= shape[a];
         }
-        let mut ptrs: SmallVec<[*mut u8; 8]> = self
+        let steps: SmallVec<[isize; 8]> = self
             .operands
             .iter()
-            .map(|op| {
-                let off: isize = idx
-                    .iter()
-                    .zip(&op.loop_strides)
-                    .map(|(&i, &s)| i as isize * s)
-                    .sum();
-                op.base.wrapping_offset(off)
-            })
+            .map(|op| op.loop_strides.last().copied().unwrap_or(0))
             .collect();
         let mut args: SmallVec<[CoreArg<'_>; 8]> = self
             .operands
             .iter()
             .zip(&self.binding.core_shapes)
-            .map(|(op, shape)| CoreArg {
-                ptr: op.base,
-                shape,
-                strides: &op.core_strides,
+            .map(|(op, shape)| {
+                let off: isize = idx
+                    .iter()
+                    .zip(&op.loop_strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum();
+                CoreArg {
+                    ptr: op.base.wrapping_offset(off),
+                    shape,
+                    strides: &op.core_strides,
+                }
             })
             .collect();
-        for _ in start..end {
-            for (arg, &p) in args.iter_mut().zip(&ptrs) {
-                arg.ptr = p;
+        let mut done = start;
+        while done < end {
+            let j = if nd == 0 { 0 } else { idx[nd - 1] };
+            let n = (inner - j).min(end - done);
+            // SAFETY: the binding keeps every core sub-array of these items inside its operand.
+            unsafe { B::call(&args, n, &steps) };
+            done += n;
+            if done == end || nd == 0 {
+                break;
             }
-            // SAFETY: the binding keeps every core sub-array inside its operand.
-            unsafe { B::call(&args) };
-            for a in (0..nd).rev() {
+            // Back to the row's start, then one step along the outer loop dimensions.
+            for (arg, &st) in args.iter_mut().zip(&steps) {
+                arg.ptr = arg.ptr.wrapping_offset(-(j as isize) * st);
+            }
+            idx[nd - 1] = 0;
+            for a in (0..nd - 1).rev() {
                 idx[a] += 1;
-                for (p, op) in ptrs.iter_mut().zip(&self.operands) {
-                    *p = p.wrapping_offset(op.loop_strides[a]);
+                for (arg, op) in args.iter_mut().zip(&self.operands) {
+                    arg.ptr = arg.ptr.wrapping_offset(op.loop_strides[a]);
                 }
                 if idx[a] < shape[a] {
                     break;
                 }
-                for (p, op) in ptrs.iter_mut().zip(&self.operands) {
-                    *p = p.wrapping_offset(-(shape[a] as isize) * op.loop_strides[a]);
+                for (arg, op) in args.iter_mut().zip(&self.operands) {
+                    arg.ptr = arg
+                        .ptr
+                        .wrapping_offset(-(shape[a] as isize) * op.loop_strides[a]);
                 }
                 idx[a] = 0;
             }

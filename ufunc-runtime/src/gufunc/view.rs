@@ -1,13 +1,15 @@
-//! Turning one loop item's raw core operands into what the core function takes: ndarray views,
-//! plain values, `&mut` scalars.
+//! Turning raw core operands into what the core function takes: ndarray views, plain values,
+//! `&mut` scalars. The layout part of a view (dimension and stride types, which axes run
+//! backwards) is computed once per run of loop items; each item then only supplies a pointer.
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, Dimension, ShapeBuilder};
+use std::marker::PhantomData;
 
-/// One operand of one core call: where its core sub-array starts, its core shape and strides
-/// (in elements, any sign).
+/// One operand at the start of a run of loop items: where its first core sub-array starts, its
+/// core shape and strides (in elements, any sign).
 #[derive(Debug, Clone, Copy)]
 pub struct CoreArg<'a> {
-    /// Address of the core sub-array's first element.
+    /// Address of the first item's core sub-array.
     pub ptr: *mut u8,
     /// Core shape, as the body sees it.
     pub shape: &'a [usize],
@@ -15,92 +17,145 @@ pub struct CoreArg<'a> {
     pub strides: &'a [isize],
 }
 
-/// Shape, non-negative strides and the lowest address; the axes to invert afterwards.
-#[inline(always)]
-fn positive_parts<D: Dimension>(arg: &CoreArg<'_>, size: usize) -> (D, D, *mut u8, u32) {
+/// A core parameter type of a `#[guvectorize]` function: `ArrayView..`, `ArrayViewMut..`, a
+/// plain element (a `()` input) or `&mut` element (a `()` output).
+pub trait CoreParam: Sized {
+    /// What is computed once per run of items.
+    type Layout;
+    /// Prepares the layout of `arg`.
+    ///
+    /// # Safety
+    /// `arg` describes an operand of this parameter's element type and rank.
+    unsafe fn layout(arg: &CoreArg<'_>) -> Self::Layout;
+    /// The parameter for the item whose core sub-array starts at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is the start of a live core sub-array laid out as `layout` says, and nothing else
+    /// references an output's elements while the parameter lives.
+    unsafe fn make(layout: &Self::Layout, ptr: *mut u8) -> Self;
+}
+
+/// The layout of a view: non-negative strides from the lowest address, and the axes to invert.
+pub struct ViewLayout<T, D> {
+    dim: D,
+    strides: D,
+    /// Bytes from an item's first element to its lowest address.
+    offset: isize,
+    flipped: u32,
+    elem: PhantomData<T>,
+}
+
+fn view_layout<T, D: Dimension>(arg: &CoreArg<'_>) -> ViewLayout<T, D> {
     let mut dim = D::zeros(arg.shape.len());
     let mut strides = D::zeros(arg.shape.len());
     dim.slice_mut().copy_from_slice(arg.shape);
-    let mut ptr = arg.ptr;
+    let mut offset = 0isize;
     let mut flipped = 0u32;
-    for ((st, _), &s) in strides
+    for (k, ((st, &n), &s)) in strides
         .slice_mut()
         .iter_mut()
         .zip(arg.shape)
         .zip(arg.strides)
+        .enumerate()
     {
         *st = s.unsigned_abs();
+        if s < 0 && n > 0 {
+            offset += (n as isize - 1) * s * size_of::<T>() as isize;
+            flipped |= 1 << k;
+        }
     }
-    if arg.strides.iter().any(|&s| s < 0) {
-        for (k, (&n, &s)) in arg.shape.iter().zip(arg.strides).enumerate() {
-            if s < 0 && n > 0 {
-                ptr = ptr.wrapping_offset((n as isize - 1) * s * size as isize);
-                flipped |= 1 << k;
+    ViewLayout {
+        dim,
+        strides,
+        offset,
+        flipped,
+        elem: PhantomData,
+    }
+}
+
+impl<'a, T, D: Dimension> CoreParam for ArrayView<'a, T, D> {
+    type Layout = ViewLayout<T, D>;
+    unsafe fn layout(arg: &CoreArg<'_>) -> Self::Layout {
+        view_layout(arg)
+    }
+    #[inline(always)]
+    unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
+        let shape = l.dim.clone().strides(l.strides.clone());
+        let mut v = ArrayView::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *const T);
+        if l.flipped != 0 {
+            for k in 0..v.ndim() {
+                if l.flipped & (1 << k) != 0 {
+                    v.invert_axis(Axis(k));
+                }
             }
         }
+        v
     }
-    (dim, strides, ptr, flipped)
 }
 
-/// A read-only view of a core operand.
-///
-/// # Safety
-/// `arg` describes live, properly aligned elements of type `T` for the lifetime `'a`, and `D`
-/// has `arg.shape.len()` dimensions (or is dynamic).
-#[inline(always)]
-pub unsafe fn core_view<'a, T, D: Dimension>(arg: &CoreArg<'_>) -> ArrayView<'a, T, D> {
-    let (dim, strides, ptr, flipped) = positive_parts::<D>(arg, size_of::<T>());
-    let mut v = ArrayView::from_shape_ptr(dim.strides(strides), ptr as *const T);
-    if flipped == 0 {
-        return v;
+impl<'a, T, D: Dimension> CoreParam for ArrayViewMut<'a, T, D> {
+    type Layout = ViewLayout<T, D>;
+    unsafe fn layout(arg: &CoreArg<'_>) -> Self::Layout {
+        view_layout(arg)
     }
-    for k in 0..arg.shape.len() {
-        if flipped & (1 << k) != 0 {
-            v.invert_axis(Axis(k));
+    #[inline(always)]
+    unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
+        let shape = l.dim.clone().strides(l.strides.clone());
+        let mut v = ArrayViewMut::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *mut T);
+        if l.flipped != 0 {
+            for k in 0..v.ndim() {
+                if l.flipped & (1 << k) != 0 {
+                    v.invert_axis(Axis(k));
+                }
+            }
         }
+        v
     }
-    v
 }
 
-/// A mutable view of a core output.
-///
-/// # Safety
-/// As [`core_view`], and no other live reference overlaps the elements.
-#[inline(always)]
-pub unsafe fn core_view_mut<'a, T, D: Dimension>(arg: &CoreArg<'_>) -> ArrayViewMut<'a, T, D> {
-    let (dim, strides, ptr, flipped) = positive_parts::<D>(arg, size_of::<T>());
-    let mut v = ArrayViewMut::from_shape_ptr(dim.strides(strides), ptr as *mut T);
-    if flipped == 0 {
-        return v;
+impl<'a, T: crate::Element> CoreParam for &'a mut T {
+    type Layout = ();
+    unsafe fn layout(_: &CoreArg<'_>) -> Self::Layout {}
+    #[inline(always)]
+    unsafe fn make(_: &(), ptr: *mut u8) -> Self {
+        &mut *(ptr as *mut T)
     }
-    for k in 0..arg.shape.len() {
-        if flipped & (1 << k) != 0 {
-            v.invert_axis(Axis(k));
+}
+
+macro_rules! scalar_core_params {
+    ($($t:ty),*) => {$(
+        impl CoreParam for $t {
+            type Layout = ();
+            unsafe fn layout(_: &CoreArg<'_>) -> Self::Layout {}
+            #[inline(always)]
+            unsafe fn make(_: &(), ptr: *mut u8) -> Self {
+                *(ptr as *const $t)
+            }
         }
-    }
-    v
+    )*};
 }
 
-/// The value of a `()` core input.
-///
-/// # Safety
-/// `arg.ptr` points to a live `T`.
-pub unsafe fn core_scalar<T: Copy>(arg: &CoreArg<'_>) -> T {
-    *(arg.ptr as *const T)
-}
-
-/// A `()` core output as `&mut T`.
-///
-/// # Safety
-/// `arg.ptr` points to a live `T` that nothing else references.
-pub unsafe fn core_scalar_mut<'a, T>(arg: &CoreArg<'_>) -> &'a mut T {
-    &mut *(arg.ptr as *mut T)
-}
+scalar_core_params!(
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    bool,
+    num_complex::Complex<f32>,
+    num_complex::Complex<f64>
+);
 
 /// Writes a returned scalar into its `()` core output.
 ///
 /// # Safety
-/// As [`core_scalar_mut`].
-pub unsafe fn store_scalar<T>(arg: &CoreArg<'_>, value: T) {
-    *(arg.ptr as *mut T) = value;
+/// `ptr` points to a live `T` that nothing else references.
+#[inline(always)]
+pub unsafe fn store_scalar<T>(ptr: *mut u8, value: T) {
+    *(ptr as *mut T) = value;
 }
