@@ -113,7 +113,7 @@ impl<'a, T, D: Dimension> CoreParam for ArrayViewMut<'a, T, D> {
     }
 }
 
-impl<'a, T: crate::Element> CoreParam for &'a mut T {
+impl<T: crate::Element> CoreParam for &mut T {
     type Layout = ();
     unsafe fn layout(_: &CoreArg<'_>) -> Self::Layout {}
     #[inline(always)]
