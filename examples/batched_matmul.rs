@@ -36,10 +36,22 @@ fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>
         general_mat_mul(1.0, &a, &b, 0.0, &mut c);
         return;
     }
-    match (a.as_slice(), b.as_slice(), c.as_slice_mut()) {
-        (Some(a), Some(b), Some(c)) => {
-            // Row i of c is the sum over k of a[i,k] times row k of b: the innermost loop runs
-            // along contiguous rows with no dependency between its iterations.
+    let (Some(a), Some(b), Some(c)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
+        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+        return;
+    };
+    // Small matrices: a kernel specialised on the output width, so each output row is a
+    // register-resident accumulator updated with whole rows of b.
+    match p {
+        1 => small_rows::<1>(a, b, c, n),
+        2 => small_rows::<2>(a, b, c, n),
+        3 => small_rows::<3>(a, b, c, n),
+        4 => small_rows::<4>(a, b, c, n),
+        5 => small_rows::<5>(a, b, c, n),
+        6 => small_rows::<6>(a, b, c, n),
+        7 => small_rows::<7>(a, b, c, n),
+        8 => small_rows::<8>(a, b, c, n),
+        _ => {
             for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(p)) {
                 c_row.fill(0.0);
                 for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(p)) {
@@ -49,7 +61,20 @@ fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>
                 }
             }
         }
-        _ => general_mat_mul(1.0, &a, &b, 0.0, &mut c),
+    }
+}
+
+/// `c = a b` for contiguous row-major a (m x n), b (n x P), c (m x P).
+fn small_rows<const P: usize>(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
+    for (i, c_row) in c.chunks_exact_mut(P).enumerate() {
+        let a_row = &a[i * n..(i + 1) * n];
+        let mut acc = [0.0f32; P];
+        for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(P)) {
+            for (x, &y) in acc.iter_mut().zip(b_row) {
+                *x += aik * y;
+            }
+        }
+        c_row.copy_from_slice(&acc);
     }
 }
 

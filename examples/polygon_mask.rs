@@ -13,16 +13,31 @@ use ufunc::prelude::*;
 /// times exactly when the point is inside.
 #[guvectorize("(),(),(n,2)->()", targets = ["parallel", "cpu"])]
 fn inside(x: f32, y: f32, poly: ArrayView2<f32>) -> bool {
-    let n = poly.nrows();
+    let Some(points) = poly.as_slice() else {
+        // A non-contiguous polygon: the same test through indexing.
+        let n = poly.nrows();
+        let mut inside = false;
+        let mut j = n.wrapping_sub(1);
+        for i in 0..n {
+            let (xi, yi, xj, yj) = (poly[[i, 0]], poly[[i, 1]], poly[[j, 0]], poly[[j, 1]]);
+            if (yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi {
+                inside = !inside;
+            }
+            j = i;
+        }
+        return inside;
+    };
     let mut inside = false;
-    let mut j = n.wrapping_sub(1);
-    for i in 0..n {
-        let (xi, yi) = (poly[[i, 0]], poly[[i, 1]]);
-        let (xj, yj) = (poly[[j, 0]], poly[[j, 1]]);
+    let (mut xj, mut yj) = match points {
+        [.., xl, yl] => (*xl, *yl),
+        _ => return false,
+    };
+    for p in points.chunks_exact(2) {
+        let (xi, yi) = (p[0], p[1]);
         if (yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi {
             inside = !inside;
         }
-        j = i;
+        (xj, yj) = (xi, yi);
     }
     inside
 }

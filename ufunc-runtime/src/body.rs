@@ -181,7 +181,10 @@ impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// Allocates one default-filled standard-layout array of `shape`.
 fn alloc_default_one<T: Element>(shape: &[usize], ptrs: &mut OutPtrs) -> Array<T, IxDyn> {
+    // `from_elem` of a zero value allocates zeroed memory (calloc): large outputs come from
+    // fresh zero pages, which are advised onto huge pages and faulted in from this thread.
     let mut a = Array::from_elem(IxDyn(shape), T::default());
+    crate::alloc::advise_huge_pages(a.as_mut_ptr() as *mut u8, a.len() * size_of::<T>());
     ptrs.push(a.as_mut_ptr() as *mut u8);
     a
 }

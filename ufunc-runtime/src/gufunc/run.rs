@@ -128,8 +128,10 @@ struct Loop<'b> {
 unsafe impl Send for Loop<'_> {}
 unsafe impl Sync for Loop<'_> {}
 
-/// Below this many loop items a `parallel` call stays on the calling thread.
+/// A `parallel` call stays on the calling thread unless it has at least this many loop items and
+/// this many core elements in all (a rough measure of work: rayon costs some microseconds).
 const PARALLEL_MIN_ITEMS: usize = 64;
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
 fn execute<B: GuBody>(
     target: Target,
@@ -166,9 +168,15 @@ fn execute<B: GuBody>(
         })
         .collect();
     let lp = Loop { operands, binding };
+    let per_item: usize = binding
+        .core_shapes
+        .iter()
+        .map(|s| s.iter().product::<usize>())
+        .sum();
     let run = || {
         if target == Target::Parallel
             && total >= PARALLEL_MIN_ITEMS
+            && total.saturating_mul(per_item.max(1)) >= PARALLEL_MIN_ELEMENTS
             && rayon::current_num_threads() > 1
         {
             let pieces = (rayon::current_num_threads() * 8).min(total);
