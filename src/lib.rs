@@ -40,9 +40,12 @@
 //! | `foo::TARGETS`, `foo::DEFAULT_TARGET` | the targets it was compiled for |
 //!
 //! Attribute arguments: `target = "cpu" | "parallel"`, or `targets = ["cpu", "parallel"]` (the
-//! first is the default; others are reachable with `on`), and `types = [f32, f64]` for a
-//! function generic over one type parameter (`fn foo<T>(a: T, b: T) -> T`), which is compiled
-//! once per listed type and dispatched on the element type of the arguments.
+//! first is the default; others are reachable with `on`), `types = [f32, f64]` for a function
+//! generic over one type parameter (`fn foo<T>(a: T, b: T) -> T`), which is compiled once per
+//! listed type and dispatched on the element type of the arguments, and `fastmath = true`,
+//! which lets the SIMD lane code contract `a * b + c` into fused multiply-adds (one rounding
+//! instead of two) where the CPU has FMA. Without it, lane code gives the same bits as the
+//! scalar function for every body without transcendental functions.
 //!
 //! Several results: `-> (f32, f32)` returns a tuple of arrays and `out` takes one output each.
 //!
@@ -74,8 +77,8 @@ pub mod prelude {
 pub mod __private {
     pub use ufunc_runtime::{
         call, call_out, gu_call, gu_call_out, path_with_helpers, store_scalar, ArraysOf, Body,
-        CoreArg, CoreDim, CoreParam, Element, GuBody, Isa, LaneMath, Operands, OutOperands,
-        Outputs, Signature,
+        CoreArg, CoreDim, CoreParam, Element, FusedMulAdd, GuBody, Isa, LaneMath, Operands,
+        OutOperands, Outputs, Signature,
     };
 }
 

@@ -174,3 +174,41 @@ fn levels_agree_exactly_without_transcendentals() {
         }
     });
 }
+
+#[vectorize(fastmath = true, targets = ["cpu", "parallel"])]
+fn fused(a: f32, b: f32, c: f32) -> f32 {
+    a * b + c
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn unfused(a: f32, b: f32, c: f32) -> f32 {
+    a * b + c
+}
+
+#[test]
+fn fastmath_contracts_only_where_asked_and_the_cpu_has_fma() {
+    let a = Array1::from_shape_fn(1001, |i| 0.1f32 + i as f32 * 1e-3);
+    let b = Array1::from_shape_fn(1001, |i| 10.0f32 - i as f32 * 1e-3);
+    let c = -(&a * &b);
+    each_isa(|level| {
+        let f = fused(&a, &b, &c).unwrap();
+        let u = unfused(&a, &b, &c).unwrap();
+        let with_fma = !matches!(level, IsaLevel::Baseline);
+        let mut differs = 0;
+        for i in 0..a.len() {
+            let (x, y, z) = (a[i], b[i], c[i]);
+            assert_eq!(
+                u[i].to_bits(),
+                (x * y + z).to_bits(),
+                "unfused at {level:?}"
+            );
+            let want = if with_fma { x.mul_add(y, z) } else { x * y + z };
+            assert_eq!(f[i].to_bits(), want.to_bits(), "fused at {level:?}");
+            differs += usize::from(f[i] != u[i]);
+        }
+        // The residual of a*b - a*b is exactly what a fused multiply-add exposes.
+        assert_eq!(differs > 0, with_fma, "at {level:?}");
+        let par = fused::on(Target::Parallel, &a, &b, &c).unwrap();
+        assert_eq!(par.mapv(f32::to_bits), f.mapv(f32::to_bits));
+    });
+}

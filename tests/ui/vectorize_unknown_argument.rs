@@ -1,6 +1,6 @@
 use ufunc::prelude::*;
 
-#[vectorize(fastmath = true)]
+#[vectorize(nopython = true)]
 fn f(a: f32) -> f32 {
     a
 }

@@ -1,5 +1,6 @@
-//! The arguments of `#[vectorize(...)]`: `target = "cpu"`, `targets = ["cpu", "parallel"]`,
-//! `types = [f32, f64]`. Parsing keeps spans; [`crate::check`] judges the values.
+//! The arguments of `#[vectorize(...)]` (and of `#[guvectorize]` after its layout):
+//! `target = "cpu"`, `targets = ["cpu", "parallel"]`, `types = [f32, f64]`, `fastmath = true`.
+//! Parsing keeps spans; [`crate::check`] judges the values.
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
@@ -16,9 +17,15 @@ pub(crate) struct VectorizeAttr {
     pub target_keys: Vec<Span>,
     /// `types = [...]`: the element types a generic function is instantiated for.
     pub types: Option<(Span, Vec<Type>)>,
+    /// `fastmath = true`: lane code may contract `a * b + c` into fused multiply-adds.
+    pub fastmath: Option<(Span, bool)>,
 }
 
-pub(crate) fn parse_vectorize_attr(tokens: TokenStream) -> syn::Result<VectorizeAttr> {
+/// Parses the arguments of `attribute` (`#[vectorize]` or `#[guvectorize]`, for messages).
+pub(crate) fn parse_vectorize_attr(
+    tokens: TokenStream,
+    attribute: &str,
+) -> syn::Result<VectorizeAttr> {
     let mut attr = VectorizeAttr::default();
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("target") {
@@ -41,11 +48,21 @@ pub(crate) fn parse_vectorize_attr(tokens: TokenStream) -> syn::Result<Vectorize
             let list = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
             attr.types = Some((span, list.into_iter().collect()));
             Ok(())
-        } else {
+        } else if meta.path.is_ident("fastmath") {
+            let span = meta.path.get_ident().unwrap().span();
+            let value: syn::LitBool = meta.value()?.parse()?;
+            attr.fastmath = Some((span, value.value));
+            Ok(())
+        } else if attribute == "#[guvectorize]" {
             Err(meta.error(
-                "unknown argument of #[vectorize]; expected `target = \"...\"`, \
-                 `targets = [...]` or `types = [...]`",
+                "unknown argument of #[guvectorize]; after the layout, expected \
+                 `target = \"...\"` or `targets = [...]`",
             ))
+        } else {
+            Err(meta.error(format!(
+                "unknown argument of {attribute}; expected `target = \"...\"`, \
+                 `targets = [...]`, `types = [...]` or `fastmath = true`"
+            )))
         }
     });
     parser.parse2(tokens)?;

@@ -32,6 +32,12 @@ pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
 pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut Errors) {
     check_targets(&f.attr.rest, errors);
     check_signature_kind(&f.item.sig, errors);
+    if let Some((span, _)) = &f.attr.rest.fastmath {
+        errors.push(syn::Error::new(
+            *span,
+            "`fastmath` applies to #[vectorize] lane code; a #[guvectorize] core is plain Rust",
+        ));
+    }
     if let Some((span, _)) = &f.attr.rest.types {
         errors.push(syn::Error::new(
             *span,

@@ -34,37 +34,10 @@ pub(crate) fn parse_gu_attr(tokens: TokenStream) -> syn::Result<GuAttr> {
         Ok((lit, input.parse()?))
     };
     let (layout_lit, rest) = parser.parse2(tokens)?;
-    check_argument_names(&rest)?;
     Ok(GuAttr {
         layout_lit,
-        rest: parse_vectorize_attr(rest)?,
+        rest: parse_vectorize_attr(rest, "#[guvectorize]")?,
     })
-}
-
-/// The arguments after the layout are `target`, `targets` or `types` (the last rejected later,
-/// with its own message): `#[guvectorize("(n)->()", parallel = true)]` -> "unknown argument of
-/// #[guvectorize] ...", naming #[guvectorize] rather than the #[vectorize] parser's message.
-fn check_argument_names(rest: &TokenStream) -> syn::Result<()> {
-    let mut at_start = true;
-    for tt in rest.clone() {
-        match &tt {
-            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => at_start = true,
-            _ if at_start => {
-                at_start = false;
-                let known = matches!(&tt, proc_macro2::TokenTree::Ident(i)
-                    if i == "target" || i == "targets" || i == "types");
-                if !known {
-                    return Err(syn::Error::new(
-                        tt.span(),
-                        "unknown argument of #[guvectorize]; after the layout, expected \
-                         `target = \"...\"` or `targets = [...]`",
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// How a parameter takes part in the core function.

@@ -109,18 +109,35 @@ pub(crate) fn mentions_integers(block: &Block) -> bool {
     f.0
 }
 
-/// Rewrites `block` into lane form for the instruction-set parameter `isa`. With `speculate`,
-/// `if c { a } else { b }` whose arms have no assignments and no function calls becomes
-/// "compute both, then select".
-pub(crate) fn rewrite(block: &Block, isa: &syn::Ident, speculate: bool) -> Block {
+/// How a body is rewritten into lane form.
+#[derive(Clone, Copy)]
+pub(crate) struct LaneOptions {
+    /// `if c { a } else { b }` whose arms have no assignments and no function calls becomes
+    /// "compute both, then select" (only where no expression can panic).
+    pub speculate: bool,
+    /// `a * b + c` becomes a fused multiply-add where the instruction set has one.
+    pub fastmath: bool,
+}
+
+/// Rewrites `block` into lane form for the instruction-set parameter `isa`.
+pub(crate) fn rewrite(block: &Block, isa: &syn::Ident, options: LaneOptions) -> Block {
     let mut block = block.clone();
-    Rewriter { isa, speculate }.visit_block_mut(&mut block);
+    Rewriter { isa, options }.visit_block_mut(&mut block);
     block
 }
 
 struct Rewriter<'a> {
     isa: &'a syn::Ident,
-    speculate: bool,
+    options: LaneOptions,
+}
+
+/// `x` without surrounding parentheses.
+fn unparen(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unparen(&p.expr),
+        Expr::Group(g) => unparen(&g.expr),
+        e => e,
+    }
 }
 
 impl VisitMut for Rewriter<'_> {
@@ -149,7 +166,26 @@ impl VisitMut for Rewriter<'_> {
                     }
                 }
             }
-            Expr::If(ei) if self.speculate && ei.else_branch.is_some() => {
+            Expr::Binary(add) if self.options.fastmath && matches!(add.op, syn::BinOp::Add(_)) => {
+                let product = |e: &Expr| match unparen(e) {
+                    Expr::Binary(m) if matches!(m.op, syn::BinOp::Mul(_)) => {
+                        Some(((*m.left).clone(), (*m.right).clone()))
+                    }
+                    _ => None,
+                };
+                let fused = match (product(&add.left), product(&add.right)) {
+                    (Some((a, b)), _) => Some((a, b, (*add.right).clone())),
+                    (None, Some((a, b))) => Some((a, b, (*add.left).clone())),
+                    _ => None,
+                };
+                if let Some((a, b, c)) = fused {
+                    let span = add.op.span();
+                    *e = parse_quote_spanned! {span=>
+                        ::ufunc::__private::FusedMulAdd::fused_mul_add::<#isa>(#a, #b, #c)
+                    };
+                }
+            }
+            Expr::If(ei) if self.options.speculate && ei.else_branch.is_some() => {
                 let then_block = &ei.then_branch;
                 let else_expr = &ei.else_branch.as_ref().unwrap().1;
                 if is_pure(&Expr::Block(syn::ExprBlock {
@@ -246,7 +282,11 @@ mod tests {
 
     fn lane(src: &str, speculate: bool) -> String {
         let block: Block = syn::parse_str(src).unwrap();
-        rewrite(&block, &isa_ident(), speculate)
+        let options = LaneOptions {
+            speculate,
+            fastmath: false,
+        };
+        rewrite(&block, &isa_ident(), options)
             .to_token_stream()
             .to_string()
     }
@@ -282,6 +322,25 @@ mod tests {
         assert!(!lane(src, false).contains("let __ufunc_then"));
         let assigning = "{ let mut y = 0.0; if x > 0.0 { y = 1.0 } else { y = 2.0 }; y }";
         assert!(!lane(assigning, true).contains("let __ufunc_then"));
+    }
+
+    #[test]
+    fn fastmath_contracts_products_plus_addends() {
+        let block: Block = syn::parse_str("{ a * b + c + (x * 2.0) }").unwrap();
+        let options = LaneOptions {
+            speculate: false,
+            fastmath: true,
+        };
+        let out = rewrite(&block, &isa_ident(), options)
+            .to_token_stream()
+            .to_string();
+        // (a*b + c) + (x*2): the outer sum contracts its right product; the inner one its left.
+        assert_eq!(
+            out.matches("FusedMulAdd :: fused_mul_add :: < __UfuncM >")
+                .count(),
+            2,
+            "{out}"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use gufunc::{
     Signature, ViewLayout,
 };
 pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
-pub use math::LaneMath;
+pub use math::{FusedMulAdd, LaneMath};
 pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};
 pub use shape::{broadcast_shapes, broadcast_strides, element_count};
 pub use target::Target;

@@ -1,7 +1,7 @@
 //! The `Body` impl of one instantiation of a `#[vectorize]` function, and its `scalar`.
 
 use super::{panic_free, param_tokens, replace_ident};
-use crate::lane::{isa_ident, rewrite, scalar_reason};
+use crate::lane::{isa_ident, rewrite, scalar_reason, LaneOptions};
 use crate::model::Vectorize;
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, ToTokens};
@@ -73,8 +73,11 @@ pub(super) fn body_impl(
         ),
         None => {
             let helpers = helper_calls(block);
-            let speculate = panic_free(f, inst.map(|i| i.all_types));
-            let lane = rewrite(block, &isa, speculate);
+            let options = LaneOptions {
+                speculate: panic_free(f, inst.map(|i| i.all_types)),
+                fastmath: v.attr.fastmath.is_some_and(|(_, on)| on),
+            };
+            let lane = rewrite(block, &isa, options);
             (
                 quote!(::ufunc::__private::path_with_helpers(
                     &[#(#helpers::__UFUNC_SCALAR_REASON),*]

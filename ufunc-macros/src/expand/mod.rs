@@ -11,7 +11,7 @@ mod guvectorize;
 mod vectorize;
 
 use crate::check::check_kernel_fn;
-use crate::lane::{isa_ident, mentions_integers, rewrite, scalar_reason};
+use crate::lane::{isa_ident, mentions_integers, rewrite, scalar_reason, LaneOptions};
 use crate::model::Function;
 use crate::types::{elem_kind, ElemKind};
 use proc_macro2::{Ident, TokenStream, TokenTree};
@@ -39,8 +39,11 @@ pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     let vis = &item_fn.vis;
     let isa = isa_ident();
     let reason = scalar_reason(&item_fn.block);
-    let speculate = reason.is_none() && panic_free(&f, None);
-    let lane_block = rewrite(&item_fn.block, &isa, speculate);
+    let options = LaneOptions {
+        speculate: reason.is_none() && panic_free(&f, None),
+        fastmath: false,
+    };
+    let lane_block = rewrite(&item_fn.block, &isa, options);
     let params = f
         .params
         .iter()

@@ -16,7 +16,7 @@ pub(crate) fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(f) => f,
         Err(e) => return fallback(e, item),
     };
-    let attr = match parse_vectorize_attr(attr) {
+    let attr = match parse_vectorize_attr(attr, "#[vectorize]") {
         Ok(a) => a,
         Err(e) => return fallback(e, item),
     };

@@ -233,6 +233,59 @@ macro_rules! complex_lane_math {
 complex_lane_math!(f32);
 complex_lane_math!(f64);
 
+/// `a * b + c` as `fastmath = true` lane code computes it: one fused multiply-add (a single
+/// rounding) for floats where the instruction set has FMA, the plain expression otherwise.
+///
+/// ```
+/// use ufunc_runtime::{FusedMulAdd, NoFma, WithFma};
+/// let (a, b, c) = (0.1f32, 10.0f32, -1.0f32);
+/// assert_eq!(FusedMulAdd::fused_mul_add::<WithFma>(a, b, c), a.mul_add(b, c));
+/// assert_eq!(FusedMulAdd::fused_mul_add::<NoFma>(a, b, c), a * b + c);
+/// assert_eq!(FusedMulAdd::fused_mul_add::<WithFma>(3i32, 4, 5), 17);
+/// ```
+pub trait FusedMulAdd: Copy {
+    /// `self * b + c`, fused where possible.
+    fn fused_mul_add<M: Isa>(self, b: Self, c: Self) -> Self;
+}
+
+impl FusedMulAdd for f32 {
+    #[inline(always)]
+    fn fused_mul_add<M: Isa>(self, b: f32, c: f32) -> f32 {
+        fmadd32::<M>(self, b, c)
+    }
+}
+
+impl FusedMulAdd for f64 {
+    #[inline(always)]
+    fn fused_mul_add<M: Isa>(self, b: f64, c: f64) -> f64 {
+        fmadd64::<M>(self, b, c)
+    }
+}
+
+macro_rules! plain_mul_add {
+    ($($t:ty),*) => {$(
+        impl FusedMulAdd for $t {
+            #[inline(always)]
+            fn fused_mul_add<M: Isa>(self, b: $t, c: $t) -> $t {
+                self * b + c
+            }
+        }
+    )*};
+}
+
+plain_mul_add!(
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    Complex<f32>,
+    Complex<f64>
+);
+
 /// Binary powering in the order of compiler-rt's `__powisf2`/`__powidf2` (what `powi` lowers to),
 /// so results are bit-identical to the standard library's.
 #[inline(always)]
