@@ -225,21 +225,7 @@ macro_rules! impl_single_output {
     )*};
 }
 
-impl_single_output!(
-    f32,
-    f64,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    num_complex::Complex<f32>,
-    num_complex::Complex<f64>
-);
+crate::element::for_each_element!(impl_single_output);
 
 macro_rules! impl_tuple_outputs {
     ($($t:ident $i:tt),+) => {

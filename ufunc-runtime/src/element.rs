@@ -1,7 +1,5 @@
 //! The element types a ufunc parameter or result may have.
 
-use num_complex::Complex;
-
 mod sealed {
     pub trait Sealed {}
 }
@@ -28,18 +26,27 @@ macro_rules! elements {
     )*};
 }
 
-elements!(
-    f32,
-    f64,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    Complex<f32>,
-    Complex<f64>
-);
+/// Invokes `$m!(f32, f64, ..., Complex<f64>)` with every element type: the one list that the
+/// per-type impls of the crate are stamped out from.
+macro_rules! for_each_element {
+    ($m:ident) => {
+        $m!(
+            f32,
+            f64,
+            i8,
+            i16,
+            i32,
+            i64,
+            u8,
+            u16,
+            u32,
+            u64,
+            bool,
+            num_complex::Complex<f32>,
+            num_complex::Complex<f64>
+        );
+    };
+}
+pub(crate) use for_each_element;
+
+for_each_element!(elements);

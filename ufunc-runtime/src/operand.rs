@@ -85,21 +85,7 @@ macro_rules! scalar_operands {
     )*};
 }
 
-scalar_operands!(
-    f32,
-    f64,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    num_complex::Complex<f32>,
-    num_complex::Complex<f64>
-);
+crate::element::for_each_element!(scalar_operands);
 
 /// A ufunc output of element type `T`: `&mut Array` (any `&mut ArrayBase` with mutable data) or
 /// an `ArrayViewMut`, of any strides.

@@ -135,21 +135,7 @@ macro_rules! scalar_core_params {
     )*};
 }
 
-scalar_core_params!(
-    f32,
-    f64,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    num_complex::Complex<f32>,
-    num_complex::Complex<f64>
-);
+crate::element::for_each_element!(scalar_core_params);
 
 /// Writes a returned scalar into its `()` core output.
 ///
