@@ -11,6 +11,7 @@ use crate::operand::{RawOperand, RawOutOperand};
 use crate::shape::{broadcast_strides, element_count};
 use crate::Target;
 use rayon::prelude::*;
+use smallvec::SmallVec;
 
 /// Elements per chunk when operands go through buffers (16 KiB for the widest element).
 const CHUNK: usize = 1024;
@@ -207,7 +208,7 @@ impl Walk {
         let nd = self.plan.shape.len();
         let nops = ptrs.len();
         let inner_stride = |k: usize| self.byte_strides[k][nd - 1];
-        let start: Vec<*mut u8> = (0..nops)
+        let start: Ptrs = (0..nops)
             .map(|k| ptrs[k].wrapping_offset(j as isize * inner_stride(k)))
             .collect();
         // A single element is contiguous whatever its stride.
@@ -252,7 +253,10 @@ impl Walk {
     }
 }
 
-fn split_ptrs(ptrs: &[*mut u8], n_in: usize) -> (Vec<*const u8>, &[*mut u8]) {
+/// Operand pointers of one row or chunk, on the stack.
+type Ptrs = SmallVec<[*mut u8; 16]>;
+
+fn split_ptrs(ptrs: &[*mut u8], n_in: usize) -> (SmallVec<[*const u8; 16]>, &[*mut u8]) {
     let ins = ptrs[..n_in].iter().map(|&p| p as *const u8).collect();
     (ins, &ptrs[n_in..])
 }
@@ -264,7 +268,7 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn buffers(&mut self, nops: usize, chunk: usize) -> Vec<*mut u8> {
+    fn buffers(&mut self, nops: usize, chunk: usize) -> Ptrs {
         let per = chunk; // in u128 units: `chunk` elements of up to 16 bytes
         if self.storage.len() < per * nops {
             self.storage = vec![0u128; per * nops];

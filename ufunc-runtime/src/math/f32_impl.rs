@@ -41,10 +41,10 @@ pub(super) fn exp<M: Isa>(x: f32) -> f32 {
     let r = fmadd32::<M>(-n, LN2_HI, xc);
     let r = fmadd32::<M>(-n, LN2_LO, r);
     let y = scale(exp_poly::<M>(r), ni);
+    // A NaN x survives the clamp and the arithmetic above, and fails both comparisons.
     let y = if x > 88.722_84 { f32::INFINITY } else { y };
-    let y = if x < -103.972_08 { 0.0 } else { y };
-    if x.is_nan() {
-        x
+    if x < -103.972_08 {
+        0.0
     } else {
         y
     }
