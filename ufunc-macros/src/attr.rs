@@ -21,6 +21,17 @@ pub(crate) struct VectorizeAttr {
     pub fastmath: Option<(Span, bool)>,
 }
 
+impl VectorizeAttr {
+    /// The targets named, the default first; `cpu` when none is.
+    pub(crate) fn target_names(&self) -> Vec<String> {
+        if self.targets.is_empty() {
+            vec!["cpu".into()]
+        } else {
+            self.targets.iter().map(|t| t.value()).collect()
+        }
+    }
+}
+
 /// Parses the arguments of `attribute` (`#[vectorize]` or `#[guvectorize]`, for messages).
 pub(crate) fn parse_vectorize_attr(
     tokens: TokenStream,

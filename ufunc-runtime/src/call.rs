@@ -5,25 +5,13 @@ use crate::body::{Body, OutPtrs, Outputs};
 use crate::error::{Error, Result};
 use crate::exec::{check_out_shapes, execute};
 use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand, RawOutOperands};
-use crate::shape::{broadcast_shape, element_count, Shape};
-use crate::Target;
+use crate::shape::{broadcast_shape, c_strides, element_count, Shape};
+use crate::target::{ensure_compiled, Target};
 use ndarray::Dimension;
 
 /// The arrays a call of body `B` on operands `Ops` returns.
 pub type ArraysOf<B, Ops> =
     <<B as Body>::Out as Outputs>::Arrays<<Ops as Operands<<B as Body>::In>>::Dim>;
-
-fn check_target<B: Body>(target: Target, compiled: &'static [Target]) -> Result<()> {
-    if compiled.contains(&target) {
-        Ok(())
-    } else {
-        Err(Error::TargetNotCompiled {
-            function: B::NAME,
-            target,
-            compiled,
-        })
-    }
-}
 
 fn input_shape(raws: &[RawOperand<'_>]) -> Result<Shape> {
     broadcast_shape(raws.len(), |i| raws[i].shape)
@@ -35,7 +23,7 @@ pub fn call<B: Body, Ops: Operands<B::In>>(
     compiled: &'static [Target],
     ops: Ops,
 ) -> Result<ArraysOf<B, Ops>> {
-    check_target::<B>(target, compiled)?;
+    ensure_compiled(B::NAME, target, compiled)?;
     let raws = ops.raws();
     let shape = input_shape(&raws)?;
     let bytes = B::Out::SIZES.iter().max().copied().unwrap_or(1);
@@ -72,20 +60,10 @@ pub fn call_out<B: Body, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
     ops: Ops,
     mut outs: Outs,
 ) -> Result<()> {
-    check_target::<B>(target, compiled)?;
+    ensure_compiled(B::NAME, target, compiled)?;
     let raws = ops.raws();
     let shape = input_shape(&raws)?;
     let outs = outs.raws_mut();
     check_out_shapes(&outs, &shape)?;
     execute::<B>(target, &raws, &outs, &shape)
-}
-
-fn c_strides(shape: &[usize]) -> smallvec::SmallVec<[isize; 8]> {
-    let mut strides = smallvec::smallvec![0isize; shape.len()];
-    let mut s = 1isize;
-    for (st, &n) in strides.iter_mut().zip(shape).rev() {
-        *st = s;
-        s *= n.max(1) as isize;
-    }
-    strides
 }

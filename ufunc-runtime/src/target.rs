@@ -29,6 +29,23 @@ impl Target {
     }
 }
 
+/// `Ok` if `target` is among the targets `function` was compiled for.
+pub(crate) fn ensure_compiled(
+    function: &'static str,
+    target: Target,
+    compiled: &'static [Target],
+) -> crate::Result<()> {
+    if compiled.contains(&target) {
+        Ok(())
+    } else {
+        Err(crate::Error::TargetNotCompiled {
+            function,
+            target,
+            compiled,
+        })
+    }
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

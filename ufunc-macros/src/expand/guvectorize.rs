@@ -1,7 +1,7 @@
 //! `#[guvectorize]`: the array function `foo`, `struct foo` with `out`, `on`, `out_on`, `core`
 //! (the function as written), and the `GuBody` impl that builds views for each loop item.
 
-use super::{fallback, parse_fn};
+use super::{fallback, parse_fn, target_tokens};
 use crate::check::check_guvectorize;
 use crate::errors::Errors;
 use crate::gufunc::{from_syn, parse_gu_attr, GuFunction};
@@ -60,17 +60,9 @@ fn expand(f: &GuFunction<'_>) -> TokenStream {
     let layout = f.layout.as_ref().expect("checked");
     let p = quote!(::ufunc::__private);
 
-    let targets: Vec<String> = if f.attr.rest.targets.is_empty() {
-        vec!["cpu".into()]
-    } else {
-        f.attr.rest.targets.iter().map(|t| t.value()).collect()
-    };
-    let target_variant = |t: &str| match t {
-        "parallel" => quote!(::ufunc::Target::Parallel),
-        _ => quote!(::ufunc::Target::Cpu),
-    };
-    let target_list = targets.iter().map(|t| target_variant(t));
-    let default_target = target_variant(&targets[0]);
+    let targets = f.attr.rest.target_names();
+    let target_list = targets.iter().map(|t| target_tokens(t));
+    let default_target = target_tokens(&targets[0]);
 
     let inputs: Vec<_> = f.inputs().collect();
     let in_idents: Vec<&Ident> = inputs.iter().map(|p| p.ident).collect();

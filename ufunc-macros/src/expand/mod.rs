@@ -76,6 +76,14 @@ pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// The `ufunc::Target` variant of a (checked) target name.
+fn target_tokens(name: &str) -> TokenStream {
+    match name {
+        "parallel" => quote!(::ufunc::Target::Parallel),
+        _ => quote!(::ufunc::Target::Cpu),
+    }
+}
+
 /// Parses a free function, or says that `attribute` only applies to one.
 fn parse_fn(item: &TokenStream, attribute: &str) -> syn::Result<ItemFn> {
     match syn::parse2::<syn::Item>(item.clone())? {

@@ -2,7 +2,7 @@
 //! `out_on`, `scalar`, `KERNEL_PATH`, `TARGETS`, `DEFAULT_TARGET`).
 
 use super::body::{body_impl, Instantiation};
-use super::{fallback, param_tokens, parse_fn, replace_ident};
+use super::{fallback, param_tokens, parse_fn, replace_ident, target_tokens};
 use crate::attr::parse_vectorize_attr;
 use crate::check::check_vectorize;
 use crate::model::{Function, Vectorize};
@@ -27,13 +27,6 @@ pub(crate) fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     match check_vectorize(&v) {
         Ok(()) => expand(&v),
         Err(e) => fallback(e, item),
-    }
-}
-
-fn target_variant(name: &str) -> TokenStream {
-    match name {
-        "parallel" => quote!(::ufunc::Target::Parallel),
-        _ => quote!(::ufunc::Target::Cpu),
     }
 }
 
@@ -86,13 +79,9 @@ fn expand(v: &Vectorize<'_>) -> TokenStream {
     let out_tys: Vec<Ident> = (0..out_params.len())
         .map(|i| format_ident!("__UfuncO{}", i))
         .collect();
-    let targets: Vec<String> = if v.attr.targets.is_empty() {
-        vec!["cpu".into()]
-    } else {
-        v.attr.targets.iter().map(|t| t.value()).collect()
-    };
-    let target_list = targets.iter().map(|t| target_variant(t));
-    let default_target = target_variant(&targets[0]);
+    let targets = v.attr.target_names();
+    let target_list = targets.iter().map(|t| target_tokens(t));
+    let default_target = target_tokens(&targets[0]);
     let targets_doc = format!(
         "The targets `{name}` was compiled for: `{}`. The first is the default.",
         targets.join("`, `")

@@ -63,7 +63,7 @@ pub(crate) fn execute<B: Body>(
         n_in: ins.len(),
         row: row_fn::<B>(),
     };
-    catching_panics::<B>(|| match target {
+    catching_panics(B::NAME, || match target {
         Target::Cpu => walk.run_range(0, total),
         Target::Parallel => walk.run_parallel(total),
     })
@@ -98,7 +98,7 @@ fn try_single_row<B: Body>(
     }
     let row = row_fn::<B>();
     // SAFETY: every operand holds `total` contiguous elements from its pointer.
-    Some(catching_panics::<B>(|| unsafe {
+    Some(catching_panics(B::NAME, || unsafe {
         row(total, &in_ptrs[..ins.len()], &out_ptrs[..outs.len()])
     }))
 }
@@ -115,17 +115,14 @@ fn is_c_contiguous(shape: &[usize], strides: &[isize]) -> bool {
 }
 
 /// Runs `run`, turning a panic of the body into `Error::KernelPanic`.
-fn catching_panics<B: Body>(run: impl FnOnce()) -> Result<()> {
+pub(crate) fn catching_panics(function: &'static str, run: impl FnOnce()) -> Result<()> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "non-string panic payload".to_string());
-        Error::KernelPanic {
-            function: B::NAME,
-            message,
-        }
+        Error::KernelPanic { function, message }
     })
 }
 

@@ -5,9 +5,10 @@ use super::signature::{CoreBinding, Signature};
 use super::view::CoreArg;
 use crate::body::{Inputs, OutPtrs, Outputs};
 use crate::error::{Error, Result};
+use crate::exec::catching_panics;
 use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand};
-use crate::shape::{broadcast_strides, element_count};
-use crate::Target;
+use crate::shape::{broadcast_strides, c_strides, element_count};
+use crate::target::{ensure_compiled, Target};
 use ndarray::IxDyn;
 use rayon::prelude::*;
 use smallvec::SmallVec;
@@ -37,7 +38,7 @@ pub fn gu_call<B: GuBody, Ops: Operands<B::In>>(
     compiled: &'static [Target],
     ops: Ops,
 ) -> Result<<B::Out as Outputs>::Arrays<IxDyn>> {
-    check_target(B::NAME, target, compiled)?;
+    ensure_compiled(B::NAME, target, compiled)?;
     let raws = ops.raws();
     let shapes: SmallVec<[&[usize]; 8]> = raws.iter().map(|r| r.shape).collect();
     let binding = B::SIGNATURE.bind(&shapes, None)?;
@@ -49,7 +50,7 @@ pub fn gu_call<B: GuBody, Ops: Operands<B::In>>(
     }
     let mut ptrs = OutPtrs::new();
     let arrays = B::Out::alloc_default(&binding.output_shapes, &mut ptrs);
-    let strides: Vec<Vec<isize>> = binding.output_shapes.iter().map(|s| c_strides(s)).collect();
+    let strides: Vec<_> = binding.output_shapes.iter().map(|s| c_strides(s)).collect();
     let outs: Vec<RawOutOperand<'_>> = ptrs
         .iter()
         .zip(&binding.output_shapes)
@@ -71,7 +72,7 @@ pub fn gu_call_out<B: GuBody, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
     ops: Ops,
     mut outs: Outs,
 ) -> Result<()> {
-    check_target(B::NAME, target, compiled)?;
+    ensure_compiled(B::NAME, target, compiled)?;
     let raws = ops.raws();
     let outs = outs.raws_mut();
     let in_shapes: SmallVec<[&[usize]; 8]> = raws.iter().map(|r| r.shape).collect();
@@ -87,28 +88,6 @@ pub fn gu_call_out<B: GuBody, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
         }
     }
     execute::<B>(target, &raws, &outs, &binding)
-}
-
-fn check_target(function: &'static str, target: Target, compiled: &'static [Target]) -> Result<()> {
-    if compiled.contains(&target) {
-        Ok(())
-    } else {
-        Err(Error::TargetNotCompiled {
-            function,
-            target,
-            compiled,
-        })
-    }
-}
-
-fn c_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
-    let mut s = 1isize;
-    for (st, &n) in strides.iter_mut().zip(shape).rev() {
-        *st = s;
-        s *= n.max(1) as isize;
-    }
-    strides
 }
 
 /// Per operand: base pointer, element size, loop strides in bytes, core strides in elements.
@@ -188,16 +167,7 @@ fn execute<B: GuBody>(
             lp.run_range::<B>(0, total);
         }
     };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
-        Error::KernelPanic {
-            function: B::NAME,
-            message: payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".to_string()),
-        }
-    })
+    catching_panics(B::NAME, run)
 }
 
 impl Loop<'_> {

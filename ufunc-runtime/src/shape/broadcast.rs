@@ -64,6 +64,17 @@ pub fn broadcast_strides(out: &[usize], shape: &[usize], strides: &[isize]) -> V
     s
 }
 
+/// Element strides of a standard-layout (C order) array of `shape`.
+pub(crate) fn c_strides(shape: &[usize]) -> SmallVec<[isize; 8]> {
+    let mut strides: SmallVec<[isize; 8]> = smallvec::smallvec![0isize; shape.len()];
+    let mut s = 1isize;
+    for (st, &n) in strides.iter_mut().zip(shape).rev() {
+        *st = s;
+        s *= n.max(1) as isize;
+    }
+    strides
+}
+
 /// The number of elements of `shape`, or `Error::TooLarge` if it overflows `usize`.
 ///
 /// ```
