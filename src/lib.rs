@@ -39,13 +39,19 @@
 //! | `foo::KERNEL_PATH` | whether the loops run SIMD lane code or the scalar function |
 //! | `foo::TARGETS`, `foo::DEFAULT_TARGET` | the targets it was compiled for |
 //!
-//! Attribute arguments: `target = "cpu" | "parallel"`, or `targets = ["cpu", "parallel"]` (the
+//! Attribute arguments: `target = "cpu" | "parallel" | "cuda"`, or `targets = ["cpu", "parallel"]` (the
 //! first is the default; others are reachable with `on`), `types = [f32, f64]` for a function
 //! generic over one type parameter (`fn foo<T>(a: T, b: T) -> T`), which is compiled once per
 //! listed type and dispatched on the element type of the arguments, and `fastmath = true`,
 //! which lets the SIMD lane code contract `a * b + c` into fused multiply-adds (one rounding
 //! instead of two) where the CPU has FMA. Without it, lane code gives the same bits as the
 //! scalar function for every body without transcendental functions.
+//!
+//! With `"cuda"` among the targets, the body (and the `#[kernel_fn]` helpers it calls) is
+//! translated to CUDA C++ at compile time, with Rust's semantics (wrapping integers, panicking
+//! division reported as `Err`, saturating casts, unsuffixed literals typed by what they meet);
+//! what cannot be translated is a compile error at its span. `f::cuda_source()` shows the
+//! source; NVRTC compiles it for the device on first use, cached in memory and on disk.
 //!
 //! Several results: `-> (f32, f32)` returns a tuple of arrays and `out` takes one output each.
 //!
@@ -72,13 +78,23 @@ pub mod prelude {
     pub use num_complex::Complex;
 }
 
+/// The `cuda` target's tools: NVRTC compilation of generated sources, and counters of what the
+/// target did (transfers, compiles). Generated sources are inspectable with
+/// `f::cuda_source()` for every function compiled with `targets = [.., "cuda"]`.
+pub mod cuda {
+    pub use ufunc_runtime::{
+        compile, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled, CudaCounters,
+        NvrtcOutput,
+    };
+}
+
 /// Re-exports for the code the macros generate. Not a public API.
 #[doc(hidden)]
 pub mod __private {
     pub use ufunc_runtime::{
-        call, call_out, gu_call, gu_call_out, path_with_helpers, store_scalar, ArraysOf, Body,
-        CoreArg, CoreDim, CoreParam, Element, FusedMulAdd, GuBody, Isa, LaneMath, Operands,
-        OutOperands, Outputs, Signature,
+        call, call_out, cuda_const, gu_call, gu_call_out, path_with_helpers, store_scalar,
+        ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral, Element, FusedMulAdd,
+        GuBody, Isa, LaneMath, Operands, OutOperands, Outputs, Signature, CUDA_PRELUDE,
     };
 }
 

@@ -7,7 +7,7 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{LitStr, Token, Type};
 
-pub(crate) const KNOWN_TARGETS: &[&str] = &["cpu", "parallel"];
+pub(crate) const KNOWN_TARGETS: &[&str] = &["cpu", "parallel", "cuda"];
 
 #[derive(Default)]
 pub(crate) struct VectorizeAttr {
@@ -22,6 +22,11 @@ pub(crate) struct VectorizeAttr {
 }
 
 impl VectorizeAttr {
+    /// Whether `cuda` is among the targets.
+    pub(crate) fn wants_cuda(&self) -> bool {
+        self.targets.iter().any(|t| t.value() == "cuda")
+    }
+
     /// The targets named, the default first; `cpu` when none is.
     pub(crate) fn target_names(&self) -> Vec<String> {
         if self.targets.is_empty() {

@@ -5,6 +5,7 @@
 
 mod attr;
 mod check;
+mod cuda;
 mod errors;
 mod expand;
 mod gufunc;

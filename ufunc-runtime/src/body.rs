@@ -20,6 +20,8 @@ pub trait Body: 'static {
     const NAME: &'static str;
     /// Whether the body was rewritten into branch-free lane code, or runs the scalar function.
     const PATH: KernelPath;
+    /// The CUDA translation, for functions compiled for the `cuda` target.
+    const CUDA: Option<crate::cuda::CudaKernel> = None;
     /// Computes one element. Inlined into loops compiled for the instruction set `M`.
     fn call<M: Isa>(args: Self::In) -> Self::Out;
 }

@@ -85,6 +85,25 @@ pub enum Error {
         /// Each operand's name and loop shape.
         shapes: Vec<(&'static str, Vec<usize>)>,
     },
+    /// The `cuda` target was asked for, but there is no usable CUDA device.
+    NoCudaDevice {
+        /// Why: no driver library, no device, ...
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    Cuda {
+        /// What was being done, and the driver's error.
+        what: String,
+    },
+    /// NVRTC (`libnvrtc.so.13`) could not be loaded.
+    NvrtcUnavailable,
+    /// NVRTC rejected a generated source.
+    Nvrtc {
+        /// The compiler's log.
+        log: String,
+        /// The source it compiled.
+        source: String,
+    },
     /// The function body panicked for some element (integer division by zero, an explicit
     /// `panic!`, an overflow in a debug build, ...). The output is left partially written.
     KernelPanic {
@@ -195,6 +214,15 @@ impl fmt::Display for Error {
                     write!(f, " `{name}` {}", ShapeDisplay(s))?;
                 }
                 Ok(())
+            }
+            Error::NoCudaDevice { reason } => write!(f, "no CUDA device: {reason}"),
+            Error::Cuda { what } => write!(f, "CUDA error while {what}"),
+            Error::NvrtcUnavailable => f.write_str(
+                "NVRTC (libnvrtc.so.13) could not be loaded; install the pip package \
+                 nvidia-cuda-nvrtc==13.0.* and put its nvidia/cu13/lib on LD_LIBRARY_PATH",
+            ),
+            Error::Nvrtc { log, source } => {
+                write!(f, "NVRTC failed to compile the generated CUDA source:\n{log}\n--- source ---\n{source}")
             }
             Error::KernelPanic { function, message } => {
                 write!(f, "the body of `{function}` panicked: {message}")

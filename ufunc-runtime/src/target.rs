@@ -17,6 +17,8 @@ pub enum Target {
     Cpu,
     /// All cores (rayon), SIMD on each.
     Parallel,
+    /// An NVIDIA GPU: the body translated to CUDA C++ and compiled with NVRTC.
+    Cuda,
 }
 
 impl Target {
@@ -25,6 +27,7 @@ impl Target {
         match self {
             Target::Cpu => "cpu",
             Target::Parallel => "parallel",
+            Target::Cuda => "cuda",
         }
     }
 }
@@ -58,8 +61,9 @@ impl std::str::FromStr for Target {
         match s {
             "cpu" => Ok(Target::Cpu),
             "parallel" => Ok(Target::Parallel),
+            "cuda" => Ok(Target::Cuda),
             other => Err(format!(
-                "unknown target `{other}`; expected `cpu` or `parallel`"
+                "unknown target `{other}`; expected `cpu`, `parallel` or `cuda`"
             )),
         }
     }

@@ -27,12 +27,14 @@ impl Instantiation<'_> {
     }
 }
 
-/// `impl body_ty { fn scalar }` and `impl Body for body_ty`.
+/// `impl body_ty { fn scalar }` and `impl Body for body_ty`; with the `cuda` target also
+/// `fn cuda_source` and the kernel description. Fails only when the body cannot be translated
+/// to CUDA.
 pub(super) fn body_impl(
     v: &Vectorize<'_>,
     body_ty: &Ident,
     inst: Option<&Instantiation<'_>>,
-) -> TokenStream {
+) -> syn::Result<TokenStream> {
     let f = &v.func;
     let item = f.item;
     let apply = |t: TokenStream| inst.map_or(t.clone(), |i| i.apply(t));
@@ -93,7 +95,14 @@ pub(super) fn body_impl(
             )
         }
     };
-    quote! {
+    let (cuda_items, cuda_const) = if v.attr.wants_cuda() {
+        cuda_parts(v, body_ty, inst)?
+    } else {
+        (quote!(), quote!(::core::option::Option::None))
+    };
+    Ok(quote! {
+        #cuda_items
+
         #[allow(unused_mut, unused_parens, clippy::all)]
         impl #body_ty {
             /// The original scalar function, unchanged.
@@ -111,11 +120,87 @@ pub(super) fn body_impl(
             type Out = #out_ty;
             const NAME: &'static str = #name;
             const PATH: ::ufunc::KernelPath = #path;
+            const CUDA: ::core::option::Option<::ufunc::__private::CudaKernel> = #cuda_const;
             #[inline(always)]
             fn call<#isa: ::ufunc::__private::Isa>((#(#patterns,)*): Self::In) -> Self::Out
                 #call_body
         }
-    }
+    })
+}
+
+/// The CUDA translation of one instantiation: `impl body_ty { fn cuda_source }` (prelude,
+/// helpers, captured constants, the body as a device function, the kernels) and the
+/// `CudaKernel` that names it.
+fn cuda_parts(
+    v: &Vectorize<'_>,
+    body_ty: &Ident,
+    inst: Option<&Instantiation<'_>>,
+) -> syn::Result<(TokenStream, TokenStream)> {
+    let f = &v.func;
+    let apply = |t: TokenStream| inst.map_or(t.clone(), |i| i.apply(t));
+    let block: syn::Block = syn::parse2(apply(f.item.block.to_token_stream()))?;
+    let param_tys: Vec<Type> = f
+        .params
+        .iter()
+        .map(|p| syn::parse2(apply(p.ty.to_token_stream())))
+        .collect::<syn::Result<_>>()?;
+    let output: syn::ReturnType = syn::parse2(apply(f.item.sig.output.to_token_stream()))?;
+    let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| p.ident).zip(&param_tys).collect();
+    let kernel = body_ty
+        .to_string()
+        .trim_start_matches("__ufunc_")
+        .to_string();
+    let body_fn = format!("__ufunc_body_{kernel}");
+    let device = crate::cuda::emit_device_fn(&body_fn, &params, &output, &block)?;
+    let outputs: Vec<Type> = match &output {
+        syn::ReturnType::Type(_, t) => match &**t {
+            Type::Tuple(tt) => tt.elems.iter().cloned().collect(),
+            t => vec![t.clone()],
+        },
+        syn::ReturnType::Default => vec![],
+    };
+    let in_refs: Vec<&Type> = param_tys.iter().collect();
+    let out_refs: Vec<&Type> = outputs.iter().collect();
+    let kernels = crate::cuda::emit_kernels(&kernel, &body_fn, &in_refs, &out_refs);
+    let code = device.code;
+    let helpers = &device.captures.helpers;
+    let helper_checks = helpers.iter().map(|h| {
+        let msg = format!(
+            "the #[kernel_fn] helper `{h}` cannot be translated to CUDA: keep its body to the \
+             supported subset (its `__UFUNC_CUDA_ERROR` says what is not)"
+        );
+        quote::quote_spanned!(h.span()=>
+            const _: () = ::core::assert!(#h::__UFUNC_CUDA_ERROR.is_none(), #msg);
+        )
+    });
+    let consts = device
+        .captures
+        .consts
+        .iter()
+        .map(|(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));));
+    let fast_math = v.attr.fastmath.is_some_and(|(_, on)| on);
+    let items = quote! {
+        #(#helper_checks)*
+        #[allow(clippy::all)]
+        impl #body_ty {
+            /// The CUDA C++ source of this ufunc: the prelude, the helpers it calls, the
+            /// constants it captures (by value), the body as a device function, and the kernels.
+            pub fn cuda_source() -> ::std::string::String {
+                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
+                #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
+                #(#consts)*
+                s.push_str(#code);
+                s.push_str(#kernels);
+                s
+            }
+        }
+    };
+    let cuda_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
+        name: #kernel,
+        source: #body_ty::cuda_source,
+        fast_math: #fast_math,
+    }));
+    Ok((items, cuda_const))
 }
 
 /// The helpers (calls `name(..)` of plain lower-case functions) a body calls.

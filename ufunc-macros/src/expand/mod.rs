@@ -49,6 +49,7 @@ pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
         .iter()
         .map(|p| param_tokens(p.ident, p.ty, p.mutable));
     let output = &item_fn.sig.output;
+    let cuda = cuda_fragment(&f, &item_fn);
     let reason_tokens = match &reason {
         None => quote!(::core::option::Option::None),
         Some(r) => {
@@ -72,6 +73,55 @@ pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
             pub const __UFUNC_SCALAR_REASON: ::core::option::Option<&'static str> = #reason_tokens;
             #[inline(always)]
             pub fn __ufunc_lane<#isa: ::ufunc::__private::Isa>(#(#params),*) #output #lane_block
+            #cuda
+        }
+    }
+}
+
+/// A helper's CUDA side: `__UFUNC_CUDA_ERROR` (why it cannot be translated, if it cannot) and
+/// `__ufunc_cuda_fragment()`, its device function with what it needs, once per source.
+fn cuda_fragment(f: &Function<'_>, item_fn: &ItemFn) -> TokenStream {
+    let name = f.name();
+    let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| (p.ident, p.ty)).collect();
+    let cpp_name = format!("__ufunc_helper_{name}");
+    match crate::cuda::emit_device_fn(&cpp_name, &params, &item_fn.sig.output, &item_fn.block) {
+        Ok(device) => {
+            let guard = format!("__UFUNC_HELPER_{name}");
+            let open = format!("#ifndef {guard}\n#define {guard}\n");
+            let code = device.code;
+            let helpers = &device.captures.helpers;
+            let consts = device.captures.consts.iter().map(
+                |(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));),
+            );
+            quote! {
+                /// Why the helper cannot be translated to CUDA, if it cannot.
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
+                    ::core::option::Option::None;
+                /// The helper as a CUDA device function, with the helpers and constants it uses.
+                pub fn __ufunc_cuda_fragment() -> ::std::string::String {
+                    let mut s = ::std::string::String::from(#open);
+                    #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
+                    #(#consts)*
+                    s.push_str(#code);
+                    s.push_str("#endif\n");
+                    s
+                }
+            }
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            let error = format!(
+                "#error \"the #[kernel_fn] helper `{name}` cannot be translated to CUDA\"\n"
+            );
+            quote! {
+                /// Why the helper cannot be translated to CUDA.
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
+                    ::core::option::Option::Some(#reason);
+                /// A source that fails to compile, naming the helper.
+                pub fn __ufunc_cuda_fragment() -> ::std::string::String {
+                    ::std::string::String::from(#error)
+                }
+            }
         }
     }
 }
@@ -80,6 +130,7 @@ pub(crate) fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn target_tokens(name: &str) -> TokenStream {
     match name {
         "parallel" => quote!(::ufunc::Target::Parallel),
+        "cuda" => quote!(::ufunc::Target::Cuda),
         _ => quote!(::ufunc::Target::Cpu),
     }
 }

@@ -27,6 +27,24 @@ pub(crate) fn execute<B: Body>(
     outs: &[RawOutOperand<'_>],
     shape: &[usize],
 ) -> Result<()> {
+    if target == Target::Cuda {
+        let Some(kernel) = B::CUDA else {
+            return Err(Error::TargetNotCompiled {
+                function: B::NAME,
+                target,
+                compiled: &[],
+            });
+        };
+        return crate::cuda::execute(
+            B::NAME,
+            &kernel,
+            ins,
+            B::In::SIZES,
+            outs,
+            B::Out::SIZES,
+            shape,
+        );
+    }
     let total = element_count(shape)?;
     if total == 0 {
         return Ok(());
@@ -65,7 +83,7 @@ pub(crate) fn execute<B: Body>(
     };
     catching_panics(B::NAME, || match target {
         Target::Cpu => walk.run_range(0, total),
-        Target::Parallel => walk.run_parallel(total),
+        Target::Parallel | Target::Cuda => walk.run_parallel(total),
     })
 }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: installs NVRTC 13.0 (pip package, cached, idempotent) so that every
+# generated CUDA kernel is compiled for real even without a GPU, then runs the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nvrtc_dir="${UFUNC_NVRTC_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ufunc/nvrtc-13.0}"
+lib="$nvrtc_dir/nvidia/cu13/lib"
+if [[ ! -e "$lib/libnvrtc.so.13" ]]; then
+    echo "test.sh: installing nvidia-cuda-nvrtc==13.0.* into $nvrtc_dir"
+    python3 -m pip install --quiet --no-input --disable-pip-version-check --no-deps \
+        --target "$nvrtc_dir" "nvidia-cuda-nvrtc==13.0.*"
+fi
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export UFUNC_REQUIRE_NVRTC=1
+cargo test --workspace --release "$@"
+# The CUDA tests again with their output, so that skips ("no CUDA device") and ptxas's register
+# report are visible in the log.
+echo "test.sh: CUDA checks (NVRTC compile of every kernel; GPU tests skip without a device)"
+cargo test --release --test cuda -- --nocapture --test-threads=1 2>&1 |
+    grep -E "^(SKIPPED|test result)|registers" || true

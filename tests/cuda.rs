@@ -1,0 +1,359 @@
+//! The `cuda` target. Without a GPU (CI): every kernel generated here is compiled by a real NVRTC
+//! (PTX for compute_90, and a cubin for sm_90 with ptxas's register report), the translation is
+//! checked on its text, and calls return `Error::NoCudaDevice`. With a GPU, the same functions
+//! run on cpu and cuda and must agree within the stated bound; `UFUNC_REQUIRE_GPU=1` turns the
+//! "no device" skip into a failure, and `UFUNC_REQUIRE_NVRTC=1` (or `CI`) the NVRTC skip.
+
+use ndarray::{array, Array1, Array2};
+use ufunc::prelude::*;
+
+const SQRT_2PI: f32 = 2.506_628_3;
+const OFFSET: f64 = 0.1;
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn square_sum(a: f32, b: f32) -> f32 {
+    (a + b) * (a + b)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
+    (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
+}
+
+#[kernel_fn]
+fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
+    (rho * theta.cos(), rho * theta.sin())
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn polar_distance(rho1: f32, theta1: f32, rho2: f32, theta2: f32) -> f32 {
+    let (x1, y1) = polar_to_cartesian(rho1, theta1);
+    let (x2, y2) = polar_to_cartesian(rho2, theta2);
+    ((x1 - x2).powi(2) + (y1 - y2).powi(2)).sqrt()
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn int_ops(a: i32, b: i32) -> i32 {
+    let q = a / b;
+    let r = a % b;
+    let s = (a << 3) ^ (b >> 1);
+    match r {
+        0 => q,
+        1 | 2 => q.wrapping_mul(s),
+        _ => -q,
+    }
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn collatz_steps(n: u64) -> u32 {
+    let mut x = n;
+    let mut steps = 0;
+    while x > 1 {
+        x = if x % 2 == 0 { x / 2 } else { 3 * x + 1 };
+        steps += 1;
+    }
+    steps
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn series(x: f64, terms: u32) -> (f64, bool) {
+    let mut sum = 0.0;
+    let mut term = 1.0;
+    for k in 0..terms {
+        sum += term;
+        term *= x / (k as f64 + 1.0);
+        if term.abs() < 1e-17 {
+            break;
+        }
+    }
+    (sum + OFFSET, sum > 1.0)
+}
+
+#[vectorize(types = [f32, f64], targets = ["cpu", "cuda"])]
+fn clamp_scale<T>(x: T, lo: T, hi: T) -> T {
+    let y = if x < lo {
+        lo
+    } else if x > hi {
+        hi
+    } else {
+        x
+    };
+    y * 2.0 + (x as f64 * 0.5) as T
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn cmul_conj(a: Complex<f64>, b: Complex<f64>) -> Complex<f64> {
+    let p = a * b.conj();
+    p / Complex::new(p.norm(), 0.0)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn saturating_cast(x: f32) -> i8 {
+    assert!(!x.is_nan());
+    (x * 100.0) as i8
+}
+
+/// Every cuda ufunc above: name and source.
+fn sources() -> Vec<(&'static str, String)> {
+    vec![
+        ("square_sum", square_sum::cuda_source()),
+        ("gaussian_pdf", gaussian_pdf::cuda_source()),
+        ("polar_distance", polar_distance::cuda_source()),
+        ("int_ops", int_ops::cuda_source()),
+        ("collatz_steps", collatz_steps::cuda_source()),
+        ("series", series::cuda_source()),
+        ("clamp_scale_f32", __ufunc_clamp_scale_f32::cuda_source()),
+        ("clamp_scale_f64", __ufunc_clamp_scale_f64::cuda_source()),
+        ("cmul_conj", cmul_conj::cuda_source()),
+        ("saturating_cast", saturating_cast::cuda_source()),
+    ]
+}
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1") || std::env::var_os("CI").is_some()
+}
+
+#[test]
+fn every_kernel_compiles_with_nvrtc() {
+    if !ufunc::cuda::nvrtc_available() {
+        assert!(
+            !required("UFUNC_REQUIRE_NVRTC"),
+            "NVRTC is required here but libnvrtc.so.13 cannot be loaded: run `bash scripts/test.sh`"
+        );
+        eprintln!("SKIPPED every_kernel_compiles_with_nvrtc: libnvrtc.so.13 not found (run `bash scripts/test.sh`, which installs it)");
+        return;
+    }
+    for (name, src) in sources() {
+        let ptx = ufunc::cuda::compile(
+            &src,
+            "compute_90",
+            &["--fmad=false"],
+            ufunc::cuda::NvrtcOutput::Ptx,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ptx = String::from_utf8(ptx.image).unwrap();
+        assert!(
+            ptx.contains(&format!(".entry {name}_contig")) || ptx.contains("_contig"),
+            "{name}"
+        );
+        let cubin = ufunc::cuda::compile(
+            &src,
+            "sm_90",
+            &["--fmad=false", "--ptxas-options=-v"],
+            ufunc::cuda::NvrtcOutput::Cubin,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            cubin.image.starts_with(b"\x7fELF"),
+            "{name}: a cubin is an ELF image"
+        );
+        for line in cubin
+            .log
+            .lines()
+            .filter(|l| l.contains("registers") || l.contains("spill"))
+        {
+            eprintln!("{name}: {}", line.trim());
+        }
+        assert!(
+            !cubin
+                .log
+                .lines()
+                .any(|l| l.contains("bytes spill stores") && !l.contains(" 0 bytes spill stores")),
+            "{name} spills registers:\n{}",
+            cubin.log
+        );
+    }
+}
+
+#[test]
+fn translation_keeps_single_precision_and_exact_constants() {
+    let src = gaussian_pdf::cuda_source();
+    assert!(
+        src.contains(
+            "__device__ inline f32 __ufunc_body_gaussian_pdf(f32 r_x, f32 r_mean, f32 r_sigma)"
+        ),
+        "{src}"
+    );
+    let body_start = src.find("__ufunc_body_gaussian_pdf(f32").unwrap();
+    let body = &src[body_start..body_start + src[body_start..].find("}\n").unwrap()];
+    assert!(body.contains("-0.5f * "), "{body}");
+    assert!(!body.contains("double") && !body.contains("f64"), "{body}");
+    // The constant is captured by value, bit for bit.
+    assert!(
+        src.contains(&format!(
+            "__ufunc_const_SQRT_2PI = {};",
+            ufunc::__private::CudaLiteral::cuda_literal(&SQRT_2PI)
+        )),
+        "{src}"
+    );
+    let src = series::cuda_source();
+    assert!(
+        src.contains("__ufunc_const_OFFSET = 0x1.999999999999ap-4;"),
+        "{src}"
+    );
+    assert!(src.contains("f64 r_sum = 0.0;"), "{src}");
+    let src = polar_distance::cuda_source();
+    assert!(src.contains("__ufunc_helper_polar_to_cartesian"), "{src}");
+    assert_eq!(
+        src.matches("#define __UFUNC_HELPER_polar_to_cartesian")
+            .count(),
+        1
+    );
+    let src = int_ops::cuda_source();
+    assert!(
+        src.contains("__ufunc_div(r_a, r_b)") && src.contains("__ufunc_rem(r_a, r_b)"),
+        "{src}"
+    );
+}
+
+/// Runs `check` against a GPU, or reports a visible skip (a failure with UFUNC_REQUIRE_GPU=1).
+fn on_gpu(test: &str, check: impl FnOnce()) {
+    match square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
+        Err(Error::NoCudaDevice { reason }) => {
+            assert!(
+                std::env::var("UFUNC_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "{test}: a GPU is required (UFUNC_REQUIRE_GPU=1) but: {reason}"
+            );
+            eprintln!("SKIPPED {test}: no CUDA device ({reason})");
+        }
+        _ => check(),
+    }
+}
+
+fn ulps(a: f32, b: f32) -> u32 {
+    if a == b || (a.is_nan() && b.is_nan()) {
+        return 0;
+    }
+    let key = |x: f32| {
+        let i = x.to_bits() as i32;
+        (if i < 0 { i32::MIN - i } else { i }) as i64
+    };
+    (key(a) - key(b)).unsigned_abs().min(u32::MAX as u64) as u32
+}
+
+#[test]
+fn without_a_device_the_call_is_an_error() {
+    if let Err(e) = square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
+        assert!(
+            matches!(
+                e,
+                Error::NoCudaDevice { .. } | Error::Nvrtc { .. } | Error::NvrtcUnavailable
+            ),
+            "{e}"
+        );
+    }
+    // Functions not compiled for cuda say so.
+    #[vectorize]
+    fn cpu_only(x: f32) -> f32 {
+        x
+    }
+    let e = cpu_only::on(Target::Cuda, &array![1.0f32]).unwrap_err();
+    assert!(matches!(e, Error::TargetNotCompiled { .. }), "{e}");
+}
+
+#[test]
+fn cpu_and_cuda_agree() {
+    on_gpu("cpu_and_cuda_agree", || {
+        let x = Array1::from_shape_fn(100_003, |i| (i as f32) * 1e-3 - 50.0);
+        let y = x.mapv(|v| v * 0.37 + 1.0);
+        // Exact: IEEE add/mul, no contraction (--fmad=false).
+        assert_eq!(
+            square_sum::on(Target::Cuda, &x, &y).unwrap(),
+            square_sum::on(Target::Cpu, &x, &y).unwrap()
+        );
+        // Transcendentals: within 4 ulp (CUDA's expf/sinf/cosf are within 2 ulp, ours within 1).
+        let g_gpu = gaussian_pdf::on(Target::Cuda, &x, 0.5f32, 3.0f32).unwrap();
+        let g_cpu = gaussian_pdf::on(Target::Cpu, &x, 0.5f32, 3.0f32).unwrap();
+        assert!(g_gpu.iter().zip(&g_cpu).all(|(a, b)| ulps(*a, *b) <= 4));
+        let d_gpu = polar_distance::on(Target::Cuda, &x, &y, &y, &x).unwrap();
+        let d_cpu = polar_distance::on(Target::Cpu, &x, &y, &y, &x).unwrap();
+        assert!(d_gpu
+            .iter()
+            .zip(&d_cpu)
+            .all(|(a, b)| (a - b).abs() <= 1e-4 * (1.0 + b.abs())));
+        // Integers, loops, match, tuples, generics, complex, casts: exact.
+        let a = Array1::from_shape_fn(1000, |i| i as i32 * 7919 - 3_000_000);
+        let b = Array1::from_shape_fn(1000, |i| {
+            (i as i32 % 13) - 6 + if i % 13 == 6 { 1 } else { 0 }
+        });
+        assert_eq!(
+            int_ops::on(Target::Cuda, &a, &b).unwrap(),
+            int_ops::on(Target::Cpu, &a, &b).unwrap()
+        );
+        let n = Array1::from_shape_fn(1000, |i| i as u64 + 1);
+        assert_eq!(
+            collatz_steps::on(Target::Cuda, &n).unwrap(),
+            collatz_steps::on(Target::Cpu, &n).unwrap()
+        );
+        let xs = Array2::from_shape_fn((10, 100), |(i, j)| (i * 100 + j) as f64 * 0.01 - 5.0);
+        let (s_gpu, b_gpu) = series::on(Target::Cuda, &xs, 30u32).unwrap();
+        let (s_cpu, b_cpu) = series::on(Target::Cpu, &xs, 30u32).unwrap();
+        assert_eq!(b_gpu, b_cpu);
+        assert!(s_gpu
+            .iter()
+            .zip(&s_cpu)
+            .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs())));
+        let v = Array1::from_shape_fn(500, |i| i as f32 * 0.1 - 25.0);
+        assert_eq!(
+            clamp_scale::on(Target::Cuda, &v, -3.0f32, 4.0f32).unwrap(),
+            clamp_scale::on(Target::Cpu, &v, -3.0f32, 4.0f32).unwrap()
+        );
+        assert_eq!(
+            saturating_cast::on(Target::Cuda, &v).unwrap(),
+            saturating_cast::on(Target::Cpu, &v).unwrap()
+        );
+        let z = Array1::from_shape_fn(100, |i| Complex::new(i as f64 - 50.0, 1.0 + i as f64));
+        let w = cmul_conj::on(Target::Cuda, &z, Complex::new(0.5, -2.0)).unwrap();
+        let w_cpu = cmul_conj::on(Target::Cpu, &z, Complex::new(0.5, -2.0)).unwrap();
+        assert!(w.iter().zip(&w_cpu).all(|(p, q)| (p - q).norm() <= 1e-12));
+        // Broadcasting and strided operands go through the strided kernel.
+        let m = Array2::from_shape_fn((300, 7), |(i, j)| (i + j) as f32);
+        let row = Array1::from_shape_fn(7, |j| j as f32 * 0.5);
+        assert_eq!(
+            square_sum::on(
+                Target::Cuda,
+                &m.t(),
+                &row.view().insert_axis(ndarray::Axis(1))
+            )
+            .unwrap(),
+            square_sum::on(
+                Target::Cpu,
+                &m.t(),
+                &row.view().insert_axis(ndarray::Axis(1))
+            )
+            .unwrap()
+        );
+    });
+}
+
+#[test]
+fn panics_in_a_kernel_are_errors() {
+    on_gpu("panics_in_a_kernel_are_errors", || {
+        let e = int_ops::on(Target::Cuda, &array![1, 2, 3], &array![1, 0, 1]).unwrap_err();
+        assert!(
+            matches!(&e, Error::KernelPanic { message, .. } if message.contains("divide by zero")),
+            "{e}"
+        );
+        let e = saturating_cast::on(Target::Cuda, &array![1.0f32, f32::NAN]).unwrap_err();
+        assert!(matches!(e, Error::KernelPanic { .. }), "{e}");
+        // The flag is cleared: the next call succeeds.
+        assert!(int_ops::on(Target::Cuda, &array![4], &array![2]).is_ok());
+    });
+}
+
+#[test]
+fn transfers_are_counted_and_kernels_cached() {
+    on_gpu("transfers_are_counted_and_kernels_cached", || {
+        let x = Array1::from_elem(1000, 1.0f32);
+        let _ = square_sum::on(Target::Cuda, &x, &x).unwrap();
+        let before = ufunc::cuda::cuda_counters();
+        let _ = square_sum::on(Target::Cuda, &x, &x).unwrap();
+        let after = ufunc::cuda::cuda_counters();
+        assert_eq!(after.host_to_device - before.host_to_device, 2);
+        assert_eq!(after.device_to_host - before.device_to_host, 1);
+        assert_eq!(
+            after.nvrtc_compiles, before.nvrtc_compiles,
+            "the second call compiles nothing"
+        );
+    });
+}

@@ -1,0 +1,9 @@
+use ufunc::prelude::*;
+use ndarray::ArrayView1;
+
+#[guvectorize("(n)->()", target = "cuda")]
+fn f(a: ArrayView1<f32>) -> f32 {
+    a.sum()
+}
+
+fn main() {}

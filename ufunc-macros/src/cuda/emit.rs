@@ -1,0 +1,949 @@
+//! Rust body -> CUDA C++: one `emit_*` function per expression kind, writing into strings. The
+//! emitter runs twice over a body: the first pass learns the types of bindings initialised with
+//! bare literals from their later uses; the second writes the code with those types.
+
+use super::types::{Env, Ty};
+use crate::types::{elem_kind, ElemKind};
+use quote::ToTokens;
+use syn::{BinOp, Block, Expr, Lit, Pat, Stmt, Type, UnOp};
+
+/// What the emitted body refers to outside itself.
+#[derive(Default)]
+pub(crate) struct Captures {
+    /// Paths captured by value (consts, `f32::MAX`...): their C++ names and Rust paths.
+    pub consts: Vec<(String, syn::Path)>,
+    /// `#[kernel_fn]` helpers called.
+    pub helpers: Vec<syn::Ident>,
+}
+
+pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, \
+    casts with `as`, if/else, match on integers, for over ranges, while, loop, break, continue, \
+    return, tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!";
+
+type Res<T> = Result<T, syn::Error>;
+
+fn unsupported<T>(node: impl ToTokens, what: &str) -> Res<T> {
+    Err(syn::Error::new_spanned(
+        node,
+        format!("{what} is not supported in a cuda kernel; {SUPPORTED}"),
+    ))
+}
+
+/// The Rust element type of `ty` as a `Ty`, if it is one.
+pub(crate) fn ty_of(ty: &Type) -> Option<Ty> {
+    match ty {
+        Type::Tuple(t) => t
+            .elems
+            .iter()
+            .map(ty_of)
+            .collect::<Option<Vec<_>>>()
+            .map(Ty::Tuple),
+        _ => {
+            let kind = elem_kind(ty, None)?;
+            let name = ty.to_token_stream().to_string().replace(' ', "");
+            let name = match kind {
+                ElemKind::Complex if name.ends_with("f32>") => "Complex<f32>".to_string(),
+                ElemKind::Complex => "Complex<f64>".to_string(),
+                _ => name.rsplit("::").next().unwrap_or(&name).to_string(),
+            };
+            Some(Ty::Elem(name))
+        }
+    }
+}
+
+/// The C++ name of a Rust local.
+fn local(name: &str) -> String {
+    format!("r_{name}")
+}
+
+pub(crate) struct Emitter {
+    pub env: Env,
+    pub captures: Captures,
+    next_tmp: usize,
+    next_binding: usize,
+    /// The function's return type, for `return` and the tail expression.
+    ret: Ty,
+}
+
+impl Emitter {
+    pub(crate) fn new(ret: Ty) -> Self {
+        Emitter {
+            env: Env::default(),
+            captures: Captures::default(),
+            next_tmp: 0,
+            next_binding: 0,
+            ret,
+        }
+    }
+
+    fn tmp(&mut self) -> String {
+        self.next_tmp += 1;
+        format!("__ufunc_t{}", self.next_tmp)
+    }
+
+    /// The body of a function: statements, the tail expression returned.
+    pub(crate) fn emit_fn_body(&mut self, block: &Block) -> Res<String> {
+        self.next_tmp = 0;
+        let ret = self.ret.clone();
+        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), true)?;
+        if let Some((expr, _)) = tail {
+            code.push_str(&format!("return {expr};\n"));
+        }
+        Ok(code)
+    }
+
+    /// Statements of `block` and, if it ends in an expression, that expression and its type.
+    /// With `want_value` false every expression statement is a C++ statement.
+    fn emit_block_parts(
+        &mut self,
+        block: &Block,
+        expected: Option<&Ty>,
+        want_value: bool,
+    ) -> Res<(String, Option<(String, Ty)>)> {
+        self.env.push();
+        let mut code = String::new();
+        let mut tail = None;
+        let n = block.stmts.len();
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            match stmt {
+                Stmt::Local(l) => code.push_str(&self.emit_let(l)?),
+                Stmt::Item(item) => {
+                    if let syn::Item::Const(c) = item {
+                        return unsupported(
+                            c,
+                            "a `const` item inside the body (declare it outside)",
+                        );
+                    }
+                    return unsupported(item, "an item declared inside the body");
+                }
+                Stmt::Expr(e, semi) => {
+                    if want_value && i + 1 == n && semi.is_none() && !is_statement_like(e) {
+                        tail = Some(self.emit_expr(e, expected)?);
+                    } else {
+                        code.push_str(&self.emit_stmt_expr(e)?);
+                    }
+                }
+                Stmt::Macro(m) => code.push_str(&self.emit_macro(&m.mac)?),
+            }
+        }
+        self.env.pop();
+        Ok((code, tail))
+    }
+
+    fn emit_let(&mut self, l: &syn::Local) -> Res<String> {
+        let (pat, annotated) = match &l.pat {
+            Pat::Type(pt) => {
+                let ty = ty_of(&pt.ty).ok_or_else(|| {
+                    syn::Error::new_spanned(&pt.ty, "a cuda kernel's bindings have element types")
+                })?;
+                (&*pt.pat, Some(ty))
+            }
+            p => (p, None),
+        };
+        let Some(init) = &l.init else {
+            return unsupported(l, "a `let` without a value");
+        };
+        if init.diverge.is_some() {
+            return unsupported(l, "`let ... else`");
+        }
+        let (value, ty) = self.emit_expr(&init.expr, annotated.as_ref())?;
+        let ty = annotated.unwrap_or(ty);
+        match pat {
+            Pat::Ident(pi) => {
+                let name = pi.ident.to_string();
+                // Both passes visit bindings in the same order, so the count identifies them.
+                self.next_binding += 1;
+                let id = self.next_binding;
+                self.env.declare(&name, ty.clone(), Some(id));
+                let ty = self.env.lookup(&name).unwrap_or(ty);
+                let value = self.retype_literal(&value, &ty);
+                Ok(format!("{} {} = {value};\n", decl_type(&ty), local(&name)))
+            }
+            Pat::Tuple(pt) => {
+                let tmp = self.tmp();
+                let mut code = format!("auto {tmp} = {value};\n");
+                for (k, p) in pt.elems.iter().enumerate() {
+                    let field_ty = match &ty {
+                        Ty::Tuple(ts) => ts.get(k).cloned().unwrap_or(Ty::Opaque),
+                        _ => Ty::Opaque,
+                    };
+                    match p {
+                        Pat::Ident(pi) => {
+                            let name = pi.ident.to_string();
+                            self.env.declare(&name, field_ty.clone(), None);
+                            code.push_str(&format!(
+                                "{} {} = {tmp}.f{k};\n",
+                                decl_type(&field_ty),
+                                local(&name)
+                            ));
+                        }
+                        Pat::Wild(_) => {}
+                        other => return unsupported(other, "this tuple pattern"),
+                    }
+                }
+                Ok(code)
+            }
+            Pat::Wild(_) => Ok(format!("(void)({value});\n")),
+            other => unsupported(other, "this `let` pattern"),
+        }
+    }
+
+    /// Re-spells a bare literal for the type its binding turned out to have.
+    fn retype_literal(&self, value: &str, ty: &Ty) -> String {
+        let Ty::Elem(t) = ty else {
+            return value.to_string();
+        };
+        if value.parse::<i128>().is_ok() {
+            return typed_literal(value, t);
+        }
+        match value.parse::<f64>() {
+            Ok(v) if t == "f32" || t == "f64" => typed_literal(&format!("{v:?}"), t),
+            _ => value.to_string(),
+        }
+    }
+
+    /// An expression used as a statement.
+    fn emit_stmt_expr(&mut self, e: &Expr) -> Res<String> {
+        match e {
+            Expr::If(ei) => self.emit_if_stmt(ei),
+            Expr::ForLoop(f) => self.emit_for(f),
+            Expr::While(w) => {
+                if w.label.is_some() {
+                    return unsupported(w, "a labelled loop");
+                }
+                let (cond, _) = self.emit_expr(&w.cond, Some(&Ty::elem("bool")))?;
+                let body = self.emit_block_stmts(&w.body)?;
+                Ok(format!("while ({cond}) {{\n{body}}}\n"))
+            }
+            Expr::Loop(l) => {
+                if l.label.is_some() {
+                    return unsupported(l, "a labelled loop");
+                }
+                let body = self.emit_block_stmts(&l.body)?;
+                Ok(format!("for (;;) {{\n{body}}}\n"))
+            }
+            Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    return unsupported(b, "`break` with a label or value");
+                }
+                Ok("break;\n".into())
+            }
+            Expr::Continue(c) => {
+                if c.label.is_some() {
+                    return unsupported(c, "`continue` with a label");
+                }
+                Ok("continue;\n".into())
+            }
+            Expr::Return(r) => match &r.expr {
+                Some(v) => {
+                    let ret = self.ret.clone();
+                    let (v, _) = self.emit_expr(v, Some(&ret))?;
+                    Ok(format!("return {v};\n"))
+                }
+                None => unsupported(r, "`return` without a value"),
+            },
+            Expr::Block(b) => {
+                let body = self.emit_block_stmts(&b.block)?;
+                Ok(format!("{{\n{body}}}\n"))
+            }
+            Expr::Match(m) => self.emit_match(m, None).map(|(c, _)| c),
+            Expr::Macro(m) => self.emit_macro(&m.mac),
+            e => {
+                let (code, _) = self.emit_expr(e, None)?;
+                Ok(format!("{code};\n"))
+            }
+        }
+    }
+
+    /// A block whose value is not used.
+    fn emit_block_stmts(&mut self, block: &Block) -> Res<String> {
+        let (mut code, tail) = self.emit_block_parts(block, None, false)?;
+        if let Some((e, _)) = tail {
+            code.push_str(&format!("(void)({e});\n"));
+        }
+        Ok(code)
+    }
+
+    fn emit_if_stmt(&mut self, ei: &syn::ExprIf) -> Res<String> {
+        let (cond, _) = self.emit_expr(&ei.cond, Some(&Ty::elem("bool")))?;
+        let then = self.emit_block_stmts(&ei.then_branch)?;
+        let mut code = format!("if ({cond}) {{\n{then}}}");
+        if let Some((_, e)) = &ei.else_branch {
+            match &**e {
+                Expr::If(inner) => code.push_str(&format!(" else {}", self.emit_if_stmt(inner)?)),
+                Expr::Block(b) => {
+                    let body = self.emit_block_stmts(&b.block)?;
+                    code.push_str(&format!(" else {{\n{body}}}\n"));
+                }
+                other => return unsupported(other, "this `else` branch"),
+            }
+        } else {
+            code.push('\n');
+        }
+        Ok(code)
+    }
+
+    fn emit_for(&mut self, f: &syn::ExprForLoop) -> Res<String> {
+        if f.label.is_some() {
+            return unsupported(f, "a labelled loop");
+        }
+        let Expr::Range(r) = unparen(&f.expr) else {
+            return unsupported(&f.expr, "`for` over anything but a range `a..b`");
+        };
+        let (Some(start), Some(end)) = (&r.start, &r.end) else {
+            return unsupported(r, "an open range");
+        };
+        let (s, st) = self.emit_expr(start, None)?;
+        let (e, et) = self.emit_expr(end, Some(&st))?;
+        let ty = match Ty::join(&st, &et) {
+            Ty::IntLit => Ty::elem("i32"),
+            t => t,
+        };
+        let name = match &*f.pat {
+            Pat::Ident(pi) => pi.ident.to_string(),
+            Pat::Wild(_) => format!("_{}", self.tmp()),
+            other => return unsupported(other, "this loop pattern"),
+        };
+        self.env.push();
+        self.env.declare(&name, ty.clone(), None);
+        let body = self.emit_block_stmts(&f.body)?;
+        self.env.pop();
+        let cmp = match r.limits {
+            syn::RangeLimits::HalfOpen(_) => "<",
+            syn::RangeLimits::Closed(_) => "<=",
+        };
+        let (s, e) = (self.retype_literal(&s, &ty), self.retype_literal(&e, &ty));
+        let var = local(&name);
+        let t = ty.cpp();
+        Ok(format!(
+            "for ({t} {var} = {s}, __end_{var} = {e}; {var} {cmp} __end_{var}; ++{var}) {{\n{body}}}\n"
+        ))
+    }
+
+    fn emit_macro(&mut self, mac: &syn::Macro) -> Res<String> {
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        match name.as_str() {
+            "panic" | "unreachable" | "todo" | "unimplemented" => {
+                Ok("__ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n".into())
+            }
+            "assert" | "debug_assert" => {
+                let args = mac.parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )?;
+                let Some(cond) = args.first() else {
+                    return unsupported(mac, "an empty assert!");
+                };
+                let (c, _) = self.emit_expr(cond, Some(&Ty::elem("bool")))?;
+                Ok(format!(
+                    "if (!({c})) __ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n"
+                ))
+            }
+            _ => unsupported(mac, &format!("the macro `{name}!`")),
+        }
+    }
+
+    /// An expression, with the type it has. `expected` types bare literals.
+    pub(crate) fn emit_expr(&mut self, e: &Expr, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        match e {
+            Expr::Lit(l) => emit_lit(&l.lit, expected),
+            Expr::Paren(p) => {
+                let (c, t) = self.emit_expr(&p.expr, expected)?;
+                Ok((format!("({c})"), t))
+            }
+            Expr::Group(g) => self.emit_expr(&g.expr, expected),
+            Expr::Path(p) => self.emit_path(p),
+            Expr::Binary(b) => self.emit_binary(b, expected),
+            Expr::Unary(u) => self.emit_unary(u, expected),
+            Expr::Cast(c) => {
+                let Some(to) = ty_of(&c.ty) else {
+                    return unsupported(&c.ty, "a cast to a non-element type");
+                };
+                let (v, _) = self.emit_expr(&c.expr, None)?;
+                Ok((format!("__ufunc_cast<{}>({v})", to.cpp()), to))
+            }
+            Expr::MethodCall(m) => self.emit_method(m, expected),
+            Expr::Call(c) => self.emit_call(c, expected),
+            Expr::Tuple(t) => {
+                let exp: Vec<Option<Ty>> = match expected {
+                    Some(Ty::Tuple(ts)) => ts.iter().cloned().map(Some).collect(),
+                    _ => vec![None; t.elems.len()],
+                };
+                let mut parts = Vec::new();
+                let mut tys = Vec::new();
+                for (k, x) in t.elems.iter().enumerate() {
+                    let (c, ty) = self.emit_expr(x, exp.get(k).and_then(|t| t.as_ref()))?;
+                    parts.push(c);
+                    tys.push(ty);
+                }
+                let ty = Ty::Tuple(tys);
+                if ty.is_known() && tys_known(&ty) {
+                    Ok((format!("{}{{{}}}", ty.cpp(), parts.join(", ")), ty))
+                } else {
+                    Ok((
+                        format!("__ufunc_make_tuple({})", parts.join(", ")),
+                        Ty::Opaque,
+                    ))
+                }
+            }
+            Expr::Field(f) => {
+                let (base, bt) = self.emit_expr(&f.base, None)?;
+                match &f.member {
+                    syn::Member::Unnamed(i) => {
+                        let k = i.index as usize;
+                        let ty = match bt {
+                            Ty::Tuple(ts) => ts.get(k).cloned().unwrap_or(Ty::Opaque),
+                            _ => Ty::Opaque,
+                        };
+                        Ok((format!("{base}.f{k}"), ty))
+                    }
+                    syn::Member::Named(n) if n == "re" || n == "im" => {
+                        let ty = match &bt {
+                            Ty::Elem(c) if c == "Complex<f32>" => Ty::elem("f32"),
+                            Ty::Elem(c) if c == "Complex<f64>" => Ty::elem("f64"),
+                            _ => Ty::Opaque,
+                        };
+                        Ok((format!("{base}.{n}"), ty))
+                    }
+                    syn::Member::Named(n) => unsupported(n, "this field"),
+                }
+            }
+            Expr::If(ei) => self.emit_if_expr(ei, expected),
+            Expr::Block(b) => {
+                let (code, tail) = self.emit_block_parts(&b.block, expected, true)?;
+                match tail {
+                    Some((v, t)) if code.is_empty() => Ok((format!("({v})"), t)),
+                    Some((v, t)) => Ok((format!("[&]() {{\n{code}return {v};\n}}()"), t)),
+                    None => unsupported(b, "a block without a value used as a value"),
+                }
+            }
+            Expr::Match(m) => self.emit_match(m, expected).and_then(|(code, ty)| {
+                if ty == Ty::Unit {
+                    unsupported(m, "a `match` without a value used as a value")
+                } else {
+                    Ok((code, ty))
+                }
+            }),
+            Expr::Assign(a) => {
+                let (target, tt) = self.emit_expr(&a.left, None)?;
+                let (value, vt) = self.emit_expr(&a.right, Some(&tt))?;
+                if let Expr::Path(p) = unparen(&a.left) {
+                    if let Some(id) = p.path.get_ident() {
+                        self.env.refine(&id.to_string(), &vt);
+                    }
+                }
+                Ok((format!("{target} = {value}"), Ty::Unit))
+            }
+            Expr::Macro(m) => {
+                let name = m.mac.path.segments.last().map(|s| s.ident.to_string());
+                unsupported(m, &format!("the macro `{}!`", name.unwrap_or_default()))
+            }
+            Expr::Reference(r) => unsupported(r, "a reference"),
+            Expr::Closure(c) => unsupported(c, "a closure"),
+            Expr::Index(i) => unsupported(i, "indexing in a #[vectorize] body"),
+            Expr::Range(r) => unsupported(r, "a range outside `for`"),
+            Expr::Try(t) => unsupported(t, "the `?` operator"),
+            Expr::Unsafe(u) => unsupported(u, "an `unsafe` block"),
+            Expr::Struct(s) => unsupported(s, "a struct literal"),
+            Expr::Array(a) => unsupported(a, "an array"),
+            Expr::Repeat(a) => unsupported(a, "an array"),
+            other => unsupported(other, "this expression"),
+        }
+    }
+
+    fn emit_path(&mut self, p: &syn::ExprPath) -> Res<(String, Ty)> {
+        if p.qself.is_some() {
+            return unsupported(p, "a qualified path");
+        }
+        if let Some(id) = p.path.get_ident() {
+            let name = id.to_string();
+            if let Some(ty) = self.env.lookup(&name) {
+                return Ok((local(&name), ty));
+            }
+        }
+        // Anything else is a value from the surrounding scope, captured by value.
+        let cpp = format!(
+            "__ufunc_const_{}",
+            p.path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect::<Vec<_>>()
+                .join("_")
+        );
+        if !self.captures.consts.iter().any(|(c, _)| *c == cpp) {
+            self.captures.consts.push((cpp.clone(), p.path.clone()));
+        }
+        Ok((cpp, Ty::Opaque))
+    }
+
+    fn emit_binary(&mut self, b: &syn::ExprBinary, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        use BinOp::*;
+        let compare = matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
+        let logical = matches!(b.op, And(_) | Or(_));
+        let shift = matches!(b.op, Shl(_) | Shr(_) | ShlAssign(_) | ShrAssign(_));
+        let bool_ty = Ty::elem("bool");
+        let left_hint = if logical {
+            Some(&bool_ty)
+        } else if compare || shift {
+            None
+        } else {
+            expected
+        };
+        let (l, lt) = self.emit_expr(&b.left, left_hint)?;
+        let right_hint = if shift {
+            None
+        } else if logical {
+            Some(bool_ty.clone())
+        } else if lt.is_known() {
+            Some(lt.clone())
+        } else {
+            left_hint.cloned()
+        };
+        let (r, rt) = self.emit_expr(&b.right, right_hint.as_ref())?;
+        // A literal on the left takes the type the right side turned out to have.
+        let (l, lt) = if !lt.is_known() && rt.is_known() && !shift && !logical {
+            self.emit_expr(&b.left, Some(&rt))?
+        } else {
+            (l, lt)
+        };
+        // A literal-initialised binding learns its type from what it meets.
+        if !shift && !logical {
+            for (side, other) in [(&b.left, &rt), (&b.right, &lt)] {
+                if let Expr::Path(p) = unparen(side) {
+                    if let Some(id) = p.path.get_ident() {
+                        self.env.refine(&id.to_string(), other);
+                    }
+                }
+            }
+        }
+        let ty = Ty::join(&lt, &rt);
+        // An opaque operand meeting a literal: the literal takes the operand's C++ type.
+        let (l, r) = match (&lt, &rt) {
+            (Ty::Opaque, Ty::FloatLit | Ty::IntLit) if !shift => {
+                let r = format!("((decltype({l}))({r}))");
+                (l, r)
+            }
+            (Ty::FloatLit | Ty::IntLit, Ty::Opaque) if !shift => {
+                (format!("((decltype({r}))({l}))"), r)
+            }
+            _ => (l, r),
+        };
+        if compare || logical {
+            let op = b.op.to_token_stream().to_string();
+            return Ok((format!("{l} {op} {r}"), bool_ty));
+        }
+        let Some((name, symbol, compound)) = arith(&b.op) else {
+            return unsupported(b, "this operator");
+        };
+        let floating = ty.is_float() || matches!(&ty, Ty::Elem(c) if c.starts_with("Complex"));
+        let infix = floating && matches!(name, "add" | "sub" | "mul" | "div");
+        let value = if infix {
+            if compound {
+                format!("({l} {symbol} {r})")
+            } else {
+                format!("{l} {symbol} {r}")
+            }
+        } else {
+            format!("__ufunc_{name}({l}, {r})")
+        };
+        if compound {
+            Ok((format!("{l} = {value}"), Ty::Unit))
+        } else {
+            Ok((value, if shift { lt } else { ty }))
+        }
+    }
+
+    fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        let (v, t) = self.emit_expr(&u.expr, expected)?;
+        match u.op {
+            UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => Ok((format!("-{v}"), t)),
+            UnOp::Neg(_) => Ok((format!("__ufunc_neg({v})"), t)),
+            UnOp::Not(_) if t == Ty::elem("bool") => Ok((format!("!{v}"), t)),
+            UnOp::Not(_) => Ok((format!("__ufunc_not({v})"), t)),
+            _ => unsupported(u, "dereferencing"),
+        }
+    }
+
+    fn emit_if_expr(&mut self, ei: &syn::ExprIf, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        let Some((_, else_expr)) = &ei.else_branch else {
+            return self
+                .emit_if_stmt(ei)
+                .map(|c| (format!("[&]() {{\n{c}}}()"), Ty::Unit));
+        };
+        let (cond, _) = self.emit_expr(&ei.cond, Some(&Ty::elem("bool")))?;
+        let then_expr = Expr::Block(syn::ExprBlock {
+            attrs: vec![],
+            label: None,
+            block: ei.then_branch.clone(),
+        });
+        let (a, at) = self.emit_expr(&then_expr, expected)?;
+        let hint = if at.is_known() {
+            Some(at.clone())
+        } else {
+            expected.cloned()
+        };
+        let (b, bt) = self.emit_expr(else_expr, hint.as_ref())?;
+        let (a, at) = if !at.is_known() && bt.is_known() {
+            self.emit_expr(&then_expr, Some(&bt))?
+        } else {
+            (a, at)
+        };
+        Ok((format!("({cond} ? {a} : {b})"), Ty::join(&at, &bt)))
+    }
+
+    /// `match` on an integer: an if-chain in a lambda that yields the arm's value.
+    fn emit_match(&mut self, m: &syn::ExprMatch, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        let (scrutinee, st) = self.emit_expr(&m.expr, None)?;
+        if !(st.is_integer() || st == Ty::elem("bool")) {
+            return unsupported(&m.expr, "`match` on anything but an integer or bool");
+        }
+        let s = self.tmp();
+        let mut code = format!("auto {s} = {scrutinee};\n");
+        let mut ty = Ty::Unit;
+        for (k, arm) in m.arms.iter().enumerate() {
+            if arm.guard.is_some() {
+                return unsupported(arm, "a match guard");
+            }
+            let cond = pattern_condition(&arm.pat, &s)?;
+            let hint = if ty.is_known() {
+                Some(ty.clone())
+            } else {
+                expected.cloned()
+            };
+            let body = match &*arm.body {
+                Expr::Block(b) if expected.is_none() => {
+                    let stmts = self.emit_block_stmts(&b.block)?;
+                    format!("{{\n{stmts}}}")
+                }
+                e if expected.is_none() && is_statement_like(e) => {
+                    format!("{{\n{}}}", self.emit_stmt_expr(e)?)
+                }
+                e => {
+                    let (v, t) = self.emit_expr(e, hint.as_ref())?;
+                    if t != Ty::Unit {
+                        ty = Ty::join(&ty, &t);
+                        if ty == Ty::Unit {
+                            ty = t;
+                        }
+                        format!("{{ return {v}; }}")
+                    } else {
+                        format!("{{ {v}; }}")
+                    }
+                }
+            };
+            let keyword = if k == 0 { "if" } else { "else if" };
+            code.push_str(&format!("{keyword} ({cond}) {body}\n"));
+        }
+        if ty == Ty::Unit {
+            return Ok((code, Ty::Unit));
+        }
+        code.push_str("__ufunc_panic(__UFUNC_PANIC_UNREACHABLE);\nreturn {};\n");
+        Ok((format!("[&]() -> {} {{\n{code}}}()", decl_type(&ty)), ty))
+    }
+
+    fn emit_method(&mut self, m: &syn::ExprMethodCall, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        let name = m.method.to_string();
+        let (recv, rt) = self.emit_expr(&m.receiver, expected)?;
+        let arg_hint = match name.as_str() {
+            "powi" => Some(Ty::elem("i32")),
+            "powf" if matches!(&rt, Ty::Elem(c) if c.starts_with("Complex")) => Some(real_of(&rt)),
+            _ if rt.is_known() => Some(rt.clone()),
+            _ => None,
+        };
+        let mut args = vec![recv];
+        for a in &m.args {
+            args.push(self.emit_expr(a, arg_hint.as_ref())?.0);
+        }
+        let result = match name.as_str() {
+            "exp" | "exp2" | "exp_m1" | "ln" | "ln_1p" | "log2" | "log10" | "sin" | "cos"
+            | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh"
+            | "atanh" | "sqrt" | "cbrt" | "abs" | "floor" | "ceil" | "round" | "trunc"
+            | "signum" | "recip" | "powi" | "powf" | "mul_add" | "min" | "max" | "atan2"
+            | "hypot" | "clamp" | "to_degrees" | "to_radians" | "copysign" | "fract" => rt.clone(),
+            "is_nan" | "is_finite" | "is_infinite" | "is_sign_negative" | "is_sign_positive" => {
+                Ty::elem("bool")
+            }
+            "conj" => rt.clone(),
+            "norm" | "norm_sqr" | "arg" => real_of(&rt),
+            "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" => rt.clone(),
+            "count_ones" => Ty::elem("u32"),
+            _ => return unsupported(&m.method, &format!("the method `{name}`")),
+        };
+        let func = match name.as_str() {
+            "wrapping_add" => "__ufunc_add".to_string(),
+            "wrapping_sub" => "__ufunc_sub".to_string(),
+            "wrapping_mul" => "__ufunc_mul".to_string(),
+            "wrapping_neg" => "__ufunc_neg".to_string(),
+            n => format!("__ufunc_{n}"),
+        };
+        Ok((format!("{func}({})", args.join(", ")), result))
+    }
+
+    fn emit_call(&mut self, c: &syn::ExprCall, expected: Option<&Ty>) -> Res<(String, Ty)> {
+        let Expr::Path(p) = unparen(&c.func) else {
+            return unsupported(&c.func, "calling this");
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        match segs
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [helper] if helper.starts_with(|ch: char| ch.is_lowercase()) => {
+                let mut args = Vec::new();
+                for a in &c.args {
+                    args.push(self.emit_expr(a, None)?.0);
+                }
+                let ident = p.path.segments[0].ident.clone();
+                if !self.captures.helpers.contains(&ident) {
+                    self.captures.helpers.push(ident);
+                }
+                Ok((
+                    format!("__ufunc_helper_{helper}({})", args.join(", ")),
+                    Ty::Opaque,
+                ))
+            }
+            [ty @ ("f32" | "f64"), method] => {
+                let hint = Ty::elem(ty);
+                let mut args = Vec::new();
+                for a in &c.args {
+                    args.push(self.emit_expr(a, Some(&hint))?.0);
+                }
+                let ret = if method.starts_with("is_") {
+                    Ty::elem("bool")
+                } else {
+                    hint
+                };
+                Ok((format!("__ufunc_{method}({})", args.join(", ")), ret))
+            }
+            ["Complex", "new"] => {
+                let real = match expected {
+                    Some(t @ Ty::Elem(c)) if c.starts_with("Complex") => real_of(t),
+                    _ => Ty::Opaque,
+                };
+                let hint = if real.is_known() {
+                    Some(real.clone())
+                } else {
+                    None
+                };
+                let mut args = Vec::new();
+                let mut arg_ty = Ty::Opaque;
+                for a in &c.args {
+                    let (v, t) = self.emit_expr(a, hint.as_ref())?;
+                    arg_ty = Ty::join(&arg_ty, &t);
+                    args.push(v);
+                }
+                let ty = match (&real, &arg_ty) {
+                    (Ty::Elem(r), _) | (_, Ty::Elem(r)) => Ty::Elem(format!("Complex<{r}>")),
+                    _ => Ty::Opaque,
+                };
+                Ok((format!("__ufunc_complex({})", args.join(", ")), ty))
+            }
+            _ => unsupported(
+                &c.func,
+                "calling a function that is not a #[kernel_fn] helper",
+            ),
+        }
+    }
+}
+
+/// Declared type of a binding: opaque values use `auto`.
+fn decl_type(ty: &Ty) -> String {
+    match ty {
+        Ty::Opaque | Ty::Unit => "auto".into(),
+        Ty::Tuple(_) if !tys_known(ty) => "auto".into(),
+        t => t.cpp(),
+    }
+}
+
+fn tys_known(ty: &Ty) -> bool {
+    match ty {
+        Ty::Tuple(ts) => ts.iter().all(tys_known),
+        t => t.is_known(),
+    }
+}
+
+fn real_of(t: &Ty) -> Ty {
+    match t {
+        Ty::Elem(c) if c == "Complex<f32>" => Ty::elem("f32"),
+        Ty::Elem(c) if c == "Complex<f64>" => Ty::elem("f64"),
+        other => other.clone(),
+    }
+}
+
+fn unparen(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unparen(&p.expr),
+        Expr::Group(g) => unparen(&g.expr),
+        e => e,
+    }
+}
+
+/// Loops, lets-less control flow and assignments are statements in C++.
+fn is_statement_like(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::ForLoop(_)
+            | Expr::While(_)
+            | Expr::Loop(_)
+            | Expr::Break(_)
+            | Expr::Continue(_)
+            | Expr::Return(_)
+            | Expr::Assign(_)
+            | Expr::Macro(_)
+    ) || matches!(e, Expr::Binary(b) if is_compound(&b.op))
+        || matches!(e, Expr::If(i) if i.else_branch.is_none())
+}
+
+/// An arithmetic or bitwise operator: the runtime helper suffix, the C++ symbol, and whether it
+/// is the compound-assignment form.
+fn arith(op: &BinOp) -> Option<(&'static str, &'static str, bool)> {
+    use BinOp::*;
+    Some(match op {
+        Add(_) => ("add", "+", false),
+        Sub(_) => ("sub", "-", false),
+        Mul(_) => ("mul", "*", false),
+        Div(_) => ("div", "/", false),
+        Rem(_) => ("rem", "%", false),
+        BitAnd(_) => ("and", "&", false),
+        BitOr(_) => ("or", "|", false),
+        BitXor(_) => ("xor", "^", false),
+        Shl(_) => ("shl", "<<", false),
+        Shr(_) => ("shr", ">>", false),
+        AddAssign(_) => ("add", "+", true),
+        SubAssign(_) => ("sub", "-", true),
+        MulAssign(_) => ("mul", "*", true),
+        DivAssign(_) => ("div", "/", true),
+        RemAssign(_) => ("rem", "%", true),
+        BitAndAssign(_) => ("and", "&", true),
+        BitOrAssign(_) => ("or", "|", true),
+        BitXorAssign(_) => ("xor", "^", true),
+        ShlAssign(_) => ("shl", "<<", true),
+        ShrAssign(_) => ("shr", ">>", true),
+        _ => return None,
+    })
+}
+
+fn is_compound(op: &BinOp) -> bool {
+    arith(op).is_some_and(|(_, _, c)| c)
+}
+
+/// A literal written for an element type: `2.0` as f32 is `2.0f`, as an integer `((i64)2)`.
+pub(crate) fn typed_literal(text: &str, ty: &str) -> String {
+    match ty {
+        "f32" => {
+            let t = if text.contains(['.', 'e', 'E']) {
+                text.to_string()
+            } else {
+                format!("{text}.0")
+            };
+            format!("{t}f")
+        }
+        "f64" => {
+            if text.contains(['.', 'e', 'E']) {
+                text.to_string()
+            } else {
+                format!("{text}.0")
+            }
+        }
+        "bool" => text.to_string(),
+        t if t.starts_with("Complex") => format!("__ufunc_complex({text}, 0.0)"),
+        t => format!("(({t}){text})"),
+    }
+}
+
+/// A Rust literal; unsuffixed numbers take the expected type.
+fn emit_lit(lit: &Lit, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    let expected_elem = match expected {
+        Some(Ty::Elem(t)) => Some(t.as_str()),
+        _ => None,
+    };
+    match lit {
+        Lit::Bool(b) => Ok((b.value.to_string(), Ty::elem("bool"))),
+        Lit::Float(f) => {
+            let digits = f.base10_digits().to_string();
+            match f.suffix() {
+                "" => match expected_elem {
+                    Some(t @ ("f32" | "f64")) => Ok((typed_literal(&digits, t), Ty::elem(t))),
+                    Some(t) if t.starts_with("Complex") => {
+                        let real = if t.ends_with("f32>") { "f32" } else { "f64" };
+                        Ok((typed_literal(&digits, real), Ty::elem(real)))
+                    }
+                    _ => Ok((typed_literal(&digits, "f64"), Ty::FloatLit)),
+                },
+                s => Ok((typed_literal(&digits, s), Ty::elem(s))),
+            }
+        }
+        Lit::Int(i) => {
+            let digits = i.base10_digits().to_string();
+            match i.suffix() {
+                "" => match expected_elem {
+                    Some(t) if t != "bool" && !t.starts_with("Complex") => {
+                        Ok((typed_literal(&digits, t), Ty::elem(t)))
+                    }
+                    _ => Ok((digits, Ty::IntLit)),
+                },
+                s if s == "usize" || s == "isize" => unsupported(i, "a usize/isize literal"),
+                s => Ok((typed_literal(&digits, s), Ty::elem(s))),
+            }
+        }
+        other => unsupported(other, "this literal"),
+    }
+}
+
+/// The condition under which an integer `match` arm's pattern matches the value named `s`.
+fn pattern_condition(pat: &Pat, s: &str) -> Res<String> {
+    match pat {
+        Pat::Wild(_) => Ok("true".into()),
+        Pat::Lit(l) => {
+            let (v, _) = emit_lit(&l.lit, None)?;
+            Ok(format!("{s} == {v}"))
+        }
+        Pat::Or(o) => {
+            let parts = o
+                .cases
+                .iter()
+                .map(|c| pattern_condition(c, s))
+                .collect::<Res<Vec<_>>>()?;
+            Ok(format!("({})", parts.join(" || ")))
+        }
+        Pat::Range(r) => {
+            let bound = |e: &Option<Box<Expr>>| -> Res<Option<String>> {
+                match e.as_deref() {
+                    None => Ok(None),
+                    Some(Expr::Lit(l)) => Ok(Some(emit_lit(&l.lit, None)?.0)),
+                    Some(Expr::Unary(u)) if matches!(u.op, UnOp::Neg(_)) => match &*u.expr {
+                        Expr::Lit(l) => Ok(Some(format!("-{}", emit_lit(&l.lit, None)?.0))),
+                        other => unsupported(other, "this range bound"),
+                    },
+                    Some(other) => unsupported(other, "this range bound"),
+                }
+            };
+            let lo = bound(&r.start)?.map(|v| format!("{s} >= {v}"));
+            let hi = bound(&r.end)?.map(|v| match r.limits {
+                syn::RangeLimits::HalfOpen(_) => format!("{s} < {v}"),
+                syn::RangeLimits::Closed(_) => format!("{s} <= {v}"),
+            });
+            Ok(match (lo, hi) {
+                (Some(a), Some(b)) => format!("({a} && {b})"),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => "true".into(),
+            })
+        }
+        other => unsupported(
+            other,
+            "this pattern (match arms take integer literals, ranges, `|` and `_`)",
+        ),
+    }
+}

@@ -1,0 +1,363 @@
+//! Running a translated body on the GPU: the device (one context, its default stream), kernels
+//! compiled once per (source, architecture, options) and cached in memory and on disk, host
+//! operands copied in and results copied out (each transfer counted), launch, panic check.
+
+use super::nvrtc::{compile, NvrtcOutput};
+use super::CudaKernel;
+use crate::error::{Error, Result};
+use crate::operand::{RawOperand, RawOutOperand};
+use crate::shape::{broadcast_strides, c_strides, element_count};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
+static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
+static NVRTC_COMPILES: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts of what the `cuda` target did in this process, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CudaCounters {
+    /// Host-to-device copies.
+    pub host_to_device: usize,
+    /// Device-to-host copies.
+    pub device_to_host: usize,
+    /// NVRTC compilations (cache misses in memory and on disk).
+    pub nvrtc_compiles: usize,
+}
+
+/// The counters so far.
+///
+/// ```
+/// let c = ufunc_runtime::cuda_counters();
+/// assert!(c.host_to_device >= c.nvrtc_compiles.min(c.host_to_device));
+/// ```
+pub fn cuda_counters() -> CudaCounters {
+    CudaCounters {
+        host_to_device: HOST_TO_DEVICE.load(Ordering::Relaxed),
+        device_to_host: DEVICE_TO_HOST.load(Ordering::Relaxed),
+        nvrtc_compiles: NVRTC_COMPILES.load(Ordering::Relaxed),
+    }
+}
+
+struct Device {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// `sm_XY` of device 0.
+    arch: String,
+    multiprocessors: u32,
+    modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
+}
+
+/// Device 0, or why there is none. Checked before any cudarc call that would panic.
+fn device() -> Result<&'static Device> {
+    static DEVICE: OnceLock<std::result::Result<Device, String>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| {
+            // SAFETY: only tries to open the driver library.
+            if !unsafe { cudarc::driver::sys::is_culib_present() } {
+                return Err("the CUDA driver library (libcuda.so) is not installed".into());
+            }
+            let ctx = CudaContext::new(0).map_err(|e| format!("no CUDA device: {e:?}"))?;
+            let (major, minor) = ctx
+                .compute_capability()
+                .map_err(|e| format!("cannot query the device: {e:?}"))?;
+            let multiprocessors = ctx
+                .attribute(
+                    cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                )
+                .unwrap_or(1)
+                .max(1) as u32;
+            let stream = ctx.default_stream();
+            Ok(Device {
+                ctx,
+                stream,
+                arch: format!("sm_{major}{minor}"),
+                multiprocessors,
+                modules: Mutex::new(HashMap::new()),
+            })
+        })
+        .as_ref()
+        .map_err(|reason| Error::NoCudaDevice {
+            reason: reason.clone(),
+        })
+}
+
+/// The NVRTC options a kernel is compiled with.
+fn options(kernel: &CudaKernel) -> Vec<&'static str> {
+    if kernel.fast_math {
+        vec!["--use_fast_math"]
+    } else {
+        vec!["--fmad=false"]
+    }
+}
+
+/// Where compiled kernels are kept between processes: `UFUNC_CACHE_DIR`, else the platform
+/// cache directory (`$XDG_CACHE_HOME` or `~/.cache`) under `ufunc/kernels`.
+pub fn kernel_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("UFUNC_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("ufunc").join("kernels"))
+}
+
+impl Device {
+    /// The module for `kernel`: from memory, from the disk cache, or compiled with NVRTC.
+    fn module(&self, kernel: &CudaKernel) -> Result<Arc<CudaModule>> {
+        let source = (kernel.source)();
+        let opts = options(kernel);
+        let mut h = DefaultHasher::new();
+        (&source, &self.arch, &opts, nvrtc_version()).hash(&mut h);
+        let key = h.finish();
+        if let Some(m) = self
+            .modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(m.clone());
+        }
+        let file = kernel_cache_dir().map(|d| d.join(format!("{key:016x}.cubin")));
+        let cubin = match file.as_ref().and_then(|f| std::fs::read(f).ok()) {
+            Some(bytes) => bytes,
+            None => {
+                NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
+                let compiled = compile(&source, &self.arch, &opts, NvrtcOutput::Cubin)?;
+                if let Some(f) = &file {
+                    store_atomically(f, &compiled.image);
+                }
+                compiled.image
+            }
+        };
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(|e| Error::Cuda {
+                what: format!("loading the module of `{}`: {e:?}", kernel.name),
+            })?;
+        self.modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, module.clone());
+        Ok(module)
+    }
+}
+
+fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints; NVRTC was found before any compile is attempted.
+    if super::nvrtc::nvrtc_available() {
+        unsafe {
+            let _ = cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor);
+        }
+    }
+    (major, minor)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so that concurrent
+/// processes never read a partial file. Failures only cost a later recompile.
+fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        path.display().to_string().len()
+    ));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Copies an operand's own elements, in C order, into a contiguous byte buffer.
+fn gather_c_order(ptr: *const u8, shape: &[usize], strides: &[isize], size: usize) -> Vec<u8> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n * size);
+    let mut idx = vec![0usize; shape.len()];
+    for _ in 0..n {
+        let off: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+        // SAFETY: `idx` stays inside `shape`, whose strides address the operand's elements.
+        let src = unsafe { std::slice::from_raw_parts(ptr.offset(off * size as isize), size) };
+        out.extend_from_slice(src);
+        for a in (0..shape.len()).rev() {
+            idx[a] += 1;
+            if idx[a] < shape[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+    out
+}
+
+/// The inverse of [`gather_c_order`], into an output of any strides.
+fn scatter_c_order(bytes: &[u8], ptr: *mut u8, shape: &[usize], strides: &[isize], size: usize) {
+    let mut idx = vec![0usize; shape.len()];
+    for chunk in bytes.chunks_exact(size) {
+        let off: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+        // SAFETY: as in `gather_c_order`, for the caller's mutable output.
+        unsafe {
+            std::ptr::copy_nonoverlapping(chunk.as_ptr(), ptr.offset(off * size as isize), size)
+        };
+        for a in (0..shape.len()).rev() {
+            idx[a] += 1;
+            if idx[a] < shape[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+}
+
+/// Runs `kernel` over the broadcast `shape`: host inputs are copied in (their own elements,
+/// broadcast on the device through stride-0 strides), outputs copied out.
+pub(crate) fn execute(
+    function: &'static str,
+    kernel: &CudaKernel,
+    ins: &[RawOperand<'_>],
+    in_sizes: &[usize],
+    outs: &[RawOutOperand<'_>],
+    out_sizes: &[usize],
+    shape: &[usize],
+) -> Result<()> {
+    let total = element_count(shape)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let dev = device()?;
+    let module = dev.module(kernel)?;
+    let cuda_err = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+        what: format!("{what} for `{function}`: {e:?}"),
+    };
+    let stream = &dev.stream;
+    let mut in_bufs = Vec::with_capacity(ins.len());
+    for (op, &size) in ins.iter().zip(in_sizes) {
+        let bytes = gather_c_order(op.ptr, op.shape, op.strides, size);
+        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        in_bufs.push(
+            stream
+                .clone_htod(&bytes)
+                .map_err(|e| cuda_err("copying an input", e))?,
+        );
+    }
+    let mut out_bufs = Vec::with_capacity(outs.len());
+    for &size in out_sizes {
+        out_bufs.push(
+            stream
+                .alloc_zeros::<u8>(total * size)
+                .map_err(|e| cuda_err("allocating an output", e))?,
+        );
+    }
+    let contiguous = ins.iter().all(|op| op.shape == shape);
+    let n = total as i64;
+    let threads = 256u32;
+    let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, dev.multiprocessors * 32);
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let load = |name: String| -> Result<CudaFunction> {
+        module
+            .load_function(&name)
+            .map_err(|e| cuda_err(&format!("finding kernel {name}"), e))
+    };
+    if contiguous {
+        let func = load(format!("{}_contig", kernel.name))?;
+        let mut launch = stream.launch_builder(&func);
+        launch.arg(&n);
+        for b in &in_bufs {
+            launch.arg(b);
+        }
+        for b in &mut out_bufs {
+            launch.arg(b);
+        }
+        // SAFETY: the arguments match the kernel's signature: n, then one pointer per operand
+        // to `total` elements of its type.
+        unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
+    } else {
+        let ndim = shape.len() as i32;
+        let shape_i64: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let mut strides_i64: Vec<i64> = Vec::with_capacity((ins.len() + outs.len()) * shape.len());
+        for op in ins {
+            let own = c_strides(op.shape);
+            strides_i64.extend(
+                broadcast_strides(shape, op.shape, &own)
+                    .iter()
+                    .map(|&s| s as i64),
+            );
+        }
+        for _ in outs {
+            strides_i64.extend(c_strides(shape).iter().map(|&s| s as i64));
+        }
+        HOST_TO_DEVICE.fetch_add(2, Ordering::Relaxed);
+        let shape_buf = stream
+            .clone_htod(&shape_i64)
+            .map_err(|e| cuda_err("copying the shape", e))?;
+        let strides_buf = stream
+            .clone_htod(&strides_i64)
+            .map_err(|e| cuda_err("copying the strides", e))?;
+        let func = load(format!("{}_strided", kernel.name))?;
+        let mut launch = stream.launch_builder(&func);
+        launch.arg(&n).arg(&ndim).arg(&shape_buf).arg(&strides_buf);
+        for b in &in_bufs {
+            launch.arg(b);
+        }
+        for b in &mut out_bufs {
+            launch.arg(b);
+        }
+        // SAFETY: as above, plus the shape and per-operand strides of `ndim` dimensions.
+        unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
+    }
+    stream.synchronize().map_err(|e| cuda_err("running", e))?;
+    check_status(function, &module, stream)?;
+    for ((op, buf), &size) in outs.iter().zip(&out_bufs).zip(out_sizes) {
+        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
+        let bytes = stream
+            .clone_dtoh(buf)
+            .map_err(|e| cuda_err("copying an output back", e))?;
+        scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
+    }
+    Ok(())
+}
+
+/// Reads and clears the module's panic flag: a body that panicked is an `Err`.
+fn check_status(
+    function: &'static str,
+    module: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+) -> Result<()> {
+    let mut status = module
+        .get_global("__ufunc_status", stream)
+        .map_err(|e| Error::Cuda {
+            what: format!("reading the panic flag of `{function}`: {e:?}"),
+        })?;
+    let bytes = stream.clone_dtoh(&status).map_err(|e| Error::Cuda {
+        what: format!("reading the panic flag of `{function}`: {e:?}"),
+    })?;
+    let code = i32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if code == 0 {
+        return Ok(());
+    }
+    let _ = stream.memcpy_htod(&[0u8; 4], &mut status);
+    let message = match code {
+        1 => "attempt to divide by zero",
+        2 => "attempt to divide with overflow",
+        3 => "explicit panic",
+        _ => "entered unreachable code",
+    };
+    Err(Error::KernelPanic {
+        function,
+        message: message.into(),
+    })
+}

@@ -1,0 +1,231 @@
+// ufunc CUDA prelude: self-contained (NVRTC has no system headers). Rust's scalar semantics
+// for the code the #[vectorize] translator emits: element typedefs, tuples, complex numbers,
+// math overloads for f32/f64, wrapping integer arithmetic, panicking division, saturating casts.
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef float f32;
+typedef double f64;
+
+#define __UFUNC_PANIC_DIV_ZERO 1
+#define __UFUNC_PANIC_DIV_OVERFLOW 2
+#define __UFUNC_PANIC_EXPLICIT 3
+#define __UFUNC_PANIC_UNREACHABLE 4
+
+// The first panic code raised by any thread; read and reset by the runtime after a launch.
+__device__ int __ufunc_status;
+__device__ inline void __ufunc_panic(int code) { atomicCAS(&__ufunc_status, 0, code); }
+
+template <class A, class B> struct __ufunc_tuple2 { A f0; B f1; };
+template <class A, class B, class C> struct __ufunc_tuple3 { A f0; B f1; C f2; };
+template <class A, class B, class C, class D> struct __ufunc_tuple4 { A f0; B f1; C f2; D f3; };
+template <class A, class B> __device__ inline __ufunc_tuple2<A, B> __ufunc_make_tuple(A a, B b) { return {a, b}; }
+template <class A, class B, class C> __device__ inline __ufunc_tuple3<A, B, C> __ufunc_make_tuple(A a, B b, C c) { return {a, b, c}; }
+template <class A, class B, class C, class D> __device__ inline __ufunc_tuple4<A, B, C, D> __ufunc_make_tuple(A a, B b, C c, D d) { return {a, b, c, d}; }
+
+template <class T> struct __ufunc_complex_t { T re; T im; };
+typedef __ufunc_complex_t<float> c32;
+typedef __ufunc_complex_t<double> c64;
+__device__ inline c32 __ufunc_complex(float re, float im) { return {re, im}; }
+__device__ inline c64 __ufunc_complex(double re, double im) { return {re, im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator+(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return {a.re + b.re, a.im + b.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator-(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return {a.re - b.re, a.im - b.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator-(__ufunc_complex_t<T> a) { return {-a.re, -a.im}; }
+// num-complex's multiplication and division, operation for operation.
+template <class T> __device__ inline __ufunc_complex_t<T> operator*(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+template <class T> __device__ inline __ufunc_complex_t<T> operator/(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) {
+    T n = b.re * b.re + b.im * b.im;
+    T re = a.re * b.re + a.im * b.im;
+    T im = a.im * b.re - a.re * b.im;
+    return {re / n, im / n};
+}
+template <class T> __device__ inline bool operator==(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return a.re == b.re && a.im == b.im; }
+template <class T> __device__ inline bool operator!=(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return !(a == b); }
+
+// Math: one overload per precision, so that an f32 body calls the single-precision function.
+#define __UFUNC_MATH1(rust, f32fn, f64fn) \
+    __device__ inline float __ufunc_##rust(float x) { return f32fn(x); } \
+    __device__ inline double __ufunc_##rust(double x) { return f64fn(x); }
+__UFUNC_MATH1(exp, expf, exp)
+__UFUNC_MATH1(exp2, exp2f, exp2)
+__UFUNC_MATH1(exp_m1, expm1f, expm1)
+__UFUNC_MATH1(ln, logf, log)
+__UFUNC_MATH1(ln_1p, log1pf, log1p)
+__UFUNC_MATH1(log2, log2f, log2)
+__UFUNC_MATH1(log10, log10f, log10)
+__UFUNC_MATH1(sin, sinf, sin)
+__UFUNC_MATH1(cos, cosf, cos)
+__UFUNC_MATH1(tan, tanf, tan)
+__UFUNC_MATH1(asin, asinf, asin)
+__UFUNC_MATH1(acos, acosf, acos)
+__UFUNC_MATH1(atan, atanf, atan)
+__UFUNC_MATH1(sinh, sinhf, sinh)
+__UFUNC_MATH1(cosh, coshf, cosh)
+__UFUNC_MATH1(tanh, tanhf, tanh)
+__UFUNC_MATH1(asinh, asinhf, asinh)
+__UFUNC_MATH1(acosh, acoshf, acosh)
+__UFUNC_MATH1(atanh, atanhf, atanh)
+__UFUNC_MATH1(sqrt, sqrtf, sqrt)
+__UFUNC_MATH1(cbrt, cbrtf, cbrt)
+__UFUNC_MATH1(floor, floorf, floor)
+__UFUNC_MATH1(ceil, ceilf, ceil)
+__UFUNC_MATH1(round, roundf, round)
+__UFUNC_MATH1(trunc, truncf, trunc)
+__UFUNC_MATH1(abs, fabsf, fabs)
+__device__ inline float __ufunc_fract(float x) { return x - truncf(x); }
+__device__ inline double __ufunc_fract(double x) { return x - trunc(x); }
+__device__ inline float __ufunc_recip(float x) { return 1.0f / x; }
+__device__ inline double __ufunc_recip(double x) { return 1.0 / x; }
+__device__ inline float __ufunc_to_degrees(float x) { return x * (180.0f / 3.14159265358979323846f); }
+__device__ inline double __ufunc_to_degrees(double x) { return x * (180.0 / 3.14159265358979323846); }
+__device__ inline float __ufunc_to_radians(float x) { return x * (3.14159265358979323846f / 180.0f); }
+__device__ inline double __ufunc_to_radians(double x) { return x * (3.14159265358979323846 / 180.0); }
+__device__ inline float __ufunc_signum(float x) { return isnan(x) ? x : copysignf(1.0f, x); }
+__device__ inline double __ufunc_signum(double x) { return isnan(x) ? x : copysign(1.0, x); }
+__device__ inline float __ufunc_powf(float x, float y) { return powf(x, y); }
+__device__ inline double __ufunc_powf(double x, double y) { return pow(x, y); }
+__device__ inline float __ufunc_atan2(float y, float x) { return atan2f(y, x); }
+__device__ inline double __ufunc_atan2(double y, double x) { return atan2(y, x); }
+__device__ inline float __ufunc_hypot(float x, float y) { return hypotf(x, y); }
+__device__ inline double __ufunc_hypot(double x, double y) { return hypot(x, y); }
+__device__ inline float __ufunc_copysign(float x, float y) { return copysignf(x, y); }
+__device__ inline double __ufunc_copysign(double x, double y) { return copysign(x, y); }
+__device__ inline float __ufunc_mul_add(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ inline double __ufunc_mul_add(double a, double b, double c) { return fma(a, b, c); }
+// Rust's min/max ignore a NaN operand, as fminf/fmaxf do.
+__device__ inline float __ufunc_min(float a, float b) { return fminf(a, b); }
+__device__ inline double __ufunc_min(double a, double b) { return fmin(a, b); }
+__device__ inline float __ufunc_max(float a, float b) { return fmaxf(a, b); }
+__device__ inline double __ufunc_max(double a, double b) { return fmax(a, b); }
+template <class T> __device__ inline T __ufunc_min(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ inline T __ufunc_max(T a, T b) { return a < b ? b : a; }
+__device__ inline float __ufunc_clamp(float x, float lo, float hi) { return isnan(x) ? x : fminf(fmaxf(x, lo), hi); }
+__device__ inline double __ufunc_clamp(double x, double lo, double hi) { return isnan(x) ? x : fmin(fmax(x, lo), hi); }
+template <class T> __device__ inline bool __ufunc_is_nan(T x) { return isnan(x); }
+template <class T> __device__ inline bool __ufunc_is_finite(T x) { return isfinite(x); }
+template <class T> __device__ inline bool __ufunc_is_infinite(T x) { return isinf(x); }
+template <class T> __device__ inline bool __ufunc_is_sign_negative(T x) { return signbit(x); }
+template <class T> __device__ inline bool __ufunc_is_sign_positive(T x) { return !signbit(x); }
+// powi: binary powering in the order of compiler-rt's __powisf2, as Rust's powi lowers to.
+template <class T> __device__ inline T __ufunc_powi(T a, int b) {
+    bool recip = b < 0;
+    T r = 1;
+    for (;;) {
+        if (b & 1) r *= a;
+        b /= 2;
+        if (b == 0) break;
+        a *= a;
+    }
+    return recip ? T(1) / r : r;
+}
+
+// Complex methods.
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_conj(__ufunc_complex_t<T> z) { return {z.re, -z.im}; }
+template <class T> __device__ inline T __ufunc_norm_sqr(__ufunc_complex_t<T> z) { return z.re * z.re + z.im * z.im; }
+__device__ inline float __ufunc_norm(c32 z) { return hypotf(z.re, z.im); }
+__device__ inline double __ufunc_norm(c64 z) { return hypot(z.re, z.im); }
+__device__ inline float __ufunc_arg(c32 z) { return atan2f(z.im, z.re); }
+__device__ inline double __ufunc_arg(c64 z) { return atan2(z.im, z.re); }
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_exp(__ufunc_complex_t<T> z) {
+    T e = __ufunc_exp(z.re);
+    return {e * __ufunc_cos(z.im), e * __ufunc_sin(z.im)};
+}
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_ln(__ufunc_complex_t<T> z) {
+    return {__ufunc_ln(__ufunc_norm(z)), __ufunc_arg(z)};
+}
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_sqrt(__ufunc_complex_t<T> z) {
+    T r = __ufunc_sqrt(__ufunc_norm(z));
+    T t = __ufunc_arg(z) / T(2);
+    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+}
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powi(__ufunc_complex_t<T> a, int b) {
+    bool recip = b < 0;
+    __ufunc_complex_t<T> r = {T(1), T(0)};
+    for (;;) {
+        if (b & 1) r = r * a;
+        b /= 2;
+        if (b == 0) break;
+        a = a * a;
+    }
+    return recip ? __ufunc_complex_t<T>{T(1), T(0)} / r : r;
+}
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powf(__ufunc_complex_t<T> z, T e) {
+    T r = __ufunc_powf(__ufunc_norm(z), e);
+    T t = __ufunc_arg(z) * e;
+    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+}
+
+// Integers: Rust's release-mode semantics (wrapping + - *, masked shifts), division and
+// remainder that panic on zero and on MIN / -1. Floats pass straight through.
+template <class T> struct __ufunc_unsigned { typedef T type; };
+template <> struct __ufunc_unsigned<i8> { typedef u8 type; };
+template <> struct __ufunc_unsigned<i16> { typedef u16 type; };
+template <> struct __ufunc_unsigned<i32> { typedef u32 type; };
+template <> struct __ufunc_unsigned<i64> { typedef u64 type; };
+template <class T> __device__ inline T __ufunc_add(T a, T b) { typedef typename __ufunc_unsigned<T>::type U; return (T)(U)((U)a + (U)b); }
+template <class T> __device__ inline T __ufunc_sub(T a, T b) { typedef typename __ufunc_unsigned<T>::type U; return (T)(U)((U)a - (U)b); }
+template <class T> __device__ inline T __ufunc_mul(T a, T b) { typedef typename __ufunc_unsigned<T>::type U; return (T)(U)((U)a * (U)b); }
+template <class T> __device__ inline T __ufunc_neg(T a) { typedef typename __ufunc_unsigned<T>::type U; return (T)(U)((U)0 - (U)a); }
+__device__ inline float __ufunc_add(float a, float b) { return a + b; }
+__device__ inline double __ufunc_add(double a, double b) { return a + b; }
+__device__ inline float __ufunc_sub(float a, float b) { return a - b; }
+__device__ inline double __ufunc_sub(double a, double b) { return a - b; }
+__device__ inline float __ufunc_mul(float a, float b) { return a * b; }
+__device__ inline double __ufunc_mul(double a, double b) { return a * b; }
+__device__ inline float __ufunc_neg(float a) { return -a; }
+__device__ inline double __ufunc_neg(double a) { return -a; }
+template <class T> __device__ inline bool __ufunc_is_min_neg_one(T a, T b) {
+    return T(-1) < T(0) && b == T(-1) && a == (T)((typename __ufunc_unsigned<T>::type)1 << (sizeof(T) * 8 - 1));
+}
+template <class T> __device__ inline T __ufunc_div(T a, T b) {
+    if (b == T(0)) { __ufunc_panic(__UFUNC_PANIC_DIV_ZERO); return T(0); }
+    if (__ufunc_is_min_neg_one(a, b)) { __ufunc_panic(__UFUNC_PANIC_DIV_OVERFLOW); return a; }
+    return a / b;
+}
+template <class T> __device__ inline T __ufunc_rem(T a, T b) {
+    if (b == T(0)) { __ufunc_panic(__UFUNC_PANIC_DIV_ZERO); return T(0); }
+    if (__ufunc_is_min_neg_one(a, b)) { __ufunc_panic(__UFUNC_PANIC_DIV_OVERFLOW); return T(0); }
+    return a % b;
+}
+__device__ inline float __ufunc_div(float a, float b) { return a / b; }
+__device__ inline double __ufunc_div(double a, double b) { return a / b; }
+__device__ inline float __ufunc_rem(float a, float b) { return fmodf(a, b); }
+__device__ inline double __ufunc_rem(double a, double b) { return fmod(a, b); }
+template <class T> __device__ inline T __ufunc_and(T a, T b) { return a & b; }
+template <class T> __device__ inline T __ufunc_or(T a, T b) { return a | b; }
+template <class T> __device__ inline T __ufunc_xor(T a, T b) { return a ^ b; }
+template <class T> __device__ inline T __ufunc_not(T a) { return ~a; }
+__device__ inline bool __ufunc_not(bool a) { return !a; }
+template <class T, class S> __device__ inline T __ufunc_shl(T a, S s) {
+    typedef typename __ufunc_unsigned<T>::type U;
+    return (T)(U)((U)a << ((unsigned)s & (sizeof(T) * 8 - 1)));
+}
+template <class T, class S> __device__ inline T __ufunc_shr(T a, S s) { return a >> ((unsigned)s & (sizeof(T) * 8 - 1)); }
+template <class T> __device__ inline u32 __ufunc_count_ones(T a) { return sizeof(T) == 8 ? __popcll((u64)a) : __popc((u32)(typename __ufunc_unsigned<T>::type)a); }
+
+// `as` casts: float to integer saturates and maps NaN to 0, as Rust does.
+template <class To, class From> struct __ufunc_cast_t { __device__ static To run(From x) { return (To)x; } };
+template <class To> __device__ inline To __ufunc_float_to_int(double x, double lo, double hi) {
+    return isnan(x) ? To(0) : x <= lo ? (To)lo : x >= hi ? (To)hi : (To)x;
+}
+#define __UFUNC_SAT(To, LO, HI) \
+    template <> struct __ufunc_cast_t<To, float> { __device__ static To run(float x) { return __ufunc_float_to_int<To>((double)x, LO, HI); } }; \
+    template <> struct __ufunc_cast_t<To, double> { __device__ static To run(double x) { return __ufunc_float_to_int<To>(x, LO, HI); } };
+__UFUNC_SAT(i8, -128.0, 127.0)
+__UFUNC_SAT(i16, -32768.0, 32767.0)
+__UFUNC_SAT(i32, -2147483648.0, 2147483647.0)
+__UFUNC_SAT(u8, 0.0, 255.0)
+__UFUNC_SAT(u16, 0.0, 65535.0)
+__UFUNC_SAT(u32, 0.0, 4294967295.0)
+template <> struct __ufunc_cast_t<i64, double> { __device__ static i64 run(double x) { return isnan(x) ? 0 : x <= -9223372036854775808.0 ? (i64)(-9223372036854775807LL - 1) : x >= 9223372036854775808.0 ? 9223372036854775807LL : (i64)x; } };
+template <> struct __ufunc_cast_t<i64, float> { __device__ static i64 run(float x) { return __ufunc_cast_t<i64, double>::run((double)x); } };
+template <> struct __ufunc_cast_t<u64, double> { __device__ static u64 run(double x) { return isnan(x) || x <= 0.0 ? 0 : x >= 18446744073709551616.0 ? 18446744073709551615ULL : (u64)x; } };
+template <> struct __ufunc_cast_t<u64, float> { __device__ static u64 run(float x) { return __ufunc_cast_t<u64, double>::run((double)x); } };
+template <class To, class From> __device__ inline To __ufunc_cast(From x) { return __ufunc_cast_t<To, From>::run(x); }
