@@ -3,107 +3,21 @@
 //!
 //! `cargo bench --bench guvectorize -- [--json] [--quick]`.
 
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, Array3, Axis};
 use std::hint::black_box;
 use std::time::Instant;
 use ufunc::prelude::*;
 
-#[guvectorize("(m,n),(n,p)->(m,p)", targets = ["cpu", "parallel"])]
-fn matmul_naive(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
-    let (m, n) = a.dim();
-    let p = b.ncols();
-    for i in 0..m {
-        for j in 0..p {
-            let mut acc = 0.0;
-            for k in 0..n {
-                acc += a[[i, k]] * b[[k, j]];
-            }
-            c[[i, j]] = acc;
-        }
-    }
-}
+// The cores are the examples' own, so that what is measured is what users copy.
+#[path = "../examples/batched_matmul.rs"]
+#[allow(dead_code)]
+mod batched_matmul;
+#[path = "../examples/polygon_mask.rs"]
+#[allow(dead_code)]
+mod polygon_mask;
 
-#[guvectorize("(m,n),(n,p)->(m,p)", targets = ["cpu", "parallel"])]
-fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
-    let (m, n) = a.dim();
-    let p = b.ncols();
-    if m * n * p >= 32 * 32 * 32 {
-        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
-        return;
-    }
-    let (Some(a), Some(b), Some(c)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
-        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
-        return;
-    };
-    // Small matrices: a kernel specialised on the output width, so each output row is a
-    // register-resident accumulator updated with whole rows of b.
-    match p {
-        1 => small_rows::<1>(a, b, c, n),
-        2 => small_rows::<2>(a, b, c, n),
-        3 => small_rows::<3>(a, b, c, n),
-        4 => small_rows::<4>(a, b, c, n),
-        5 => small_rows::<5>(a, b, c, n),
-        6 => small_rows::<6>(a, b, c, n),
-        7 => small_rows::<7>(a, b, c, n),
-        8 => small_rows::<8>(a, b, c, n),
-        _ => {
-            for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(p)) {
-                c_row.fill(0.0);
-                for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(p)) {
-                    for (cij, &bkj) in c_row.iter_mut().zip(b_row) {
-                        *cij += aik * bkj;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// `c = a b` for contiguous row-major a (m x n), b (n x P), c (m x P).
-fn small_rows<const P: usize>(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
-    for (i, c_row) in c.chunks_exact_mut(P).enumerate() {
-        let a_row = &a[i * n..(i + 1) * n];
-        let mut acc = [0.0f32; P];
-        for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(P)) {
-            for (x, &y) in acc.iter_mut().zip(b_row) {
-                *x += aik * y;
-            }
-        }
-        c_row.copy_from_slice(&acc);
-    }
-}
-
-#[guvectorize("(),(),(n,2)->()", targets = ["cpu", "parallel"])]
-fn inside(x: f32, y: f32, poly: ArrayView2<f32>) -> bool {
-    let Some(points) = poly.as_slice() else {
-        // A non-contiguous polygon: the same test through indexing.
-        let n = poly.nrows();
-        let mut inside = false;
-        let mut j = n.wrapping_sub(1);
-        for i in 0..n {
-            let (xi, yi, xj, yj) = (poly[[i, 0]], poly[[i, 1]], poly[[j, 0]], poly[[j, 1]]);
-            if (yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi {
-                inside = !inside;
-            }
-            j = i;
-        }
-        return inside;
-    };
-    let mut inside = false;
-    let (mut xj, mut yj) = match points {
-        [.., xl, yl] => (*xl, *yl),
-        _ => return false,
-    };
-    for p in points.chunks_exact(2) {
-        let (xi, yi) = (p[0], p[1]);
-        if (yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi {
-            inside = !inside;
-        }
-        (xj, yj) = (xi, yi);
-    }
-    inside
-}
+use batched_matmul::{matmul_fast, matmul_naive};
+use polygon_mask::inside;
 
 struct Bench {
     json: bool,

@@ -9,29 +9,12 @@ use std::hint::black_box;
 use std::time::Instant;
 use ufunc::prelude::*;
 
-const SQRT_2PI: f32 = 2.506_628_3;
+// The seeds' bodies are the example's own, so that what is measured is what users copy.
+#[path = "../examples/vectorize.rs"]
+#[allow(dead_code)]
+mod seeds;
 
-#[vectorize(targets = ["cpu", "parallel"])]
-fn square_sum(a: f32, b: f32) -> f32 {
-    (a + b) * (a + b)
-}
-
-#[vectorize(targets = ["cpu", "parallel"])]
-fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
-    (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
-}
-
-#[kernel_fn]
-fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
-    (rho * theta.cos(), rho * theta.sin())
-}
-
-#[vectorize(targets = ["cpu", "parallel"])]
-fn polar_distance(rho1: f32, theta1: f32, rho2: f32, theta2: f32) -> f32 {
-    let (x1, y1) = polar_to_cartesian(rho1, theta1);
-    let (x2, y2) = polar_to_cartesian(rho2, theta2);
-    ((x1 - x2).powi(2) + (y1 - y2).powi(2)).sqrt()
-}
+use seeds::{foo as square_sum, gaussian_pdf, polar_distance};
 
 #[vectorize(targets = ["cpu", "parallel"])]
 fn hypot_like(a: f32, b: f32) -> f32 {

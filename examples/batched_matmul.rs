@@ -11,7 +11,7 @@ use ufunc::prelude::*;
 
 /// The seeds' core: plain loops.
 #[guvectorize("(m,n),(n,p)->(m,p)", targets = ["parallel", "cpu"])]
-fn matmul_naive(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
+pub fn matmul_naive(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
     let (m, n) = a.dim();
     let p = b.ncols();
     for i in 0..m {
@@ -29,7 +29,7 @@ fn matmul_naive(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32
 /// `general_mat_mul`, i.e. `matrixmultiply`) for large matrices, and for small ones a loop in
 /// row-times-matrix order whose inner loop runs over contiguous rows with no dependency chain.
 #[guvectorize("(m,n),(n,p)->(m,p)", targets = ["parallel", "cpu"])]
-fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
+pub fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
     let (m, n) = a.dim();
     let p = b.ncols();
     if m * n * p >= 32 * 32 * 32 {
@@ -65,7 +65,7 @@ fn matmul_fast(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>
 }
 
 /// `c = a b` for contiguous row-major a (m x n), b (n x P), c (m x P).
-fn small_rows<const P: usize>(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
+pub fn small_rows<const P: usize>(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
     for (i, c_row) in c.chunks_exact_mut(P).enumerate() {
         let a_row = &a[i * n..(i + 1) * n];
         let mut acc = [0.0f32; P];

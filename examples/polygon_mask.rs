@@ -12,7 +12,7 @@ use ufunc::prelude::*;
 /// Even-odd rule: a horizontal ray from (x, y) crosses the polygon's edges an odd number of
 /// times exactly when the point is inside.
 #[guvectorize("(),(),(n,2)->()", targets = ["parallel", "cpu"])]
-fn inside(x: f32, y: f32, poly: ArrayView2<f32>) -> bool {
+pub fn inside(x: f32, y: f32, poly: ArrayView2<f32>) -> bool {
     let Some(points) = poly.as_slice() else {
         // A non-contiguous polygon: the same test through indexing.
         let n = poly.nrows();

@@ -8,25 +8,25 @@ use ndarray::{Array1, Array2};
 use std::time::Instant;
 use ufunc::prelude::*;
 
-const SQRT_2PI: f32 = 2.506_628_3;
+pub const SQRT_2PI: f32 = 2.506_628_3;
 
 #[vectorize(targets = ["parallel", "cpu"])]
-fn foo(a: f32, b: f32) -> f32 {
+pub fn foo(a: f32, b: f32) -> f32 {
     (a + b) * (a + b)
 }
 
 #[vectorize(targets = ["parallel", "cpu"])]
-fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
+pub fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
     (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
 }
 
 #[kernel_fn]
-fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
+pub fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
     (rho * theta.cos(), rho * theta.sin())
 }
 
 #[vectorize(targets = ["parallel", "cpu"])]
-fn polar_distance(rho1: f32, theta1: f32, rho2: f32, theta2: f32) -> f32 {
+pub fn polar_distance(rho1: f32, theta1: f32, rho2: f32, theta2: f32) -> f32 {
     let (x1, y1) = polar_to_cartesian(rho1, theta1);
     let (x2, y2) = polar_to_cartesian(rho2, theta2);
     ((x1 - x2).powi(2) + (y1 - y2).powi(2)).sqrt()
