@@ -179,6 +179,30 @@ fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
     }
 }
 
+/// Whether strides describe a C-contiguous block (size-1 axes may have any stride).
+fn is_c_contiguous(shape: &[usize], strides: &[isize]) -> bool {
+    c_strides(shape)
+        .iter()
+        .zip(strides)
+        .zip(shape)
+        .all(|((&c, &s), &n)| n <= 1 || c == s)
+}
+
+/// An operand's own elements in C order: borrowed when already laid out so, else gathered.
+fn host_bytes<'a>(
+    ptr: *const u8,
+    shape: &[usize],
+    strides: &[isize],
+    size: usize,
+) -> std::borrow::Cow<'a, [u8]> {
+    let n: usize = shape.iter().product();
+    if is_c_contiguous(shape, strides) {
+        // SAFETY: a C-contiguous operand of `n` elements of `size` bytes starts at `ptr`.
+        return std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(ptr, n * size) });
+    }
+    std::borrow::Cow::Owned(gather_c_order(ptr, shape, strides, size))
+}
+
 /// Copies an operand's own elements, in C order, into a contiguous byte buffer.
 fn gather_c_order(ptr: *const u8, shape: &[usize], strides: &[isize], size: usize) -> Vec<u8> {
     let n: usize = shape.iter().product();
@@ -202,6 +226,11 @@ fn gather_c_order(ptr: *const u8, shape: &[usize], strides: &[isize], size: usiz
 
 /// The inverse of [`gather_c_order`], into an output of any strides.
 fn scatter_c_order(bytes: &[u8], ptr: *mut u8, shape: &[usize], strides: &[isize], size: usize) {
+    if is_c_contiguous(shape, strides) {
+        // SAFETY: the output is C-contiguous with exactly `bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len()) };
+        return;
+    }
     let mut idx = vec![0usize; shape.len()];
     for chunk in bytes.chunks_exact(size) {
         let off: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
@@ -360,4 +389,36 @@ fn check_status(
         function,
         message: message.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_and_scatter_follow_strides() {
+        // A (2,3) i32 array seen transposed: shape (3,2), strides (1,3).
+        let data: Vec<i32> = (0..6).collect();
+        let bytes = host_bytes(data.as_ptr() as *const u8, &[3, 2], &[1, 3], 4);
+        let got: Vec<i32> = bytes
+            .chunks_exact(4)
+            .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(got, vec![0, 3, 1, 4, 2, 5]);
+        assert!(matches!(
+            host_bytes(data.as_ptr() as *const u8, &[2, 3], &[3, 1], 4),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let mut out = vec![0i32; 6];
+        scatter_c_order(&bytes, out.as_mut_ptr() as *mut u8, &[3, 2], &[1, 3], 4);
+        assert_eq!(out, data);
+        // Negative strides: the reversed vector.
+        let rev = host_bytes(
+            unsafe { (data.as_ptr() as *const u8).add(20) },
+            &[6],
+            &[-1],
+            4,
+        );
+        assert_eq!(&rev[..4], &5i32.to_ne_bytes());
+    }
 }
