@@ -271,11 +271,11 @@ pub(crate) fn execute(
     let stream = &dev.stream;
     let mut in_bufs = Vec::with_capacity(ins.len());
     for (op, &size) in ins.iter().zip(in_sizes) {
-        let bytes = gather_c_order(op.ptr, op.shape, op.strides, size);
+        let bytes = host_bytes(op.ptr, op.shape, op.strides, size);
         HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
         in_bufs.push(
             stream
-                .clone_htod(&bytes)
+                .clone_htod(&*bytes)
                 .map_err(|e| cuda_err("copying an input", e))?,
         );
     }
