@@ -93,6 +93,62 @@ fn saturating_cast(x: f32) -> i8 {
     (x * 100.0) as i8
 }
 
+#[vectorize(targets = ["cpu", "cuda"])]
+fn math_zoo(x: f32, y: f32) -> f32 {
+    let a = x.abs().min(3.0).max(-y) + x.mul_add(1.5, -0.25);
+    let b = x.floor() + x.ceil() * 0.5 + x.trunc() * 0.25 + x.round();
+    let c = if x > 0.5 {
+        x * 3.0
+    } else if x < -0.5 {
+        -x
+    } else {
+        x / 7.0
+    };
+    let d = x.exp2() + y.abs().log10() + x.tanh() + y.abs().powf(1.7) + x.atan2(y) + x.hypot(y);
+    a + b + c + d + f32::max(x, y) + x.signum() + x.clamp(-1.0, 1.0)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn bytes_and_bools(a: u8, b: u8, flag: bool) -> (u8, bool) {
+    let mixed = a.wrapping_mul(b) ^ 0x5a;
+    let shifted = (a << 2) | (b >> 1);
+    (if flag { mixed } else { shifted }, !flag && a > b)
+}
+
+const SCALE: f32 = 0.5;
+
+#[kernel_fn]
+fn scaled(x: f32) -> f32 {
+    x * SCALE
+}
+
+#[kernel_fn]
+fn scaled_twice(x: f32) -> (f32, f32) {
+    (scaled(x), scaled(scaled(x)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn nested_helpers(x: f32) -> f32 {
+    let (a, b) = scaled_twice(x);
+    scaled(a) + b + SCALE
+}
+
+#[vectorize(targets = ["cpu", "cuda"], fastmath = true)]
+fn fused_poly(x: f64) -> f64 {
+    let mut acc = 1.0;
+    let mut p = x;
+    let mut k = 1;
+    loop {
+        acc += p / k as f64;
+        p *= x;
+        k += 1;
+        if k > 8 {
+            break;
+        }
+    }
+    acc
+}
+
 /// Every cuda ufunc above: name and source.
 fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -106,6 +162,10 @@ fn sources() -> Vec<(&'static str, String)> {
         ("clamp_scale_f64", __ufunc_clamp_scale_f64::cuda_source()),
         ("cmul_conj", cmul_conj::cuda_source()),
         ("saturating_cast", saturating_cast::cuda_source()),
+        ("math_zoo", math_zoo::cuda_source()),
+        ("bytes_and_bools", bytes_and_bools::cuda_source()),
+        ("nested_helpers", nested_helpers::cuda_source()),
+        ("fused_poly", fused_poly::cuda_source()),
     ]
 }
 
@@ -166,6 +226,27 @@ fn every_kernel_compiles_with_nvrtc() {
 }
 
 #[test]
+fn the_cpu_side_of_the_new_bodies_works() {
+    // Bodies written for cuda are ordinary ufuncs on the CPU too.
+    let x = array![0.3f32, -2.0, 5.5];
+    let z = math_zoo(&x, 1.5f32).unwrap();
+    for (i, &v) in x.iter().enumerate() {
+        let want = math_zoo::scalar(v, 1.5);
+        assert!(
+            (z[i] - want).abs() <= 1e-5 * (1.0 + want.abs()),
+            "{} vs {want}",
+            z[i]
+        );
+    }
+    assert_eq!(nested_helpers(&array![2.0f32]).unwrap()[0], 0.5 + 0.5 + 0.5);
+    assert_eq!(
+        bytes_and_bools(&array![200u8], 3u8, true).unwrap().0[0],
+        200u8.wrapping_mul(3) ^ 0x5a
+    );
+    assert!((fused_poly(&array![0.5f64]).unwrap()[0] - fused_poly::scalar(0.5)).abs() < 1e-15);
+}
+
+#[test]
 fn translation_keeps_single_precision_and_exact_constants() {
     let src = gaussian_pdf::cuda_source();
     assert!(
@@ -199,6 +280,11 @@ fn translation_keeps_single_precision_and_exact_constants() {
             .count(),
         1
     );
+    let src = nested_helpers::cuda_source();
+    // A helper reached twice is included twice, behind an include guard (NVRTC compiles it once:
+    // see every_kernel_compiles_with_nvrtc).
+    assert!(src.contains("#ifndef __UFUNC_HELPER_scaled\n"), "{src}");
+    assert!(src.contains("#ifndef __ufunc_const_SCALE_DEFINED"), "{src}");
     let src = int_ops::cuda_source();
     assert!(
         src.contains("__ufunc_div(r_a, r_b)") && src.contains("__ufunc_rem(r_a, r_b)"),
