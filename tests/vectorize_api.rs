@@ -343,3 +343,29 @@ fn ufuncs_and_helpers_defined_inside_a_function_body() {
     assert_eq!(local::DEFAULT_TARGET, Target::Parallel);
     assert_eq!(plus_one(&array![1.0f64]).unwrap()[0], 2.0);
 }
+
+#[vectorize]
+fn widths(a: i16, b: u16, c: u32, d: u64, e: i8) -> (i16, u16, u32, u64) {
+    (
+        a.wrapping_sub(e as i16),
+        b.wrapping_add(1),
+        c.rotate_left(3),
+        d ^ (c as u64),
+    )
+}
+
+#[test]
+fn every_integer_width() {
+    let (p, q, r, s) = widths(
+        &array![i16::MIN, 5],
+        &array![u16::MAX, 7],
+        0x8000_0001u32,
+        &array![1u64, 2],
+        3i8,
+    )
+    .unwrap();
+    assert_eq!(p, array![i16::MIN.wrapping_sub(3), 2]);
+    assert_eq!(q, array![0, 8]);
+    assert_eq!(r, array![0x0000_000c, 0x0000_000c]);
+    assert_eq!(s, array![1 ^ 0x8000_0001, 2 ^ 0x8000_0001]);
+}

@@ -29,6 +29,13 @@ impl Isa for NoFma {
 }
 
 /// The instruction-set levels this build knows, best last.
+///
+/// ```
+/// use ufunc_runtime::IsaLevel;
+/// assert!(IsaLevel::Baseline.is_supported());
+/// assert_eq!(IsaLevel::supported()[0], IsaLevel::Baseline);
+/// assert_eq!(IsaLevel::Avx2.name(), "avx2");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum IsaLevel {

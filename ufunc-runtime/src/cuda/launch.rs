@@ -99,6 +99,12 @@ fn options(kernel: &CudaKernel) -> Vec<&'static str> {
 
 /// Where compiled kernels are kept between processes: `UFUNC_CACHE_DIR`, else the platform
 /// cache directory (`$XDG_CACHE_HOME` or `~/.cache`) under `ufunc/kernels`.
+///
+/// ```
+/// if let Some(dir) = ufunc_runtime::kernel_cache_dir() {
+///     println!("compiled kernels are cached in {}", dir.display());
+/// }
+/// ```
 pub fn kernel_cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("UFUNC_CACHE_DIR") {
         return Some(PathBuf::from(dir));

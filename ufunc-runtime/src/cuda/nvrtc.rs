@@ -5,7 +5,13 @@ use cudarc::nvrtc::{result, sys};
 use std::ffi::{c_char, CString};
 
 /// Whether `libnvrtc` (CUDA 13) can be loaded: set `LD_LIBRARY_PATH` to its directory, e.g.
-/// the `nvidia/cu13/lib` of the pip package `nvidia-cuda-nvrtc`.
+/// the `nvidia/cu13/lib` of the pip package `nvidia-cuda-nvrtc` (`scripts/test.sh` does).
+///
+/// ```
+/// if !ufunc_runtime::nvrtc_available() {
+///     println!("NVRTC not found: CUDA kernels cannot be compiled here");
+/// }
+/// ```
 pub fn nvrtc_available() -> bool {
     // SAFETY: only tries to open the library.
     unsafe { sys::is_culib_present() }
@@ -40,6 +46,18 @@ fn chars_to_string(v: Vec<c_char>) -> String {
 
 /// Compiles `source` for `arch` (`compute_XX` gives PTX, `sm_XX` a cubin) with `options`.
 /// Errors carry the log and the source.
+///
+/// ```
+/// use ufunc_runtime::{compile, nvrtc_available, Error, NvrtcOutput};
+/// let src = r#"extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }"#;
+/// match compile(src, "compute_90", &[], NvrtcOutput::Ptx) {
+///     Ok(ptx) => assert!(String::from_utf8(ptx.image).unwrap().contains(".entry k")),
+///     Err(Error::NvrtcUnavailable) => assert!(!nvrtc_available()),
+///     Err(e) => panic!("{e}"),
+/// }
+/// let err = compile("this is not C++", "compute_90", &[], NvrtcOutput::Ptx);
+/// assert!(err.is_err());
+/// ```
 pub fn compile(
     source: &str,
     arch: &str,
