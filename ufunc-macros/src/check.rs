@@ -15,7 +15,7 @@ pub(crate) const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "
 
 pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
     let mut errors = Errors::default();
-    check_targets(&v.attr, true, &mut errors);
+    check_targets(&v.attr, &mut errors);
     check_fn_kind(&v.func, &mut errors);
     check_params(&v.func, &mut errors);
     check_reserved_names(&v.func, &mut errors);
@@ -30,7 +30,7 @@ pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
 /// over types ...", `fn f<const N: usize>(..)` -> "... cannot have const parameters ...",
 /// `fn f(a: ArrayView1<f32>, out: &mut f32)` -> "the parameter name `out` is reserved ...".
 pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut Errors) {
-    check_targets(&f.attr.rest, false, errors);
+    check_targets(&f.attr.rest, errors);
     check_signature_kind(&f.item.sig, errors);
     if let Some((span, _)) = &f.attr.rest.fastmath {
         errors.push(syn::Error::new(
@@ -87,7 +87,7 @@ pub(crate) fn check_kernel_fn(f: &Function<'_>) -> syn::Result<()> {
 
 /// `target` and `targets` name known targets, once each; only one of the two keys is used.
 /// `#[vectorize(target = "gpu")]` -> "unknown target `gpu`; expected one of ...".
-pub(crate) fn check_targets(attr: &VectorizeAttr, cuda_supported: bool, errors: &mut Errors) {
+pub(crate) fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
     if let Some(second) = attr.target_keys.get(1) {
         errors.push(syn::Error::new(
             *second,
@@ -107,13 +107,7 @@ pub(crate) fn check_targets(attr: &VectorizeAttr, cuda_supported: bool, errors: 
         .join(", ");
     for (i, lit) in attr.targets.iter().enumerate() {
         let name = lit.value();
-        if name == "cuda" && !cuda_supported {
-            errors.spanned(
-                lit,
-                "the `cuda` target is not available for #[guvectorize] yet; \
-                 available targets: `cpu`, `parallel`",
-            );
-        } else if !KNOWN_TARGETS.contains(&name.as_str()) {
+        if !KNOWN_TARGETS.contains(&name.as_str()) {
             errors.spanned(
                 lit,
                 format!("unknown target `{name}`; expected one of {expected}"),

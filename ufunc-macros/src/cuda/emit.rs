@@ -16,9 +16,10 @@ pub(crate) struct Captures {
     pub helpers: Vec<syn::Ident>,
 }
 
-pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, \
-    casts with `as`, if/else, match on integers, for over ranges, while, loop, break, continue, \
-    return, tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!";
+pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, casts with \
+    `as`, if/else, match on integers, for over ranges, while, loop, break, continue, return, \
+    tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!, and \
+    in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `is_empty`, `shape()[k]` of views";
 
 type Res<T> = Result<T, syn::Error>;
 
@@ -29,8 +30,16 @@ fn unsupported<T>(node: impl ToTokens, what: &str) -> Res<T> {
     ))
 }
 
-/// The Rust element type of `ty` as a `Ty`, if it is one.
+/// The Rust element type of `ty` as a `Ty`, if it is one (`usize`/`isize` too: gufunc bodies
+/// index with them).
 pub(crate) fn ty_of(ty: &Type) -> Option<Ty> {
+    if let Type::Path(p) = ty {
+        if let Some(id) = p.path.get_ident() {
+            if id == "usize" || id == "isize" {
+                return Some(Ty::Elem(id.to_string()));
+            }
+        }
+    }
     match ty {
         Type::Tuple(t) => t
             .elems
@@ -85,7 +94,8 @@ impl Emitter {
     pub(crate) fn emit_fn_body(&mut self, block: &Block) -> Res<String> {
         self.next_tmp = 0;
         let ret = self.ret.clone();
-        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), true)?;
+        let want_value = ret != Ty::Unit;
+        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), want_value)?;
         if let Some((expr, _)) = tail {
             code.push_str(&format!("return {expr};\n"));
         }
@@ -240,6 +250,7 @@ impl Emitter {
                     let (v, _) = self.emit_expr(v, Some(&ret))?;
                     Ok(format!("return {v};\n"))
                 }
+                None if self.ret == Ty::Unit => Ok("return;\n".into()),
                 None => unsupported(r, "`return` without a value"),
             },
             Expr::Block(b) => {
@@ -444,7 +455,7 @@ impl Emitter {
             }
             Expr::Reference(r) => unsupported(r, "a reference"),
             Expr::Closure(c) => unsupported(c, "a closure"),
-            Expr::Index(i) => unsupported(i, "indexing in a #[vectorize] body"),
+            Expr::Index(i) => self.emit_index(i),
             Expr::Range(r) => unsupported(r, "a range outside `for`"),
             Expr::Try(t) => unsupported(t, "the `?` operator"),
             Expr::Unsafe(u) => unsupported(u, "an `unsafe` block"),
@@ -565,7 +576,11 @@ impl Emitter {
             UnOp::Neg(_) => Ok((format!("__ufunc_neg({v})"), t)),
             UnOp::Not(_) if t == Ty::elem("bool") => Ok((format!("!{v}"), t)),
             UnOp::Not(_) => Ok((format!("__ufunc_not({v})"), t)),
-            _ => unsupported(u, "dereferencing"),
+            UnOp::Deref(_) => match t {
+                Ty::Ptr(elem) => Ok((format!("(*{v})"), *elem)),
+                _ => unsupported(u, "dereferencing anything but a `&mut` output"),
+            },
+            _ => unsupported(u, "this operator"),
         }
     }
 
@@ -646,9 +661,69 @@ impl Emitter {
         Ok((format!("[&]() -> {} {{\n{code}}}()", decl_type(&ty)), ty))
     }
 
+    /// `a[[i, j]]` on a view (a reference, so it can be assigned), or `a.shape()[k]`.
+    fn emit_index(&mut self, i: &syn::ExprIndex) -> Res<(String, Ty)> {
+        let (base, bt) = self.emit_expr(&i.expr, None)?;
+        let usize_ty = Ty::elem("usize");
+        match bt {
+            Ty::View { elem, rank, .. } => {
+                let indices: Vec<&Expr> = match unparen(&i.index) {
+                    Expr::Array(a) => a.elems.iter().collect(),
+                    e => vec![e],
+                };
+                if indices.len() != rank {
+                    return unsupported(
+                        &i.index,
+                        &format!("indexing a {rank}-d view with {} indices", indices.len()),
+                    );
+                }
+                let mut parts = Vec::new();
+                for e in indices {
+                    parts.push(self.emit_expr(e, Some(&usize_ty))?.0);
+                }
+                Ok((format!("{base}({})", parts.join(", ")), *elem))
+            }
+            Ty::Shape(view) => {
+                let (k, _) = self.emit_expr(&i.index, Some(&usize_ty))?;
+                Ok((format!("((usize){view}.shape[{k}])"), usize_ty))
+            }
+            _ => unsupported(i, "indexing anything but a gufunc view"),
+        }
+    }
+
+    /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` of a view.
+    fn emit_view_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        recv: &str,
+        rank: usize,
+    ) -> Res<(String, Ty)> {
+        let usize_ty = Ty::elem("usize");
+        let axis = |k: usize| format!("((usize){recv}.shape[{k}])");
+        match m.method.to_string().as_str() {
+            "dim" if rank == 1 => Ok((axis(0), usize_ty)),
+            "dim" => Ok((
+                format!(
+                    "__ufunc_make_tuple({})",
+                    (0..rank).map(axis).collect::<Vec<_>>().join(", ")
+                ),
+                Ty::Tuple(vec![usize_ty; rank]),
+            )),
+            "nrows" if rank == 2 => Ok((axis(0), usize_ty)),
+            "ncols" if rank == 2 => Ok((axis(1), usize_ty)),
+            "len" => Ok((format!("((usize){recv}.len())"), usize_ty)),
+            "is_empty" => Ok((format!("({recv}.len() == 0)"), Ty::elem("bool"))),
+            "shape" => Ok((String::new(), Ty::Shape(recv.to_string()))),
+            other => unsupported(&m.method, &format!("the view method `{other}`")),
+        }
+    }
+
     fn emit_method(&mut self, m: &syn::ExprMethodCall, expected: Option<&Ty>) -> Res<(String, Ty)> {
         let name = m.method.to_string();
         let (recv, rt) = self.emit_expr(&m.receiver, expected)?;
+        if let Ty::View { rank, .. } = rt {
+            return self.emit_view_method(m, &recv, rank);
+        }
         let arg_hint = match name.as_str() {
             "powi" => Some(Ty::elem("i32")),
             "powf" if matches!(&rt, Ty::Elem(c) if c.starts_with("Complex")) => Some(real_of(&rt)),

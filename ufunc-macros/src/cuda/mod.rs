@@ -5,10 +5,11 @@
 mod emit;
 mod types;
 
+pub(crate) use emit::ty_of;
 pub(crate) use emit::Captures;
-use emit::{ty_of, Emitter};
+use emit::Emitter;
 use syn::{Block, Ident, ReturnType, Type};
-use types::Ty;
+pub(crate) use types::Ty;
 
 /// A device function and what it captures from the Rust side.
 pub(crate) struct DeviceFn {
@@ -35,35 +36,50 @@ pub(crate) fn emit_device_fn(
             "a cuda function returns element types or tuples of them",
         )
     })?;
-    let param_tys: Vec<Ty> = params
+    let typed: Vec<(&Ident, Ty)> = params
         .iter()
-        .map(|(_, t)| {
+        .map(|(ident, t)| {
             ty_of(t)
+                .map(|ty| (*ident, ty))
                 .ok_or_else(|| syn::Error::new_spanned(t, "a cuda parameter is an element type"))
         })
         .collect::<syn::Result<_>>()?;
+    emit_function(cpp_name, &typed, ret_ty, block)
+}
+
+/// A device function from typed parameters (views and `&mut` outputs included) and a return
+/// type (`Ty::Unit` for `void`).
+pub(crate) fn emit_function(
+    cpp_name: &str,
+    params: &[(&Ident, Ty)],
+    ret_ty: Ty,
+    block: &Block,
+) -> syn::Result<DeviceFn> {
+    let declare = |e: &mut Emitter| {
+        e.env.push();
+        for (ident, ty) in params {
+            e.env.declare(&ident.to_string(), ty.clone(), None);
+        }
+    };
     // Pass 1 learns the types of literal-initialised bindings; pass 2 writes the code.
     let mut learn = Emitter::new(ret_ty.clone());
-    learn.env.push();
-    for ((ident, _), ty) in params.iter().zip(&param_tys) {
-        learn.env.declare(&ident.to_string(), ty.clone(), None);
-    }
+    declare(&mut learn);
     learn.emit_fn_body(block)?;
     let mut emitter = Emitter::new(ret_ty.clone());
     emitter.env.learned = std::mem::take(&mut learn.env.learned);
-    emitter.env.push();
-    for ((ident, _), ty) in params.iter().zip(&param_tys) {
-        emitter.env.declare(&ident.to_string(), ty.clone(), None);
-    }
+    declare(&mut emitter);
     let body = emitter.emit_fn_body(block)?;
     let params_cpp: Vec<String> = params
         .iter()
-        .zip(&param_tys)
-        .map(|((ident, _), ty)| format!("{} r_{ident}", ty.cpp()))
+        .map(|(ident, ty)| format!("{} r_{ident}", ty.cpp()))
         .collect();
+    let ret = if ret_ty == Ty::Unit {
+        "void".to_string()
+    } else {
+        ret_ty.cpp()
+    };
     let code = format!(
-        "__device__ inline {} {cpp_name}({}) {{\n{body}}}\n",
-        ret_ty.cpp(),
+        "__device__ inline {ret} {cpp_name}({}) {{\n{body}}}\n",
         params_cpp.join(", ")
     );
     Ok(DeviceFn {
@@ -140,6 +156,108 @@ extern "C" __global__ void {name}_strided(long long n, int ndim, const long long
         auto r = {body_fn}({strided_args});
         {strided_stores}
     }}
+}}
+"#
+    )
+}
+
+/// One operand of a gufunc kernel, in operand order (inputs, output parameters, returns).
+pub(crate) enum GuOperand {
+    /// A core view of `rank` dimensions.
+    View {
+        elem: Ty,
+        rank: usize,
+        mutable: bool,
+    },
+    /// A `()` input, passed by value.
+    ScalarIn(Ty),
+    /// A `()` output taken as `&mut T`.
+    ScalarOut(Ty),
+    /// A `()` output returned by the core function.
+    Return(Ty),
+}
+
+/// `<name>_gufunc`: one thread per loop item (grid-stride), each building its operands' views
+/// from the loop and core strides and calling the core function `core_fn`, whose parameters
+/// are the operands `call_order` lists.
+pub(crate) fn emit_gufunc_kernel(
+    name: &str,
+    core_fn: &str,
+    operands: &[GuOperand],
+    call_order: &[usize],
+) -> String {
+    let nops = operands.len();
+    let mut params = Vec::new();
+    let mut setup = String::new();
+    let mut core_base = 0usize;
+    let mut returns = Vec::new();
+    for (k, op) in operands.iter().enumerate() {
+        match op {
+            GuOperand::View {
+                elem,
+                rank,
+                mutable,
+            } => {
+                let c = if *mutable { "" } else { "const " };
+                let t = elem.cpp();
+                params.push(format!("{c}{t}* __restrict__ p{k}"));
+                setup.push_str(&format!(
+                    "        __ufunc_view<{c}{t}, {rank}> a{k};\n        a{k}.ptr = p{k} + off[{k}];\n"
+                ));
+                for d in 0..*rank {
+                    let j = core_base + d;
+                    setup.push_str(&format!(
+                        "        a{k}.shape[{d}] = core_shapes[{j}];\n        a{k}.strides[{d}] = core_strides[{j}];\n"
+                    ));
+                }
+                core_base += rank;
+            }
+            GuOperand::ScalarIn(t) => {
+                params.push(format!("const {}* __restrict__ p{k}", t.cpp()));
+                setup.push_str(&format!("        {} a{k} = p{k}[off[{k}]];\n", t.cpp()));
+            }
+            GuOperand::ScalarOut(t) => {
+                params.push(format!("{}* __restrict__ p{k}", t.cpp()));
+                setup.push_str(&format!("        {}* a{k} = p{k} + off[{k}];\n", t.cpp()));
+            }
+            GuOperand::Return(t) => {
+                params.push(format!("{}* __restrict__ p{k}", t.cpp()));
+                returns.push(k);
+            }
+        }
+    }
+    let args = call_order
+        .iter()
+        .map(|k| format!("a{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let call = match returns.as_slice() {
+        [] => format!("        {core_fn}({args});\n"),
+        [k] => format!("        p{k}[off[{k}]] = {core_fn}({args});\n"),
+        ks => {
+            let mut c = format!("        auto r = {core_fn}({args});\n");
+            for (i, k) in ks.iter().enumerate() {
+                c.push_str(&format!("        p{k}[off[{k}]] = r.f{i};\n"));
+            }
+            c
+        }
+    };
+    let params = params.join(", ");
+    format!(
+        r#"extern "C" __global__ void {name}_gufunc(long long n, int loop_ndim,
+        const long long* __restrict__ loop_shape, const long long* __restrict__ loop_strides,
+        const long long* __restrict__ core_shapes, const long long* __restrict__ core_strides,
+        {params}) {{
+    for (long long item = blockIdx.x * (long long)blockDim.x + threadIdx.x; item < n;
+         item += (long long)gridDim.x * blockDim.x) {{
+        long long off[{nops}] = {{0}};
+        long long rest = item;
+        for (int d = loop_ndim - 1; d >= 0; --d) {{
+            long long idx = rest % loop_shape[d];
+            rest /= loop_shape[d];
+            for (int k = 0; k < {nops}; ++k) off[k] += idx * loop_strides[k * loop_ndim + d];
+        }}
+{setup}{call}    }}
 }}
 "#
     )

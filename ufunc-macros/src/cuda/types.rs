@@ -20,6 +20,16 @@ pub(crate) enum Ty {
     Opaque,
     /// `()`: statements.
     Unit,
+    /// A gufunc core view of `rank` dimensions (`ArrayViewN` / `ArrayViewMutN`).
+    View {
+        elem: Box<Ty>,
+        rank: usize,
+        mutable: bool,
+    },
+    /// A `()` core output taken as `&mut T`.
+    Ptr(Box<Ty>),
+    /// The `shape()` of a view, only to be indexed.
+    Shape(String),
 }
 
 impl Ty {
@@ -37,7 +47,10 @@ impl Ty {
     }
 
     pub(crate) fn is_known(&self) -> bool {
-        matches!(self, Ty::Elem(_) | Ty::Tuple(_))
+        matches!(
+            self,
+            Ty::Elem(_) | Ty::Tuple(_) | Ty::View { .. } | Ty::Ptr(_)
+        )
     }
 
     /// The C++ spelling (prelude typedefs use the Rust names).
@@ -53,7 +66,17 @@ impl Ty {
             ),
             Ty::FloatLit => "f64".into(),
             Ty::IntLit => "i32".into(),
-            Ty::Opaque | Ty::Unit => "auto".into(),
+            Ty::View {
+                elem,
+                rank,
+                mutable,
+            } => format!(
+                "__ufunc_view<{}{}, {rank}>",
+                if *mutable { "" } else { "const " },
+                elem.cpp()
+            ),
+            Ty::Ptr(elem) => format!("{}*", elem.cpp()),
+            Ty::Opaque | Ty::Unit | Ty::Shape(_) => "auto".into(),
         }
     }
 

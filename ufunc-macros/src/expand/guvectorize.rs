@@ -3,8 +3,9 @@
 
 use super::{fallback, parse_fn, target_tokens};
 use crate::check::check_guvectorize;
+use crate::cuda::{ty_of, GuOperand, Ty};
 use crate::errors::Errors;
-use crate::gufunc::{from_syn, parse_gu_attr, GuFunction};
+use crate::gufunc::{from_syn, parse_gu_attr, GuFunction, Role};
 use crate::layout::Dim;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -24,7 +25,10 @@ pub(crate) fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     let f = from_syn(&item_fn, attr, &mut errors);
     check_guvectorize(&f, &mut errors);
     match errors.finish() {
-        Ok(()) => expand(&f),
+        Ok(()) => match cuda_parts(&f) {
+            Ok(cuda) => expand(&f, cuda),
+            Err(e) => fallback(e, item),
+        },
         Err(e) => fallback(e, item),
     }
 }
@@ -52,7 +56,110 @@ fn dims_tokens(dims: &[Dim]) -> TokenStream {
     quote!(&[#(#items),*])
 }
 
-fn expand(f: &GuFunction<'_>) -> TokenStream {
+/// With the `cuda` target: `impl foo { fn cuda_source }` and the `CudaKernel` naming it.
+fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
+    let none = quote!(::core::option::Option::None);
+    if !f.attr.rest.wants_cuda() {
+        return Ok((quote!(), none));
+    }
+    let name = f.name();
+    let elem = |t: &Type| {
+        ty_of(t).ok_or_else(|| syn::Error::new_spanned(t, "an element type is needed on cuda"))
+    };
+    let view = |p: &crate::gufunc::GuParam<'_>, rank: Option<usize>, mutable: bool| {
+        let rank = rank.ok_or_else(|| {
+            syn::Error::new_spanned(
+                p.ty,
+                "a dynamic-rank view is not supported on cuda; give the rank, as in `ArrayView2<f32>`",
+            )
+        })?;
+        Ok::<_, syn::Error>(Ty::View {
+            elem: Box::new(elem(p.elem)?),
+            rank,
+            mutable,
+        })
+    };
+    let mut typed = Vec::new();
+    for p in &f.params {
+        let ty = match p.role {
+            Role::InView { rank } => view(p, rank, false)?,
+            Role::OutView { rank } => view(p, rank, true)?,
+            Role::InScalar => elem(p.elem)?,
+            Role::OutScalar => Ty::Ptr(Box::new(elem(p.elem)?)),
+        };
+        typed.push((p.ident, ty));
+    }
+    let ret = match f.returns.as_slice() {
+        [] => Ty::Unit,
+        [t] => elem(t)?,
+        ts => Ty::Tuple(ts.iter().map(|t| elem(t)).collect::<syn::Result<_>>()?),
+    };
+    let core_fn = format!("__ufunc_core_{name}");
+    let device = crate::cuda::emit_function(&core_fn, &typed, ret, &f.item.block)?;
+    // Operands in order (inputs, output parameters, returns), and where each parameter is.
+    let inputs: Vec<usize> = (0..f.params.len())
+        .filter(|&i| f.params[i].role.is_input())
+        .collect();
+    let outputs: Vec<usize> = (0..f.params.len())
+        .filter(|&i| !f.params[i].role.is_input())
+        .collect();
+    let mut operands = Vec::new();
+    let mut position = vec![0usize; f.params.len()];
+    for &i in inputs.iter().chain(&outputs) {
+        position[i] = operands.len();
+        operands.push(match &typed[i].1 {
+            Ty::View {
+                elem,
+                rank,
+                mutable,
+            } => GuOperand::View {
+                elem: (**elem).clone(),
+                rank: *rank,
+                mutable: *mutable,
+            },
+            Ty::Ptr(elem) => GuOperand::ScalarOut((**elem).clone()),
+            t => GuOperand::ScalarIn(t.clone()),
+        });
+    }
+    for r in &f.returns {
+        operands.push(GuOperand::Return(elem(r)?));
+    }
+    let kernel = crate::cuda::emit_gufunc_kernel(&name.to_string(), &core_fn, &operands, &position);
+    let code = device.code;
+    let helpers = &device.captures.helpers;
+    let consts = device
+        .captures
+        .consts
+        .iter()
+        .map(|(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));));
+    let kernel_name = name.to_string();
+    let items = quote! {
+        #[allow(clippy::all)]
+        impl #name {
+            /// The CUDA C++ source of this gufunc: the prelude, the helpers and constants it
+            /// uses, the core function, and the kernel (one thread per loop item).
+            pub fn cuda_source() -> ::std::string::String {
+                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
+                #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
+                #(#consts)*
+                s.push_str(#code);
+                s.push_str(#kernel);
+                s
+            }
+        }
+    };
+    let kernel_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
+        name: #kernel_name,
+        source: #name::cuda_source,
+        fast_math: false,
+    }));
+    Ok((items, kernel_const))
+}
+
+fn expand(
+    f: &GuFunction<'_>,
+    (cuda_items, cuda_kernel): (TokenStream, TokenStream),
+) -> TokenStream {
     let item = f.item;
     let name = f.name();
     let name_str = name.to_string();
@@ -219,10 +326,13 @@ fn expand(f: &GuFunction<'_>) -> TokenStream {
             pub fn core #core_generics (#core_params) #core_output #core_block
         }
 
+        #cuda_items
+
         impl #p::GuBody for #name {
             type In = #in_tuple;
             type Out = #out_ty;
             const NAME: &'static str = #name_str;
+            const CUDA: ::core::option::Option<#p::CudaKernel> = #cuda_kernel;
             const SIGNATURE: #p::Signature = #p::Signature {
                 text: #layout_text,
                 inputs: &[#(#in_dims),*],

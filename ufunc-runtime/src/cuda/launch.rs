@@ -366,6 +366,120 @@ pub(crate) fn execute(
     Ok(())
 }
 
+/// Runs a gufunc kernel over the loop items of `binding`: every operand (outputs too, which the
+/// core may read) is copied to the device in C order, then the outputs are copied back.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn execute_gufunc(
+    function: &'static str,
+    kernel: &CudaKernel,
+    ins: &[RawOperand<'_>],
+    in_sizes: &[usize],
+    outs: &[RawOutOperand<'_>],
+    out_sizes: &[usize],
+    binding: &crate::gufunc::CoreBinding,
+) -> Result<()> {
+    let total = element_count(&binding.loop_shape)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let dev = device()?;
+    let module = dev.module(kernel)?;
+    let cuda_err = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+        what: format!("{what} for `{function}`: {e:?}"),
+    };
+    let stream = &dev.stream;
+    let operands: Vec<(*const u8, &[usize], &[isize], usize)> = ins
+        .iter()
+        .zip(in_sizes)
+        .map(|(op, &size)| (op.ptr, op.shape, op.strides, size))
+        .chain(
+            outs.iter()
+                .zip(out_sizes)
+                .map(|(op, &size)| (op.ptr as *const u8, op.shape, op.strides, size)),
+        )
+        .collect();
+    let loop_ndim = binding.loop_shape.len();
+    let (mut loop_strides, mut core_shapes, mut core_strides) =
+        (Vec::new(), Vec::new(), Vec::new());
+    let mut bufs = Vec::with_capacity(operands.len());
+    for (k, &(ptr, shape, strides, size)) in operands.iter().enumerate() {
+        let own = c_strides(shape);
+        let n_core = binding.core_axes[k].iter().filter(|a| a.is_some()).count();
+        let n_loop = shape.len() - n_core;
+        let ls = broadcast_strides(&binding.loop_shape, &shape[..n_loop], &own[..n_loop]);
+        loop_strides.extend(ls.iter().map(|&s| s as i64));
+        core_shapes.extend(binding.core_shapes[k].iter().map(|&n| n as i64));
+        core_strides.extend(
+            binding.core_axes[k]
+                .iter()
+                .map(|a| a.map_or(0, |a| own[a] as i64)),
+        );
+        let bytes = host_bytes(ptr, shape, strides, size);
+        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        // An empty operand still needs a valid device pointer.
+        let upload: &[u8] = if bytes.is_empty() { &[0u8] } else { &bytes };
+        bufs.push(
+            stream
+                .clone_htod(upload)
+                .map_err(|e| cuda_err("copying an operand", e))?,
+        );
+    }
+    let as_i64 = |v: &[i64]| if v.is_empty() { vec![0i64] } else { v.to_vec() };
+    HOST_TO_DEVICE.fetch_add(4, Ordering::Relaxed);
+    let loop_shape: Vec<i64> = binding.loop_shape.iter().map(|&n| n as i64).collect();
+    let loop_shape_buf = stream
+        .clone_htod(&as_i64(&loop_shape))
+        .map_err(|e| cuda_err("copying the loop shape", e))?;
+    let loop_strides_buf = stream
+        .clone_htod(&as_i64(&loop_strides))
+        .map_err(|e| cuda_err("copying the loop strides", e))?;
+    let core_shapes_buf = stream
+        .clone_htod(&as_i64(&core_shapes))
+        .map_err(|e| cuda_err("copying the core shapes", e))?;
+    let core_strides_buf = stream
+        .clone_htod(&as_i64(&core_strides))
+        .map_err(|e| cuda_err("copying the core strides", e))?;
+    let func = module
+        .load_function(&format!("{}_gufunc", kernel.name))
+        .map_err(|e| cuda_err("finding the gufunc kernel", e))?;
+    let n = total as i64;
+    let nd = loop_ndim as i32;
+    let threads = 128u32;
+    let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, dev.multiprocessors * 32);
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = stream.launch_builder(&func);
+    launch
+        .arg(&n)
+        .arg(&nd)
+        .arg(&loop_shape_buf)
+        .arg(&loop_strides_buf)
+        .arg(&core_shapes_buf)
+        .arg(&core_strides_buf);
+    for b in &mut bufs {
+        launch.arg(b);
+    }
+    // SAFETY: the arguments follow `<name>_gufunc`'s signature; strides and shapes come from the
+    // binding of these very operands.
+    unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
+    stream.synchronize().map_err(|e| cuda_err("running", e))?;
+    check_status(function, &module, stream)?;
+    for (op, (buf, &size)) in outs.iter().zip(bufs[ins.len()..].iter().zip(out_sizes)) {
+        if op.shape.iter().product::<usize>() == 0 {
+            continue;
+        }
+        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
+        let bytes = stream
+            .clone_dtoh(buf)
+            .map_err(|e| cuda_err("copying an output back", e))?;
+        scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
+    }
+    Ok(())
+}
+
 /// Reads and clears the module's panic flag: a body that panicked is an `Err`.
 fn check_status(
     function: &'static str,
@@ -389,6 +503,7 @@ fn check_status(
         1 => "attempt to divide by zero",
         2 => "attempt to divide with overflow",
         3 => "explicit panic",
+        5 => "index out of bounds",
         _ => "entered unreachable code",
     };
     Err(Error::KernelPanic {

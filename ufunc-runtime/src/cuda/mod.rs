@@ -4,8 +4,8 @@
 mod launch;
 mod nvrtc;
 
-pub(crate) use launch::execute;
 pub use launch::{cuda_counters, kernel_cache_dir, CudaCounters};
+pub(crate) use launch::{execute, execute_gufunc};
 
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 

@@ -11,11 +11,14 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef float f32;
 typedef double f64;
+typedef unsigned long long usize;
+typedef long long isize;
 
 #define __UFUNC_PANIC_DIV_ZERO 1
 #define __UFUNC_PANIC_DIV_OVERFLOW 2
 #define __UFUNC_PANIC_EXPLICIT 3
 #define __UFUNC_PANIC_UNREACHABLE 4
+#define __UFUNC_PANIC_INDEX 5
 
 // The first panic code raised by any thread; read and reset by the runtime after a launch.
 __device__ int __ufunc_status;
@@ -229,3 +232,31 @@ template <> struct __ufunc_cast_t<i64, float> { __device__ static i64 run(float 
 template <> struct __ufunc_cast_t<u64, double> { __device__ static u64 run(double x) { return isnan(x) || x <= 0.0 ? 0 : x >= 18446744073709551616.0 ? 18446744073709551615ULL : (u64)x; } };
 template <> struct __ufunc_cast_t<u64, float> { __device__ static u64 run(float x) { return __ufunc_cast_t<u64, double>::run((double)x); } };
 template <class To, class From> __device__ inline To __ufunc_cast(From x) { return __ufunc_cast_t<To, From>::run(x); }
+
+// A gufunc core operand: `N` dimensions with element strides; indexing checks bounds as Rust's
+// does (an out-of-bounds access raises the panic flag and touches a dummy element instead).
+template <class T> struct __ufunc_remove_const { typedef T type; };
+template <class T> struct __ufunc_remove_const<const T> { typedef T type; };
+template <class T> __device__ T __ufunc_sink;
+template <class T, int N> struct __ufunc_view {
+    T* ptr;
+    long long shape[N];
+    long long strides[N];
+    __device__ long long len() const {
+        long long n = 1;
+        for (int d = 0; d < N; ++d) n *= shape[d];
+        return n;
+    }
+    template <class... I> __device__ T& operator()(I... index) const {
+        long long ix[] = {(long long)index...};
+        long long off = 0;
+        for (int d = 0; d < N; ++d) {
+            if (ix[d] < 0 || ix[d] >= shape[d]) {
+                __ufunc_panic(__UFUNC_PANIC_INDEX);
+                return __ufunc_sink<typename __ufunc_remove_const<T>::type>;
+            }
+            off += ix[d] * strides[d];
+        }
+        return ptr[off];
+    }
+};

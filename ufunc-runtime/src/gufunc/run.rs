@@ -23,6 +23,8 @@ pub trait GuBody: 'static {
     const NAME: &'static str;
     /// Its layout.
     const SIGNATURE: Signature;
+    /// The CUDA translation, for gufuncs compiled for the `cuda` target.
+    const CUDA: Option<crate::cuda::CudaKernel> = None;
     /// Calls the core function on `n` loop items: `args` holds the inputs then the outputs at
     /// the first item, and operand `k` of item `i` starts `i * steps[k]` bytes further.
     ///
@@ -118,6 +120,24 @@ fn execute<B: GuBody>(
     outs: &[RawOutOperand<'_>],
     binding: &CoreBinding,
 ) -> Result<()> {
+    if target == Target::Cuda {
+        let Some(kernel) = B::CUDA else {
+            return Err(Error::TargetNotCompiled {
+                function: B::NAME,
+                target,
+                compiled: &[],
+            });
+        };
+        return crate::cuda::execute_gufunc(
+            B::NAME,
+            &kernel,
+            ins,
+            B::In::SIZES,
+            outs,
+            B::Out::SIZES,
+            binding,
+        );
+    }
     let total = element_count(&binding.loop_shape)?;
     if total == 0 {
         return Ok(());

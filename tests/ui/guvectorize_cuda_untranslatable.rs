@@ -1,7 +1,7 @@
 use ufunc::prelude::*;
 use ndarray::ArrayView1;
 
-#[guvectorize("(n)->()", target = "cuda")]
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
 fn f(a: ArrayView1<f32>) -> f32 {
     a.sum()
 }
