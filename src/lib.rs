@@ -83,8 +83,8 @@ pub mod prelude {
 /// `f::cuda_source()` for every function compiled with `targets = [.., "cuda"]`.
 pub mod cuda {
     pub use ufunc_runtime::{
-        compile, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled, CudaCounters,
-        NvrtcOutput,
+        cached_cubin, compile, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled,
+        CudaCounters, NvrtcOutput,
     };
 }
 

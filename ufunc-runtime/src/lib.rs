@@ -20,8 +20,8 @@ mod target;
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
 pub use call::{call, call_out, ArraysOf};
 pub use cuda::{
-    compile, cuda_const, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled, CudaCounters,
-    CudaKernel, CudaLiteral, NvrtcOutput, CUDA_PRELUDE,
+    cached_cubin, compile, cuda_const, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled,
+    CudaCounters, CudaKernel, CudaLiteral, NvrtcOutput, CUDA_PRELUDE,
 };
 pub use element::Element;
 pub use error::{Error, Result};

@@ -120,9 +120,7 @@ impl Device {
     fn module(&self, kernel: &CudaKernel) -> Result<Arc<CudaModule>> {
         let source = (kernel.source)();
         let opts = options(kernel);
-        let mut h = DefaultHasher::new();
-        (&source, &self.arch, &opts, nvrtc_version()).hash(&mut h);
-        let key = h.finish();
+        let key = cache_key(&source, &self.arch, &opts);
         if let Some(m) = self
             .modules
             .lock()
@@ -131,18 +129,7 @@ impl Device {
         {
             return Ok(m.clone());
         }
-        let file = kernel_cache_dir().map(|d| d.join(format!("{key:016x}.cubin")));
-        let cubin = match file.as_ref().and_then(|f| std::fs::read(f).ok()) {
-            Some(bytes) => bytes,
-            None => {
-                NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
-                let compiled = compile(&source, &self.arch, &opts, NvrtcOutput::Cubin)?;
-                if let Some(f) = &file {
-                    store_atomically(f, &compiled.image);
-                }
-                compiled.image
-            }
-        };
+        let cubin = cached_cubin(&source, &self.arch, &opts)?;
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
@@ -155,6 +142,38 @@ impl Device {
             .insert(key, module.clone());
         Ok(module)
     }
+}
+
+/// The cache key of a compilation: source, architecture, NVRTC version and options.
+fn cache_key(source: &str, arch: &str, opts: &[&str]) -> u64 {
+    let mut h = DefaultHasher::new();
+    (source, arch, opts, nvrtc_version()).hash(&mut h);
+    h.finish()
+}
+
+/// The cubin of `source` for `arch` with `opts`: read from the disk cache
+/// ([`kernel_cache_dir`]), or compiled with NVRTC and stored there for later processes.
+///
+/// ```
+/// use ufunc_runtime::{cached_cubin, nvrtc_available};
+/// if nvrtc_available() {
+///     let src = r#"extern "C" __global__ void k(float* x) { x[0] = 1.0f; }"#;
+///     let cubin = cached_cubin(src, "sm_90", &[]).unwrap();
+///     assert!(cubin.starts_with(b"\x7fELF"));
+/// }
+/// ```
+pub fn cached_cubin(source: &str, arch: &str, opts: &[&str]) -> Result<Vec<u8>> {
+    let key = cache_key(source, arch, opts);
+    let file = kernel_cache_dir().map(|d| d.join(format!("{key:016x}.cubin")));
+    if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()) {
+        return Ok(bytes);
+    }
+    NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
+    let compiled = compile(source, arch, opts, NvrtcOutput::Cubin)?;
+    if let Some(f) = &file {
+        store_atomically(f, &compiled.image);
+    }
+    Ok(compiled.image)
 }
 
 fn nvrtc_version() -> (i32, i32) {
@@ -175,11 +194,9 @@ fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        path.display().to_string().len()
-    ));
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{}.{unique}.tmp", std::process::id()));
     if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

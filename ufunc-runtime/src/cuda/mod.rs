@@ -4,7 +4,7 @@
 mod launch;
 mod nvrtc;
 
-pub use launch::{cuda_counters, kernel_cache_dir, CudaCounters};
+pub use launch::{cached_cubin, cuda_counters, kernel_cache_dir, CudaCounters};
 pub(crate) use launch::{execute, execute_gufunc};
 
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
