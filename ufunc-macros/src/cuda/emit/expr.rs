@@ -1,363 +1,8 @@
-//! Rust body -> CUDA C++: one `emit_*` function per expression kind, writing into strings. The
-//! emitter runs twice over a body: the first pass learns the types of bindings initialised with
-//! bare literals from their later uses; the second writes the code with those types.
+//! Expressions: literals, paths, operators, calls, methods, indexing.
 
-use super::types::{Env, Ty};
-use crate::types::{elem_kind, ElemKind};
-use quote::ToTokens;
-use syn::{BinOp, Block, Expr, Lit, Pat, Stmt, Type, UnOp};
-
-/// What the emitted body refers to outside itself.
-#[derive(Default)]
-pub(crate) struct Captures {
-    /// Paths captured by value (consts, `f32::MAX`...): their C++ names and Rust paths.
-    pub consts: Vec<(String, syn::Path)>,
-    /// `#[kernel_fn]` helpers called.
-    pub helpers: Vec<syn::Ident>,
-}
-
-pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, casts with \
-    `as`, if/else, match on integers, for over ranges, while, loop, break, continue, return, \
-    tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!, and \
-    in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `is_empty`, `shape()[k]` of views";
-
-type Res<T> = Result<T, syn::Error>;
-
-fn unsupported<T>(node: impl ToTokens, what: &str) -> Res<T> {
-    Err(syn::Error::new_spanned(
-        node,
-        format!("{what} is not supported in a cuda kernel; {SUPPORTED}"),
-    ))
-}
-
-/// The Rust element type of `ty` as a `Ty`, if it is one (`usize`/`isize` too: gufunc bodies
-/// index with them).
-pub(crate) fn ty_of(ty: &Type) -> Option<Ty> {
-    if let Type::Path(p) = ty {
-        if let Some(id) = p.path.get_ident() {
-            if id == "usize" || id == "isize" {
-                return Some(Ty::Elem(id.to_string()));
-            }
-        }
-    }
-    match ty {
-        Type::Tuple(t) => t
-            .elems
-            .iter()
-            .map(ty_of)
-            .collect::<Option<Vec<_>>>()
-            .map(Ty::Tuple),
-        _ => {
-            let kind = elem_kind(ty, None)?;
-            let name = ty.to_token_stream().to_string().replace(' ', "");
-            let name = match kind {
-                ElemKind::Complex if name.ends_with("f32>") => "Complex<f32>".to_string(),
-                ElemKind::Complex => "Complex<f64>".to_string(),
-                _ => name.rsplit("::").next().unwrap_or(&name).to_string(),
-            };
-            Some(Ty::Elem(name))
-        }
-    }
-}
-
-/// The C++ name of a Rust local.
-fn local(name: &str) -> String {
-    format!("r_{name}")
-}
-
-pub(crate) struct Emitter {
-    pub env: Env,
-    pub captures: Captures,
-    next_tmp: usize,
-    next_binding: usize,
-    /// The function's return type, for `return` and the tail expression.
-    ret: Ty,
-}
+use super::*;
 
 impl Emitter {
-    pub(crate) fn new(ret: Ty) -> Self {
-        Emitter {
-            env: Env::default(),
-            captures: Captures::default(),
-            next_tmp: 0,
-            next_binding: 0,
-            ret,
-        }
-    }
-
-    fn tmp(&mut self) -> String {
-        self.next_tmp += 1;
-        format!("__ufunc_t{}", self.next_tmp)
-    }
-
-    /// The body of a function: statements, the tail expression returned.
-    pub(crate) fn emit_fn_body(&mut self, block: &Block) -> Res<String> {
-        self.next_tmp = 0;
-        let ret = self.ret.clone();
-        let want_value = ret != Ty::Unit;
-        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), want_value)?;
-        if let Some((expr, _)) = tail {
-            code.push_str(&format!("return {expr};\n"));
-        }
-        Ok(code)
-    }
-
-    /// Statements of `block` and, if it ends in an expression, that expression and its type.
-    /// With `want_value` false every expression statement is a C++ statement.
-    fn emit_block_parts(
-        &mut self,
-        block: &Block,
-        expected: Option<&Ty>,
-        want_value: bool,
-    ) -> Res<(String, Option<(String, Ty)>)> {
-        self.env.push();
-        let mut code = String::new();
-        let mut tail = None;
-        let n = block.stmts.len();
-        for (i, stmt) in block.stmts.iter().enumerate() {
-            match stmt {
-                Stmt::Local(l) => code.push_str(&self.emit_let(l)?),
-                Stmt::Item(item) => {
-                    if let syn::Item::Const(c) = item {
-                        return unsupported(
-                            c,
-                            "a `const` item inside the body (declare it outside)",
-                        );
-                    }
-                    return unsupported(item, "an item declared inside the body");
-                }
-                Stmt::Expr(e, semi) => {
-                    if want_value && i + 1 == n && semi.is_none() && !is_statement_like(e) {
-                        tail = Some(self.emit_expr(e, expected)?);
-                    } else {
-                        code.push_str(&self.emit_stmt_expr(e)?);
-                    }
-                }
-                Stmt::Macro(m) => code.push_str(&self.emit_macro(&m.mac)?),
-            }
-        }
-        self.env.pop();
-        Ok((code, tail))
-    }
-
-    fn emit_let(&mut self, l: &syn::Local) -> Res<String> {
-        let (pat, annotated) = match &l.pat {
-            Pat::Type(pt) => {
-                let ty = ty_of(&pt.ty).ok_or_else(|| {
-                    syn::Error::new_spanned(&pt.ty, "a cuda kernel's bindings have element types")
-                })?;
-                (&*pt.pat, Some(ty))
-            }
-            p => (p, None),
-        };
-        let Some(init) = &l.init else {
-            return unsupported(l, "a `let` without a value");
-        };
-        if init.diverge.is_some() {
-            return unsupported(l, "`let ... else`");
-        }
-        let (value, ty) = self.emit_expr(&init.expr, annotated.as_ref())?;
-        let ty = annotated.unwrap_or(ty);
-        match pat {
-            Pat::Ident(pi) => {
-                let name = pi.ident.to_string();
-                // Both passes visit bindings in the same order, so the count identifies them.
-                self.next_binding += 1;
-                let id = self.next_binding;
-                self.env.declare(&name, ty.clone(), Some(id));
-                let ty = self.env.lookup(&name).unwrap_or(ty);
-                let value = self.retype_literal(&value, &ty);
-                Ok(format!("{} {} = {value};\n", decl_type(&ty), local(&name)))
-            }
-            Pat::Tuple(pt) => {
-                let tmp = self.tmp();
-                let mut code = format!("auto {tmp} = {value};\n");
-                for (k, p) in pt.elems.iter().enumerate() {
-                    let field_ty = match &ty {
-                        Ty::Tuple(ts) => ts.get(k).cloned().unwrap_or(Ty::Opaque),
-                        _ => Ty::Opaque,
-                    };
-                    match p {
-                        Pat::Ident(pi) => {
-                            let name = pi.ident.to_string();
-                            self.env.declare(&name, field_ty.clone(), None);
-                            code.push_str(&format!(
-                                "{} {} = {tmp}.f{k};\n",
-                                decl_type(&field_ty),
-                                local(&name)
-                            ));
-                        }
-                        Pat::Wild(_) => {}
-                        other => return unsupported(other, "this tuple pattern"),
-                    }
-                }
-                Ok(code)
-            }
-            Pat::Wild(_) => Ok(format!("(void)({value});\n")),
-            other => unsupported(other, "this `let` pattern"),
-        }
-    }
-
-    /// Re-spells a bare literal for the type its binding turned out to have.
-    fn retype_literal(&self, value: &str, ty: &Ty) -> String {
-        let Ty::Elem(t) = ty else {
-            return value.to_string();
-        };
-        if value.parse::<i128>().is_ok() {
-            return typed_literal(value, t);
-        }
-        match value.parse::<f64>() {
-            Ok(v) if t == "f32" || t == "f64" => typed_literal(&format!("{v:?}"), t),
-            _ => value.to_string(),
-        }
-    }
-
-    /// An expression used as a statement.
-    fn emit_stmt_expr(&mut self, e: &Expr) -> Res<String> {
-        match e {
-            Expr::If(ei) => self.emit_if_stmt(ei),
-            Expr::ForLoop(f) => self.emit_for(f),
-            Expr::While(w) => {
-                if w.label.is_some() {
-                    return unsupported(w, "a labelled loop");
-                }
-                let (cond, _) = self.emit_expr(&w.cond, Some(&Ty::elem("bool")))?;
-                let body = self.emit_block_stmts(&w.body)?;
-                Ok(format!("while ({cond}) {{\n{body}}}\n"))
-            }
-            Expr::Loop(l) => {
-                if l.label.is_some() {
-                    return unsupported(l, "a labelled loop");
-                }
-                let body = self.emit_block_stmts(&l.body)?;
-                Ok(format!("for (;;) {{\n{body}}}\n"))
-            }
-            Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
-                    return unsupported(b, "`break` with a label or value");
-                }
-                Ok("break;\n".into())
-            }
-            Expr::Continue(c) => {
-                if c.label.is_some() {
-                    return unsupported(c, "`continue` with a label");
-                }
-                Ok("continue;\n".into())
-            }
-            Expr::Return(r) => match &r.expr {
-                Some(v) => {
-                    let ret = self.ret.clone();
-                    let (v, _) = self.emit_expr(v, Some(&ret))?;
-                    Ok(format!("return {v};\n"))
-                }
-                None if self.ret == Ty::Unit => Ok("return;\n".into()),
-                None => unsupported(r, "`return` without a value"),
-            },
-            Expr::Block(b) => {
-                let body = self.emit_block_stmts(&b.block)?;
-                Ok(format!("{{\n{body}}}\n"))
-            }
-            Expr::Match(m) => self.emit_match(m, None).map(|(c, _)| c),
-            Expr::Macro(m) => self.emit_macro(&m.mac),
-            e => {
-                let (code, _) = self.emit_expr(e, None)?;
-                Ok(format!("{code};\n"))
-            }
-        }
-    }
-
-    /// A block whose value is not used.
-    fn emit_block_stmts(&mut self, block: &Block) -> Res<String> {
-        let (mut code, tail) = self.emit_block_parts(block, None, false)?;
-        if let Some((e, _)) = tail {
-            code.push_str(&format!("(void)({e});\n"));
-        }
-        Ok(code)
-    }
-
-    fn emit_if_stmt(&mut self, ei: &syn::ExprIf) -> Res<String> {
-        let (cond, _) = self.emit_expr(&ei.cond, Some(&Ty::elem("bool")))?;
-        let then = self.emit_block_stmts(&ei.then_branch)?;
-        let mut code = format!("if ({cond}) {{\n{then}}}");
-        if let Some((_, e)) = &ei.else_branch {
-            match &**e {
-                Expr::If(inner) => code.push_str(&format!(" else {}", self.emit_if_stmt(inner)?)),
-                Expr::Block(b) => {
-                    let body = self.emit_block_stmts(&b.block)?;
-                    code.push_str(&format!(" else {{\n{body}}}\n"));
-                }
-                other => return unsupported(other, "this `else` branch"),
-            }
-        } else {
-            code.push('\n');
-        }
-        Ok(code)
-    }
-
-    fn emit_for(&mut self, f: &syn::ExprForLoop) -> Res<String> {
-        if f.label.is_some() {
-            return unsupported(f, "a labelled loop");
-        }
-        let Expr::Range(r) = unparen(&f.expr) else {
-            return unsupported(&f.expr, "`for` over anything but a range `a..b`");
-        };
-        let (Some(start), Some(end)) = (&r.start, &r.end) else {
-            return unsupported(r, "an open range");
-        };
-        let (s, st) = self.emit_expr(start, None)?;
-        let (e, et) = self.emit_expr(end, Some(&st))?;
-        let ty = match Ty::join(&st, &et) {
-            Ty::IntLit => Ty::elem("i32"),
-            t => t,
-        };
-        let name = match &*f.pat {
-            Pat::Ident(pi) => pi.ident.to_string(),
-            Pat::Wild(_) => format!("_{}", self.tmp()),
-            other => return unsupported(other, "this loop pattern"),
-        };
-        self.env.push();
-        self.env.declare(&name, ty.clone(), None);
-        let body = self.emit_block_stmts(&f.body)?;
-        self.env.pop();
-        let cmp = match r.limits {
-            syn::RangeLimits::HalfOpen(_) => "<",
-            syn::RangeLimits::Closed(_) => "<=",
-        };
-        let (s, e) = (self.retype_literal(&s, &ty), self.retype_literal(&e, &ty));
-        let var = local(&name);
-        let t = ty.cpp();
-        Ok(format!(
-            "for ({t} {var} = {s}, __end_{var} = {e}; {var} {cmp} __end_{var}; ++{var}) {{\n{body}}}\n"
-        ))
-    }
-
-    fn emit_macro(&mut self, mac: &syn::Macro) -> Res<String> {
-        let name = mac
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        match name.as_str() {
-            "panic" | "unreachable" | "todo" | "unimplemented" => {
-                Ok("__ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n".into())
-            }
-            "assert" | "debug_assert" => {
-                let args = mac.parse_body_with(
-                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
-                )?;
-                let Some(cond) = args.first() else {
-                    return unsupported(mac, "an empty assert!");
-                };
-                let (c, _) = self.emit_expr(cond, Some(&Ty::elem("bool")))?;
-                Ok(format!(
-                    "if (!({c})) __ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n"
-                ))
-            }
-            _ => unsupported(mac, &format!("the macro `{name}!`")),
-        }
-    }
-
     /// An expression, with the type it has. `expected` types bare literals.
     pub(crate) fn emit_expr(&mut self, e: &Expr, expected: Option<&Ty>) -> Res<(String, Ty)> {
         match e {
@@ -466,7 +111,7 @@ impl Emitter {
         }
     }
 
-    fn emit_path(&mut self, p: &syn::ExprPath) -> Res<(String, Ty)> {
+    pub(super) fn emit_path(&mut self, p: &syn::ExprPath) -> Res<(String, Ty)> {
         if p.qself.is_some() {
             return unsupported(p, "a qualified path");
         }
@@ -492,7 +137,11 @@ impl Emitter {
         Ok((cpp, Ty::Opaque))
     }
 
-    fn emit_binary(&mut self, b: &syn::ExprBinary, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(super) fn emit_binary(
+        &mut self,
+        b: &syn::ExprBinary,
+        expected: Option<&Ty>,
+    ) -> Res<(String, Ty)> {
         use BinOp::*;
         let compare = matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
         let logical = matches!(b.op, And(_) | Or(_));
@@ -569,7 +218,11 @@ impl Emitter {
         }
     }
 
-    fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(super) fn emit_unary(
+        &mut self,
+        u: &syn::ExprUnary,
+        expected: Option<&Ty>,
+    ) -> Res<(String, Ty)> {
         let (v, t) = self.emit_expr(&u.expr, expected)?;
         match u.op {
             UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => Ok((format!("-{v}"), t)),
@@ -584,7 +237,11 @@ impl Emitter {
         }
     }
 
-    fn emit_if_expr(&mut self, ei: &syn::ExprIf, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(super) fn emit_if_expr(
+        &mut self,
+        ei: &syn::ExprIf,
+        expected: Option<&Ty>,
+    ) -> Res<(String, Ty)> {
         let Some((_, else_expr)) = &ei.else_branch else {
             return self
                 .emit_if_stmt(ei)
@@ -611,58 +268,8 @@ impl Emitter {
         Ok((format!("({cond} ? {a} : {b})"), Ty::join(&at, &bt)))
     }
 
-    /// `match` on an integer: an if-chain in a lambda that yields the arm's value.
-    fn emit_match(&mut self, m: &syn::ExprMatch, expected: Option<&Ty>) -> Res<(String, Ty)> {
-        let (scrutinee, st) = self.emit_expr(&m.expr, None)?;
-        if !(st.is_integer() || st == Ty::elem("bool")) {
-            return unsupported(&m.expr, "`match` on anything but an integer or bool");
-        }
-        let s = self.tmp();
-        let mut code = format!("auto {s} = {scrutinee};\n");
-        let mut ty = Ty::Unit;
-        for (k, arm) in m.arms.iter().enumerate() {
-            if arm.guard.is_some() {
-                return unsupported(arm, "a match guard");
-            }
-            let cond = pattern_condition(&arm.pat, &s)?;
-            let hint = if ty.is_known() {
-                Some(ty.clone())
-            } else {
-                expected.cloned()
-            };
-            let body = match &*arm.body {
-                Expr::Block(b) if expected.is_none() => {
-                    let stmts = self.emit_block_stmts(&b.block)?;
-                    format!("{{\n{stmts}}}")
-                }
-                e if expected.is_none() && is_statement_like(e) => {
-                    format!("{{\n{}}}", self.emit_stmt_expr(e)?)
-                }
-                e => {
-                    let (v, t) = self.emit_expr(e, hint.as_ref())?;
-                    if t != Ty::Unit {
-                        ty = Ty::join(&ty, &t);
-                        if ty == Ty::Unit {
-                            ty = t;
-                        }
-                        format!("{{ return {v}; }}")
-                    } else {
-                        format!("{{ {v}; }}")
-                    }
-                }
-            };
-            let keyword = if k == 0 { "if" } else { "else if" };
-            code.push_str(&format!("{keyword} ({cond}) {body}\n"));
-        }
-        if ty == Ty::Unit {
-            return Ok((code, Ty::Unit));
-        }
-        code.push_str("__ufunc_panic(__UFUNC_PANIC_UNREACHABLE);\nreturn {};\n");
-        Ok((format!("[&]() -> {} {{\n{code}}}()", decl_type(&ty)), ty))
-    }
-
     /// `a[[i, j]]` on a view (a reference, so it can be assigned), or `a.shape()[k]`.
-    fn emit_index(&mut self, i: &syn::ExprIndex) -> Res<(String, Ty)> {
+    pub(super) fn emit_index(&mut self, i: &syn::ExprIndex) -> Res<(String, Ty)> {
         let (base, bt) = self.emit_expr(&i.expr, None)?;
         let usize_ty = Ty::elem("usize");
         match bt {
@@ -692,7 +299,7 @@ impl Emitter {
     }
 
     /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` of a view.
-    fn emit_view_method(
+    pub(super) fn emit_view_method(
         &mut self,
         m: &syn::ExprMethodCall,
         recv: &str,
@@ -718,7 +325,11 @@ impl Emitter {
         }
     }
 
-    fn emit_method(&mut self, m: &syn::ExprMethodCall, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(super) fn emit_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        expected: Option<&Ty>,
+    ) -> Res<(String, Ty)> {
         let name = m.method.to_string();
         let (recv, rt) = self.emit_expr(&m.receiver, expected)?;
         if let Ty::View { rank, .. } = rt {
@@ -759,7 +370,11 @@ impl Emitter {
         Ok((format!("{func}({})", args.join(", ")), result))
     }
 
-    fn emit_call(&mut self, c: &syn::ExprCall, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(super) fn emit_call(
+        &mut self,
+        c: &syn::ExprCall,
+        expected: Option<&Ty>,
+    ) -> Res<(String, Ty)> {
         let Expr::Path(p) = unparen(&c.func) else {
             return unsupported(&c.func, "calling this");
         };
@@ -833,57 +448,9 @@ impl Emitter {
     }
 }
 
-/// Declared type of a binding: opaque values use `auto`.
-fn decl_type(ty: &Ty) -> String {
-    match ty {
-        Ty::Opaque | Ty::Unit => "auto".into(),
-        Ty::Tuple(_) if !tys_known(ty) => "auto".into(),
-        t => t.cpp(),
-    }
-}
-
-fn tys_known(ty: &Ty) -> bool {
-    match ty {
-        Ty::Tuple(ts) => ts.iter().all(tys_known),
-        t => t.is_known(),
-    }
-}
-
-fn real_of(t: &Ty) -> Ty {
-    match t {
-        Ty::Elem(c) if c == "Complex<f32>" => Ty::elem("f32"),
-        Ty::Elem(c) if c == "Complex<f64>" => Ty::elem("f64"),
-        other => other.clone(),
-    }
-}
-
-fn unparen(e: &Expr) -> &Expr {
-    match e {
-        Expr::Paren(p) => unparen(&p.expr),
-        Expr::Group(g) => unparen(&g.expr),
-        e => e,
-    }
-}
-
-/// Loops, lets-less control flow and assignments are statements in C++.
-fn is_statement_like(e: &Expr) -> bool {
-    matches!(
-        e,
-        Expr::ForLoop(_)
-            | Expr::While(_)
-            | Expr::Loop(_)
-            | Expr::Break(_)
-            | Expr::Continue(_)
-            | Expr::Return(_)
-            | Expr::Assign(_)
-            | Expr::Macro(_)
-    ) || matches!(e, Expr::Binary(b) if is_compound(&b.op))
-        || matches!(e, Expr::If(i) if i.else_branch.is_none())
-}
-
 /// An arithmetic or bitwise operator: the runtime helper suffix, the C++ symbol, and whether it
 /// is the compound-assignment form.
-fn arith(op: &BinOp) -> Option<(&'static str, &'static str, bool)> {
+pub(super) fn arith(op: &BinOp) -> Option<(&'static str, &'static str, bool)> {
     use BinOp::*;
     Some(match op {
         Add(_) => ("add", "+", false),
@@ -910,7 +477,7 @@ fn arith(op: &BinOp) -> Option<(&'static str, &'static str, bool)> {
     })
 }
 
-fn is_compound(op: &BinOp) -> bool {
+pub(super) fn is_compound(op: &BinOp) -> bool {
     arith(op).is_some_and(|(_, _, c)| c)
 }
 
@@ -939,7 +506,7 @@ pub(crate) fn typed_literal(text: &str, ty: &str) -> String {
 }
 
 /// A Rust literal; unsuffixed numbers take the expected type.
-fn emit_lit(lit: &Lit, expected: Option<&Ty>) -> Res<(String, Ty)> {
+pub(super) fn emit_lit(lit: &Lit, expected: Option<&Ty>) -> Res<(String, Ty)> {
     let expected_elem = match expected {
         Some(Ty::Elem(t)) => Some(t.as_str()),
         _ => None,
@@ -974,51 +541,5 @@ fn emit_lit(lit: &Lit, expected: Option<&Ty>) -> Res<(String, Ty)> {
             }
         }
         other => unsupported(other, "this literal"),
-    }
-}
-
-/// The condition under which an integer `match` arm's pattern matches the value named `s`.
-fn pattern_condition(pat: &Pat, s: &str) -> Res<String> {
-    match pat {
-        Pat::Wild(_) => Ok("true".into()),
-        Pat::Lit(l) => {
-            let (v, _) = emit_lit(&l.lit, None)?;
-            Ok(format!("{s} == {v}"))
-        }
-        Pat::Or(o) => {
-            let parts = o
-                .cases
-                .iter()
-                .map(|c| pattern_condition(c, s))
-                .collect::<Res<Vec<_>>>()?;
-            Ok(format!("({})", parts.join(" || ")))
-        }
-        Pat::Range(r) => {
-            let bound = |e: &Option<Box<Expr>>| -> Res<Option<String>> {
-                match e.as_deref() {
-                    None => Ok(None),
-                    Some(Expr::Lit(l)) => Ok(Some(emit_lit(&l.lit, None)?.0)),
-                    Some(Expr::Unary(u)) if matches!(u.op, UnOp::Neg(_)) => match &*u.expr {
-                        Expr::Lit(l) => Ok(Some(format!("-{}", emit_lit(&l.lit, None)?.0))),
-                        other => unsupported(other, "this range bound"),
-                    },
-                    Some(other) => unsupported(other, "this range bound"),
-                }
-            };
-            let lo = bound(&r.start)?.map(|v| format!("{s} >= {v}"));
-            let hi = bound(&r.end)?.map(|v| match r.limits {
-                syn::RangeLimits::HalfOpen(_) => format!("{s} < {v}"),
-                syn::RangeLimits::Closed(_) => format!("{s} <= {v}"),
-            });
-            Ok(match (lo, hi) {
-                (Some(a), Some(b)) => format!("({a} && {b})"),
-                (Some(a), None) | (None, Some(a)) => a,
-                (None, None) => "true".into(),
-            })
-        }
-        other => unsupported(
-            other,
-            "this pattern (match arms take integer literals, ranges, `|` and `_`)",
-        ),
     }
 }
