@@ -83,8 +83,8 @@ pub mod prelude {
 /// `f::cuda_source()` for every function compiled with `targets = [.., "cuda"]`.
 pub mod cuda {
     pub use ufunc_runtime::{
-        cached_cubin, compile, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled,
-        CudaCounters, NvrtcOutput,
+        cached_cubin, compile, cuda_counters, device_array, kernel_cache_dir, nvrtc_available,
+        to_device, Compiled, CudaCounters, DeviceArray, NvrtcOutput,
     };
 }
 
@@ -92,8 +92,9 @@ pub mod cuda {
 #[doc(hidden)]
 pub mod __private {
     pub use ufunc_runtime::{
-        call, call_out, cuda_const, gu_call, gu_call_out, path_with_helpers, store_scalar,
-        ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral, Element, FusedMulAdd,
+        call, call_device, call_out, call_out_device, cuda_const, gu_call, gu_call_out,
+        path_with_helpers, store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel,
+        CudaLiteral, DeviceArraysOf, DeviceOperands, DeviceOutOperands, Element, FusedMulAdd,
         GuBody, Isa, LaneMath, Operands, OutOperands, Outputs, Signature, CUDA_PRELUDE,
     };
 }

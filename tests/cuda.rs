@@ -605,3 +605,64 @@ fn a_second_process_compiles_nothing() {
     assert_eq!(files.len(), 1, "one cubin, no leftover temporary files");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn device_arrays_need_a_device() {
+    let x = array![1.0f32, 2.0];
+    match ufunc::cuda::to_device(&x) {
+        Ok(d) => assert_eq!(d.shape(), &[2]),
+        Err(e) => assert!(matches!(e, Error::NoCudaDevice { .. }), "{e}"),
+    }
+    match square_sum::on_device(&x, 1.0f32) {
+        Ok(d) => assert_eq!(d.copy_to_host().unwrap(), array![4.0f32, 9.0]),
+        Err(e) => assert!(matches!(e, Error::NoCudaDevice { .. }), "{e}"),
+    }
+}
+
+#[test]
+fn device_arrays_stay_on_the_device() {
+    on_gpu("device_arrays_stay_on_the_device", || {
+        use ufunc::cuda::{cuda_counters, device_array, to_device};
+        let x = Array2::from_shape_fn((300, 200), |(i, j)| (i as f32) * 0.01 - j as f32 * 0.02);
+        let y = x.t().to_owned();
+        let dx = to_device(&x).unwrap();
+        let dy = to_device(&y.t()).unwrap();
+        assert_eq!(dx.copy_to_host().unwrap(), x);
+        let before = cuda_counters();
+        let dz = square_sum::on_device(&dx, &dy).unwrap();
+        let after = cuda_counters();
+        assert_eq!(
+            after.host_to_device, before.host_to_device,
+            "device operands do not move"
+        );
+        assert_eq!(
+            after.device_to_host, before.device_to_host,
+            "the result stays on the device"
+        );
+        // Chained, with a scalar and a broadcast row copied in.
+        let row = Array1::from_shape_fn(200, |j| j as f32);
+        let dw = square_sum::on_device(&dz, &row).unwrap();
+        let want = square_sum(&square_sum(&x, &y.t()).unwrap(), &row).unwrap();
+        assert_eq!(dw.copy_to_host().unwrap(), want);
+        // Into an existing device array.
+        let mut out = device_array::<f32, _>((300, 200)).unwrap();
+        square_sum::out_device(&dx, 0.5f32, &mut out).unwrap();
+        assert_eq!(out.copy_to_host().unwrap(), square_sum(&x, 0.5f32).unwrap());
+        let mut wrong = device_array::<f32, _>((2, 2)).unwrap();
+        assert!(matches!(
+            square_sum::out_device(&dx, 0.5f32, &mut wrong),
+            Err(Error::OutputShape { .. })
+        ));
+        // Several outputs come back as several device arrays.
+        let xs = Array1::from_shape_fn(64, |i| i as f64 * 0.1);
+        let (s, b) = series::on_device(&xs, 20u32).unwrap();
+        let (s_cpu, b_cpu) = series(&xs, 20u32).unwrap();
+        assert!(s
+            .copy_to_host()
+            .unwrap()
+            .iter()
+            .zip(&s_cpu)
+            .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs())));
+        assert_eq!(b.copy_to_host().unwrap(), b_cpu);
+    });
+}

@@ -131,6 +131,13 @@ pub trait Outputs: Copy {
     /// Allocates outputs of the given shapes (one per output) filled with the default value
     /// (zero, `false`), and pushes their data pointers.
     fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn>;
+    /// What a device call returns: `DeviceArray<T, D>` or a tuple of them.
+    type DeviceArrays<D: Dimension>;
+    /// Wraps one device buffer per output.
+    fn wrap_device<D: Dimension>(
+        bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+        dim: &D,
+    ) -> Self::DeviceArrays<D>;
 }
 
 /// Runs `B` over `n` contiguous elements. `#[inline(always)]` so that the loop is compiled for the
@@ -223,6 +230,14 @@ macro_rules! impl_single_output {
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 alloc_default_one::<$t>(&shapes[0], ptrs)
             }
+            type DeviceArrays<D: Dimension> = crate::cuda::DeviceArray<$t, D>;
+            fn wrap_device<D: Dimension>(
+                bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+                dim: &D,
+            ) -> Self::DeviceArrays<D> {
+                let buf = bufs.into_iter().next().expect("one buffer per output");
+                crate::cuda::wrap(buf, dim)
+            }
         }
     )*};
 }
@@ -252,6 +267,17 @@ macro_rules! impl_tuple_outputs {
             }
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 ($(alloc_default_one::<$t>(&shapes[$i], ptrs),)+)
+            }
+            type DeviceArrays<Dm: Dimension> = ($(crate::cuda::DeviceArray<$t, Dm>,)+);
+            fn wrap_device<Dm: Dimension>(
+                bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+                dim: &Dm,
+            ) -> Self::DeviceArrays<Dm> {
+                let mut bufs = bufs.into_iter();
+                ($({
+                    let _ = $i;
+                    crate::cuda::wrap(bufs.next().expect("one buffer per output"), dim)
+                },)+)
             }
         }
     };

@@ -9,6 +9,11 @@ use crate::shape::{broadcast_shape, c_strides, element_count, Shape};
 use crate::target::{ensure_compiled, Target};
 use ndarray::Dimension;
 
+/// The device arrays a device call of body `B` on operands `Ops` returns.
+pub type DeviceArraysOf<B, Ops> = <<B as Body>::Out as Outputs>::DeviceArrays<
+    <Ops as crate::cuda::DeviceOperands<<B as Body>::In>>::Dim,
+>;
+
 /// The arrays a call of body `B` on operands `Ops` returns.
 pub type ArraysOf<B, Ops> =
     <<B as Body>::Out as Outputs>::Arrays<<Ops as Operands<<B as Body>::In>>::Dim>;

@@ -18,10 +18,12 @@ mod shape;
 mod target;
 
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
-pub use call::{call, call_out, ArraysOf};
+pub use call::{call, call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
-    cached_cubin, compile, cuda_const, cuda_counters, kernel_cache_dir, nvrtc_available, Compiled,
-    CudaCounters, CudaKernel, CudaLiteral, NvrtcOutput, CUDA_PRELUDE,
+    cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, device_array,
+    kernel_cache_dir, nvrtc_available, to_device, Compiled, CudaCounters, CudaKernel, CudaLiteral,
+    DeviceArray, DeviceInput, DeviceOperand, DeviceOperands, DeviceOutOperands, NvrtcOutput,
+    CUDA_PRELUDE,
 };
 pub use element::Element;
 pub use error::{Error, Result};

@@ -124,6 +124,34 @@ fn expand(v: &Vectorize<'_>) -> syn::Result<TokenStream> {
          `{name}::scalar`, `{name}::KERNEL_PATH`."
     );
     let outs_tuple = quote!((#(#out_tys,)*));
+    let device_fns = if v.attr.wants_cuda() {
+        quote! {
+            /// Applies the function on the GPU and leaves the results there: device arrays are
+            /// used in place, host arrays and scalars are copied in.
+            pub fn on_device<#lead #(#arg_tys),*>(#(#params: #arg_tys),*)
+                -> ::ufunc::Result<#p::DeviceArraysOf<#body, (#(#arg_tys,)*)>>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+            {
+                #p::call_device::<#body, _>(Self::TARGETS, (#(#params,)*))
+            }
+
+            /// Writes into existing device arrays of exactly the broadcast shape.
+            pub fn out_device<#lead #(#arg_tys,)* #(#out_tys),*>(
+                #(#params: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+                #outs_tuple: #p::DeviceOutOperands<#out_ty>,
+            {
+                #p::call_out_device::<#body, _, _>(
+                    Self::TARGETS, (#(#params,)*), (#(#out_params,)*)
+                )
+            }
+        }
+    } else {
+        quote!()
+    };
     Ok(quote! {
         #(#attrs)*
         ///
@@ -190,6 +218,8 @@ fn expand(v: &Vectorize<'_>) -> syn::Result<TokenStream> {
             }
 
             #assoc
+
+            #device_fns
         }
 
         #items

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::operand::{RawOperand, RawOutOperand};
 use crate::shape::{broadcast_strides, c_strides, element_count};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
-static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
 static NVRTC_COMPILES: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts of what the `cuda` target did in this process, for tests and diagnostics.
@@ -45,9 +45,9 @@ pub fn cuda_counters() -> CudaCounters {
     }
 }
 
-struct Device {
+pub(crate) struct Device {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    pub(crate) stream: Arc<CudaStream>,
     /// `sm_XY` of device 0.
     arch: String,
     multiprocessors: u32,
@@ -55,7 +55,7 @@ struct Device {
 }
 
 /// Device 0, or why there is none. Checked before any cudarc call that would panic.
-fn device() -> Result<&'static Device> {
+pub(crate) fn device() -> Result<&'static Device> {
     static DEVICE: OnceLock<std::result::Result<Device, String>> = OnceLock::new();
     DEVICE
         .get_or_init(|| {
@@ -287,30 +287,80 @@ pub(crate) fn execute(
         return Ok(());
     }
     let dev = device()?;
-    let module = dev.module(kernel)?;
-    let cuda_err = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+    let in_bufs = ins
+        .iter()
+        .zip(in_sizes)
+        .map(|(op, &size)| upload(dev, function, op, size))
+        .collect::<Result<Vec<_>>>()?;
+    let mut out_bufs = out_sizes
+        .iter()
+        .map(|&size| alloc_zeroed(dev, function, total * size))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs: Vec<(&CudaSlice<u8>, &[usize])> = in_bufs
+        .iter()
+        .zip(ins)
+        .map(|(b, op)| (b, op.shape))
+        .collect();
+    let mut outputs: Vec<&mut CudaSlice<u8>> = out_bufs.iter_mut().collect();
+    launch_elementwise(dev, function, kernel, &inputs, &mut outputs, shape)?;
+    for ((op, buf), &size) in outs.iter().zip(&out_bufs).zip(out_sizes) {
+        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
+        let bytes = dev
+            .stream
+            .clone_dtoh(buf)
+            .map_err(|e| driver_error(function, "copying an output back", e))?;
+        scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
+    }
+    Ok(())
+}
+
+pub(crate) fn driver_error(function: &str, what: &str, e: cudarc::driver::DriverError) -> Error {
+    Error::Cuda {
         what: format!("{what} for `{function}`: {e:?}"),
-    };
+    }
+}
+
+/// A host operand's own elements, copied to a new device buffer (one transfer).
+pub(crate) fn upload(
+    dev: &Device,
+    function: &str,
+    op: &RawOperand<'_>,
+    size: usize,
+) -> Result<CudaSlice<u8>> {
+    let bytes = host_bytes(op.ptr, op.shape, op.strides, size);
+    HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+    // An empty operand still needs a valid device pointer.
+    let bytes: &[u8] = if bytes.is_empty() { &[0u8] } else { &bytes };
+    dev.stream
+        .clone_htod(bytes)
+        .map_err(|e| driver_error(function, "copying an input", e))
+}
+
+/// A zeroed device buffer of `bytes` bytes (at least one, so that it has an address).
+pub(crate) fn alloc_zeroed(dev: &Device, function: &str, bytes: usize) -> Result<CudaSlice<u8>> {
+    dev.stream
+        .alloc_zeros::<u8>(bytes.max(1))
+        .map_err(|e| driver_error(function, "allocating an output", e))
+}
+
+/// Launches the contiguous or strided kernel of `kernel` on device buffers: inputs of their own
+/// shapes in C order (broadcast through stride-0 strides), outputs of the full `shape` in C
+/// order; waits, and turns a raised panic flag into an error.
+pub(crate) fn launch_elementwise(
+    dev: &Device,
+    function: &'static str,
+    kernel: &CudaKernel,
+    ins: &[(&CudaSlice<u8>, &[usize])],
+    outs: &mut [&mut CudaSlice<u8>],
+    shape: &[usize],
+) -> Result<()> {
+    let total = element_count(shape)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let module = dev.module(kernel)?;
     let stream = &dev.stream;
-    let mut in_bufs = Vec::with_capacity(ins.len());
-    for (op, &size) in ins.iter().zip(in_sizes) {
-        let bytes = host_bytes(op.ptr, op.shape, op.strides, size);
-        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
-        in_bufs.push(
-            stream
-                .clone_htod(&*bytes)
-                .map_err(|e| cuda_err("copying an input", e))?,
-        );
-    }
-    let mut out_bufs = Vec::with_capacity(outs.len());
-    for &size in out_sizes {
-        out_bufs.push(
-            stream
-                .alloc_zeros::<u8>(total * size)
-                .map_err(|e| cuda_err("allocating an output", e))?,
-        );
-    }
-    let contiguous = ins.iter().all(|op| op.shape == shape);
+    let err = |what: &str, e| driver_error(function, what, e);
     let n = total as i64;
     let threads = 256u32;
     let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, dev.multiprocessors * 32);
@@ -322,65 +372,54 @@ pub(crate) fn execute(
     let load = |name: String| -> Result<CudaFunction> {
         module
             .load_function(&name)
-            .map_err(|e| cuda_err(&format!("finding kernel {name}"), e))
+            .map_err(|e| err(&format!("finding kernel {name}"), e))
     };
-    if contiguous {
+    if ins.iter().all(|(_, s)| *s == shape) {
         let func = load(format!("{}_contig", kernel.name))?;
         let mut launch = stream.launch_builder(&func);
         launch.arg(&n);
-        for b in &in_bufs {
-            launch.arg(b);
+        for (b, _) in ins {
+            launch.arg(*b);
         }
-        for b in &mut out_bufs {
-            launch.arg(b);
+        for b in outs.iter_mut() {
+            launch.arg(&mut **b);
         }
         // SAFETY: the arguments match the kernel's signature: n, then one pointer per operand
         // to `total` elements of its type.
-        unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
+        unsafe { launch.launch(cfg) }.map_err(|e| err("launching", e))?;
     } else {
         let ndim = shape.len() as i32;
         let shape_i64: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let mut strides_i64: Vec<i64> = Vec::with_capacity((ins.len() + outs.len()) * shape.len());
-        for op in ins {
-            let own = c_strides(op.shape);
-            strides_i64.extend(
-                broadcast_strides(shape, op.shape, &own)
-                    .iter()
-                    .map(|&s| s as i64),
-            );
+        for (_, own_shape) in ins {
+            let own = c_strides(own_shape);
+            let b = broadcast_strides(shape, own_shape, &own);
+            strides_i64.extend(b.iter().map(|&s| s as i64));
         }
-        for _ in outs {
+        for _ in outs.iter() {
             strides_i64.extend(c_strides(shape).iter().map(|&s| s as i64));
         }
         HOST_TO_DEVICE.fetch_add(2, Ordering::Relaxed);
         let shape_buf = stream
             .clone_htod(&shape_i64)
-            .map_err(|e| cuda_err("copying the shape", e))?;
+            .map_err(|e| err("copying the shape", e))?;
         let strides_buf = stream
             .clone_htod(&strides_i64)
-            .map_err(|e| cuda_err("copying the strides", e))?;
+            .map_err(|e| err("copying the strides", e))?;
         let func = load(format!("{}_strided", kernel.name))?;
         let mut launch = stream.launch_builder(&func);
         launch.arg(&n).arg(&ndim).arg(&shape_buf).arg(&strides_buf);
-        for b in &in_bufs {
-            launch.arg(b);
+        for (b, _) in ins {
+            launch.arg(*b);
         }
-        for b in &mut out_bufs {
-            launch.arg(b);
+        for b in outs.iter_mut() {
+            launch.arg(&mut **b);
         }
         // SAFETY: as above, plus the shape and per-operand strides of `ndim` dimensions.
-        unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
+        unsafe { launch.launch(cfg) }.map_err(|e| err("launching", e))?;
     }
-    stream.synchronize().map_err(|e| cuda_err("running", e))?;
-    check_status(function, &module, stream)?;
-    for ((op, buf), &size) in outs.iter().zip(&out_bufs).zip(out_sizes) {
-        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
-        let bytes = stream
-            .clone_dtoh(buf)
-            .map_err(|e| cuda_err("copying an output back", e))?;
-        scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
-    }
-    Ok(())
+    stream.synchronize().map_err(|e| err("running", e))?;
+    check_status(function, &module, stream)
 }
 
 /// Runs a gufunc kernel over the loop items of `binding`: every operand (outputs too, which the

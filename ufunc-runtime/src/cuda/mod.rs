@@ -1,8 +1,15 @@
 //! The `cuda` target: the C++ prelude the translated bodies rely on, exact literals for
 //! captured constants, and NVRTC compilation.
 
+mod device;
 mod launch;
 mod nvrtc;
+
+pub(crate) use device::wrap;
+pub use device::{
+    call_device, call_out_device, device_array, to_device, DeviceArray, DeviceInput, DeviceOperand,
+    DeviceOperands, DeviceOutOperands,
+};
 
 pub use launch::{cached_cubin, cuda_counters, kernel_cache_dir, CudaCounters};
 pub(crate) use launch::{execute, execute_gufunc};
