@@ -1,0 +1,80 @@
+//! GPU benchmarks of the `cuda` target (issue 4): `(a+b)**2` on device arrays of 2^28 f32 against
+//! a device-to-device copy kernel, and the first call in a fresh process (context creation and a
+//! kernel loaded from the warm disk cache). Prints one JSON object per measurement; without a
+//! CUDA device it says so and exits.
+//!
+//! `cargo bench --bench cuda` (needs libnvrtc.so.13 on LD_LIBRARY_PATH for the first compile).
+
+use std::time::Instant;
+use ufunc::cuda::{device_array, to_device};
+use ufunc::prelude::*;
+
+#[vectorize(targets = ["cuda"])]
+fn square_sum(a: f32, b: f32) -> f32 {
+    (a + b) * (a + b)
+}
+
+#[vectorize(targets = ["cuda"])]
+fn copy(a: f32) -> f32 {
+    a
+}
+
+fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn first_call(started: Instant) {
+    let x = ndarray::Array1::from_elem(1024, 1.0f32);
+    let y = square_sum::on_device(&x, 2.0f32).and_then(|d| d.copy_to_host());
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    match y {
+        Ok(y) => {
+            assert_eq!(y[0], 9.0);
+            println!("{{\"case\": \"first_call\", \"n\": 1024, \"impl\": \"ufunc-cuda\", \"ms\": {ms:.2}, \"nvrtc_compiles\": {}}}",
+                ufunc::cuda::cuda_counters().nvrtc_compiles);
+        }
+        Err(e) => eprintln!("first call failed: {e}"),
+    }
+}
+
+fn main() -> Result<(), ufunc::Error> {
+    let started = Instant::now();
+    if std::env::args().any(|a| a == "--first-call") {
+        first_call(started);
+        return Ok(());
+    }
+    let n = 1usize << 28;
+    let a = match device_array::<f32, _>(n) {
+        Ok(a) => a,
+        Err(Error::NoCudaDevice { reason }) => {
+            eprintln!("cuda bench: no CUDA device ({reason}); nothing measured");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let b = to_device(&ndarray::Array1::from_elem(n, 0.5f32))?;
+    let mut c = device_array::<f32, _>(n)?;
+    let ms = median_ms(10, || square_sum::out_device(&a, &b, &mut c).unwrap());
+    let gbps = 12.0 * n as f64 / ms / 1e6;
+    println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
+    let ms = median_ms(10, || copy::out_device(&a, &mut c).unwrap());
+    let gbps = 8.0 * n as f64 / ms / 1e6;
+    println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"d2d-copy-kernel\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
+    // The first call of a fresh process, the disk cache being warm from the calls above.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--first-call")
+        .output()
+        .expect("running the first-call child");
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    Ok(())
+}
