@@ -3,10 +3,10 @@
 //! `f::out_device` of a cuda ufunc take device arrays (and host operands or scalars, which are
 //! copied in) and leave their results on the device.
 
+use super::kernel_of;
 use super::launch::{
     alloc_zeroed, device, driver_error, launch_elementwise, upload, DEVICE_TO_HOST,
 };
-use super::CudaKernel;
 use crate::body::{Inputs, Outputs};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -242,19 +242,12 @@ fn device_inputs<'a>(
         .collect())
 }
 
-fn kernel_of(
-    function: &'static str,
-    kernel: Option<CudaKernel>,
-    compiled: &'static [Target],
-) -> Result<CudaKernel> {
-    match kernel {
-        Some(k) if compiled.contains(&Target::Cuda) => Ok(k),
-        _ => Err(Error::TargetNotCompiled {
-            function,
-            target: Target::Cuda,
-            compiled,
-        }),
-    }
+/// The broadcast shape of a device call's inputs.
+fn broadcast_inputs(inputs: &[DeviceInput<'_>]) -> Result<crate::shape::Shape> {
+    broadcast_shape(inputs.len(), |i| match &inputs[i] {
+        DeviceInput::Device(_, s) => s,
+        DeviceInput::Host(r) => r.shape,
+    })
 }
 
 /// `f::on_device`: runs `B` on the GPU and leaves the results there.
@@ -264,10 +257,7 @@ pub fn call_device<B: crate::body::Body, Ops: DeviceOperands<B::In>>(
 ) -> Result<<B::Out as Outputs>::DeviceArrays<Ops::Dim>> {
     let kernel = kernel_of(B::NAME, B::CUDA, compiled)?;
     let inputs = ops.device_inputs();
-    let shape = broadcast_shape(inputs.len(), |i| match &inputs[i] {
-        DeviceInput::Device(_, s) => s,
-        DeviceInput::Host(r) => r.shape,
-    })?;
+    let shape = broadcast_inputs(&inputs)?;
     let dev = device()?;
     let total = element_count(&shape)?;
     let mut bufs = B::Out::SIZES
@@ -295,10 +285,7 @@ pub fn call_out_device<
 ) -> Result<()> {
     let kernel = kernel_of(B::NAME, B::CUDA, compiled)?;
     let inputs = ops.device_inputs();
-    let shape = broadcast_shape(inputs.len(), |i| match &inputs[i] {
-        DeviceInput::Device(_, s) => s,
-        DeviceInput::Host(r) => r.shape,
-    })?;
+    let shape = broadcast_inputs(&inputs)?;
     let mut outputs = outs.device_outputs();
     for (i, (_, s)) in outputs.iter().enumerate() {
         if *s != shape.as_slice() {

@@ -51,7 +51,8 @@ pub(crate) struct Device {
     /// `sm_XY` of device 0.
     arch: String,
     multiprocessors: u32,
-    modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
+    /// Loaded modules, by source function and fast-math flag.
+    modules: Mutex<HashMap<(usize, bool), Arc<CudaModule>>>,
 }
 
 /// Device 0, or why there is none. Checked before any cudarc call that would panic.
@@ -116,11 +117,22 @@ pub fn kernel_cache_dir() -> Option<PathBuf> {
 }
 
 impl Device {
-    /// The module for `kernel`: from memory, from the disk cache, or compiled with NVRTC.
+    /// A launch of `threads`-wide blocks for a grid-stride loop over `total` items: enough
+    /// blocks to cover them, at most 32 per multiprocessor.
+    fn grid_stride_config(&self, total: usize, threads: u32) -> LaunchConfig {
+        let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, self.multiprocessors * 32);
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The module for `kernel`: from memory, from the disk cache, or compiled with NVRTC. In
+    /// memory, a kernel is known by its source function, so a call that finds its module builds
+    /// no source string.
     fn module(&self, kernel: &CudaKernel) -> Result<Arc<CudaModule>> {
-        let source = (kernel.source)();
-        let opts = options(kernel);
-        let key = cache_key(&source, &self.arch, &opts);
+        let key = (kernel.source as usize, kernel.fast_math);
         if let Some(m) = self
             .modules
             .lock()
@@ -129,6 +141,8 @@ impl Device {
         {
             return Ok(m.clone());
         }
+        let source = (kernel.source)();
+        let opts = options(kernel);
         let cubin = cached_cubin(&source, &self.arch, &opts)?;
         let module = self
             .ctx
@@ -362,13 +376,7 @@ pub(crate) fn launch_elementwise(
     let stream = &dev.stream;
     let err = |what: &str, e| driver_error(function, what, e);
     let n = total as i64;
-    let threads = 256u32;
-    let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, dev.multiprocessors * 32);
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = dev.grid_stride_config(total, 256);
     let load = |name: String| -> Result<CudaFunction> {
         module
             .load_function(&name)
@@ -500,13 +508,7 @@ pub(crate) fn execute_gufunc(
         .map_err(|e| cuda_err("finding the gufunc kernel", e))?;
     let n = total as i64;
     let nd = loop_ndim as i32;
-    let threads = 128u32;
-    let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, dev.multiprocessors * 32);
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = dev.grid_stride_config(total, 128);
     let mut launch = stream.launch_builder(&func);
     launch
         .arg(&n)

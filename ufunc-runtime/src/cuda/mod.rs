@@ -34,6 +34,23 @@ pub struct CudaKernel {
     pub fast_math: bool,
 }
 
+/// The kernel of a function compiled for `cuda`; `TargetNotCompiled` (listing `compiled`) for a
+/// function that was not. An empty `compiled` means the caller has checked the target already.
+pub(crate) fn kernel_of(
+    function: &'static str,
+    kernel: Option<CudaKernel>,
+    compiled: &'static [crate::Target],
+) -> crate::Result<CudaKernel> {
+    match kernel {
+        Some(k) if compiled.is_empty() || compiled.contains(&crate::Target::Cuda) => Ok(k),
+        _ => Err(crate::Error::TargetNotCompiled {
+            function,
+            target: crate::Target::Cuda,
+            compiled,
+        }),
+    }
+}
+
 /// A value written as an exact CUDA C++ expression of its type.
 pub trait CudaLiteral {
     /// The C++ type name (as the prelude spells it).

@@ -28,13 +28,8 @@ pub(crate) fn execute<B: Body>(
     shape: &[usize],
 ) -> Result<()> {
     if target == Target::Cuda {
-        let Some(kernel) = B::CUDA else {
-            return Err(Error::TargetNotCompiled {
-                function: B::NAME,
-                target,
-                compiled: &[],
-            });
-        };
+        // The caller checked the target against the compiled ones.
+        let kernel = crate::cuda::kernel_of(B::NAME, B::CUDA, &[])?;
         return crate::cuda::execute(
             B::NAME,
             &kernel,

@@ -121,13 +121,8 @@ fn execute<B: GuBody>(
     binding: &CoreBinding,
 ) -> Result<()> {
     if target == Target::Cuda {
-        let Some(kernel) = B::CUDA else {
-            return Err(Error::TargetNotCompiled {
-                function: B::NAME,
-                target,
-                compiled: &[],
-            });
-        };
+        // The caller checked the target against the compiled ones.
+        let kernel = crate::cuda::kernel_of(B::NAME, B::CUDA, &[])?;
         return crate::cuda::execute_gufunc(
             B::NAME,
             &kernel,

@@ -45,6 +45,20 @@ pub struct ViewLayout<T, D> {
     elem: PhantomData<T>,
 }
 
+impl<T, D: Dimension> ViewLayout<T, D> {
+    /// Turns the axes that run backwards in memory around again.
+    #[inline(always)]
+    fn reverse_flipped<S: ndarray::RawData>(&self, v: &mut ndarray::ArrayBase<S, D>) {
+        if self.flipped != 0 {
+            for k in 0..v.ndim() {
+                if self.flipped & (1 << k) != 0 {
+                    v.invert_axis(Axis(k));
+                }
+            }
+        }
+    }
+}
+
 fn view_layout<T, D: Dimension>(arg: &CoreArg<'_>) -> ViewLayout<T, D> {
     let mut dim = D::zeros(arg.shape.len());
     let mut strides = D::zeros(arg.shape.len());
@@ -82,13 +96,7 @@ impl<'a, T, D: Dimension> CoreParam for ArrayView<'a, T, D> {
     unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
         let shape = l.dim.clone().strides(l.strides.clone());
         let mut v = ArrayView::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *const T);
-        if l.flipped != 0 {
-            for k in 0..v.ndim() {
-                if l.flipped & (1 << k) != 0 {
-                    v.invert_axis(Axis(k));
-                }
-            }
-        }
+        l.reverse_flipped(&mut v);
         v
     }
 }
@@ -102,13 +110,7 @@ impl<'a, T, D: Dimension> CoreParam for ArrayViewMut<'a, T, D> {
     unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
         let shape = l.dim.clone().strides(l.strides.clone());
         let mut v = ArrayViewMut::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *mut T);
-        if l.flipped != 0 {
-            for k in 0..v.ndim() {
-                if l.flipped & (1 << k) != 0 {
-                    v.invert_axis(Axis(k));
-                }
-            }
-        }
+        l.reverse_flipped(&mut v);
         v
     }
 }
