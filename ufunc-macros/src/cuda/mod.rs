@@ -134,6 +134,7 @@ pub(crate) fn emit_kernels(
     let contig_stores = stores(&|_| "i".into());
     let strided_args = args(&|k| format!("off[{k}]"));
     let strided_stores = stores(&|k| format!("off[{k}]"));
+    let strided_loop = grid_stride_offsets("i", nops, "ndim", "shape", "strides");
     format!(
         r#"extern "C" __global__ void {name}_contig(long long n, {params}) {{
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -144,20 +145,29 @@ pub(crate) fn emit_kernels(
 }}
 extern "C" __global__ void {name}_strided(long long n, int ndim, const long long* __restrict__ shape,
                                           const long long* __restrict__ strides, {params}) {{
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {{
-        long long off[{nops}] = {{0}};
-        long long rest = i;
-        for (int d = ndim - 1; d >= 0; --d) {{
-            long long idx = rest % shape[d];
-            rest /= shape[d];
-            for (int k = 0; k < {nops}; ++k) off[k] += idx * strides[k * ndim + d];
-        }}
+{strided_loop}
         auto r = {body_fn}({strided_args});
         {strided_stores}
     }}
 }}
 "#
+    )
+}
+
+/// The head of a grid-stride loop over `n` items (`index`), computing `off[k]`, the element
+/// offset of operand `k`, from the C-order multi-index over `shape` and per-operand `strides`
+/// (`strides[k * ndim + d]`). The loop's body follows; the caller closes it.
+fn grid_stride_offsets(index: &str, nops: usize, ndim: &str, shape: &str, strides: &str) -> String {
+    format!(
+        r#"    for (long long {index} = blockIdx.x * (long long)blockDim.x + threadIdx.x; {index} < n;
+         {index} += (long long)gridDim.x * blockDim.x) {{
+        long long off[{nops}] = {{0}};
+        long long rest = {index};
+        for (int d = {ndim} - 1; d >= 0; --d) {{
+            long long idx = rest % {shape}[d];
+            rest /= {shape}[d];
+            for (int k = 0; k < {nops}; ++k) off[k] += idx * {strides}[k * {ndim} + d];
+        }}"#
     )
 }
 
@@ -243,20 +253,13 @@ pub(crate) fn emit_gufunc_kernel(
         }
     };
     let params = params.join(", ");
+    let item_loop = grid_stride_offsets("item", nops, "loop_ndim", "loop_shape", "loop_strides");
     format!(
         r#"extern "C" __global__ void {name}_gufunc(long long n, int loop_ndim,
         const long long* __restrict__ loop_shape, const long long* __restrict__ loop_strides,
         const long long* __restrict__ core_shapes, const long long* __restrict__ core_strides,
         {params}) {{
-    for (long long item = blockIdx.x * (long long)blockDim.x + threadIdx.x; item < n;
-         item += (long long)gridDim.x * blockDim.x) {{
-        long long off[{nops}] = {{0}};
-        long long rest = item;
-        for (int d = loop_ndim - 1; d >= 0; --d) {{
-            long long idx = rest % loop_shape[d];
-            rest /= loop_shape[d];
-            for (int k = 0; k < {nops}; ++k) off[k] += idx * loop_strides[k * loop_ndim + d];
-        }}
+{item_loop}
 {setup}{call}    }}
 }}
 "#

@@ -162,7 +162,6 @@ fn cuda_parts(
     let in_refs: Vec<&Type> = param_tys.iter().collect();
     let out_refs: Vec<&Type> = outputs.iter().collect();
     let kernels = crate::cuda::emit_kernels(&kernel, &body_fn, &in_refs, &out_refs);
-    let code = device.code;
     let helpers = &device.captures.helpers;
     let helper_checks = helpers.iter().map(|h| {
         let msg = format!(
@@ -173,27 +172,17 @@ fn cuda_parts(
             const _: () = ::core::assert!(#h::__UFUNC_CUDA_ERROR.is_none(), #msg);
         )
     });
-    let consts = device
-        .captures
-        .consts
-        .iter()
-        .map(|(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));));
     let fast_math = v.attr.fastmath.is_some_and(|(_, on)| on);
+    let source_fn = super::cuda_source_fn(
+        body_ty,
+        "The CUDA C++ source of this ufunc: the prelude, the helpers it calls, the constants it \
+         captures (by value), the body as a device function, and the kernels.",
+        &device.captures,
+        &(device.code + &kernels),
+    );
     let items = quote! {
         #(#helper_checks)*
-        #[allow(clippy::all)]
-        impl #body_ty {
-            /// The CUDA C++ source of this ufunc: the prelude, the helpers it calls, the
-            /// constants it captures (by value), the body as a device function, and the kernels.
-            pub fn cuda_source() -> ::std::string::String {
-                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
-                #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
-                #(#consts)*
-                s.push_str(#code);
-                s.push_str(#kernels);
-                s
-            }
-        }
+        #source_fn
     };
     let cuda_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
         name: #kernel,

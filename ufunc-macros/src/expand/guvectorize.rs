@@ -125,29 +125,14 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
         operands.push(GuOperand::Return(elem(r)?));
     }
     let kernel = crate::cuda::emit_gufunc_kernel(&name.to_string(), &core_fn, &operands, &position);
-    let code = device.code;
-    let helpers = &device.captures.helpers;
-    let consts = device
-        .captures
-        .consts
-        .iter()
-        .map(|(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));));
     let kernel_name = name.to_string();
-    let items = quote! {
-        #[allow(clippy::all)]
-        impl #name {
-            /// The CUDA C++ source of this gufunc: the prelude, the helpers and constants it
-            /// uses, the core function, and the kernel (one thread per loop item).
-            pub fn cuda_source() -> ::std::string::String {
-                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
-                #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
-                #(#consts)*
-                s.push_str(#code);
-                s.push_str(#kernel);
-                s
-            }
-        }
-    };
+    let items = super::cuda_source_fn(
+        name,
+        "The CUDA C++ source of this gufunc: the prelude, the helpers and constants it uses, the \
+         core function, and the kernel (one thread per loop item).",
+        &device.captures,
+        &(device.code + &kernel),
+    );
     let kernel_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
         name: #kernel_name,
         source: #name::cuda_source,

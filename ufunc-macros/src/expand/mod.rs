@@ -135,6 +135,34 @@ fn target_tokens(name: &str) -> TokenStream {
     }
 }
 
+/// `pub fn cuda_source() -> String` on `ty`: the prelude, the fragments of the `helpers`, the
+/// captured constants, then `code` (device functions and kernels).
+fn cuda_source_fn(
+    ty: &Ident,
+    doc: &str,
+    captures: &crate::cuda::Captures,
+    code: &str,
+) -> TokenStream {
+    let helpers = &captures.helpers;
+    let consts = captures
+        .consts
+        .iter()
+        .map(|(cpp, path)| quote!(s.push_str(&::ufunc::__private::cuda_const(#cpp, &#path));));
+    quote! {
+        #[allow(clippy::all)]
+        impl #ty {
+            #[doc = #doc]
+            pub fn cuda_source() -> ::std::string::String {
+                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
+                #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
+                #(#consts)*
+                s.push_str(#code);
+                s
+            }
+        }
+    }
+}
+
 /// Parses a free function, or says that `attribute` only applies to one.
 fn parse_fn(item: &TokenStream, attribute: &str) -> syn::Result<ItemFn> {
     match syn::parse2::<syn::Item>(item.clone())? {
