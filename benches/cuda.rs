@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench cuda` (needs libnvrtc.so.13 on LD_LIBRARY_PATH for the first compile).
 
+mod common;
+
+use common::median_ms;
 use std::time::Instant;
 use ufunc::cuda::{device_array, to_device};
 use ufunc::prelude::*;
@@ -17,19 +20,6 @@ fn square_sum(a: f32, b: f32) -> f32 {
 #[vectorize(targets = ["cuda"])]
 fn copy(a: f32) -> f32 {
     a
-}
-
-fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..reps)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
 }
 
 fn first_call(started: Instant) {

@@ -3,9 +3,9 @@
 //!
 //! `cargo bench --bench guvectorize -- [--json] [--quick]`.
 
+mod common;
 use ndarray::{Array1, Array2, Array3, Axis};
 use std::hint::black_box;
-use std::time::Instant;
 use ufunc::prelude::*;
 
 // The cores are the examples' own, so that what is measured is what users copy.
@@ -25,17 +25,9 @@ struct Bench {
 }
 
 impl Bench {
-    fn time(&self, mut f: impl FnMut()) -> f64 {
-        f();
-        let mut t: Vec<f64> = (0..self.reps)
-            .map(|_| {
-                let s = Instant::now();
-                f();
-                s.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
+    /// Median milliseconds of `self.reps` runs after one warm-up.
+    fn time(&self, f: impl FnMut()) -> f64 {
+        common::median_ms(self.reps, f)
     }
 
     fn report(&self, case: &str, n: usize, imp: &str, ms: f64, gflops: Option<f64>) {

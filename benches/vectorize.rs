@@ -3,10 +3,10 @@
 //! `cargo bench --bench vectorize -- [--json] [--quick] [--suffix S]`: prints a table, or one JSON
 //! object per measurement (`{"case", "n", "impl", "ms" | "ns", ["gbps"]}`) for `bench/report.py`.
 
+mod common;
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 use std::hint::black_box;
-use std::time::Instant;
 use ufunc::prelude::*;
 
 // The seeds' bodies are the example's own, so that what is measured is what users copy.
@@ -41,17 +41,9 @@ struct Bench {
 
 impl Bench {
     /// Median milliseconds of `reps` runs after one warm-up.
-    fn time(&self, mut f: impl FnMut()) -> f64 {
-        f();
-        let mut t: Vec<f64> = (0..self.reps)
-            .map(|_| {
-                let s = Instant::now();
-                f();
-                s.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
+    /// Median milliseconds of `self.reps` runs after one warm-up.
+    fn time(&self, f: impl FnMut()) -> f64 {
+        common::median_ms(self.reps, f)
     }
 
     fn wanted(&self, case: &str) -> bool {

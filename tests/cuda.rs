@@ -4,6 +4,8 @@
 //! run on cpu and cuda and must agree within the stated bound; `UFUNC_REQUIRE_GPU=1` turns the
 //! "no device" skip into a failure, and `UFUNC_REQUIRE_NVRTC=1` (or `CI`) the NVRTC skip.
 
+mod common;
+use common::ulps;
 use ndarray::{array, Array1, Array2};
 use ufunc::prelude::*;
 
@@ -361,17 +363,6 @@ fn on_gpu(test: &str, check: impl FnOnce()) {
         }
         _ => check(),
     }
-}
-
-fn ulps(a: f32, b: f32) -> u32 {
-    if a == b || (a.is_nan() && b.is_nan()) {
-        return 0;
-    }
-    let key = |x: f32| {
-        let i = x.to_bits() as i32;
-        (if i < 0 { i32::MIN - i } else { i }) as i64
-    };
-    (key(a) - key(b)).unsigned_abs().min(u32::MAX as u64) as u32
 }
 
 #[test]

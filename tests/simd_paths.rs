@@ -3,6 +3,8 @@
 //! (lane math <= 1-2 ulp from correctly rounded, the platform libm about as far) for each math
 //! method; independent of an element's position (vector body or tail) and of the target.
 
+mod common;
+use common::ulps;
 use ndarray::{Array1, ArrayView1};
 use std::sync::Mutex;
 use ufunc::prelude::*;
@@ -19,17 +21,6 @@ fn each_isa(mut f: impl FnMut(IsaLevel)) {
         f(level);
     }
     ufunc::set_active_isa(before);
-}
-
-fn ulps(a: f32, b: f32) -> u32 {
-    if a == b || (a.is_nan() && b.is_nan()) {
-        return 0;
-    }
-    let key = |x: f32| {
-        let i = x.to_bits() as i32;
-        (if i < 0 { i32::MIN - i } else { i }) as i64
-    };
-    (key(a) - key(b)).unsigned_abs().min(u32::MAX as u64) as u32
 }
 
 macro_rules! unary_f32 {
