@@ -18,3 +18,7 @@ cargo test --workspace --release "$@"
 echo "test.sh: CUDA checks (NVRTC compile of every kernel; GPU tests skip without a device)"
 cargo test --release --test cuda -- --nocapture --test-threads=1 2>&1 |
     grep -E "SKIPPED|^test result|registers" || true
+# And once more on the host simulator, where the GPU tests run for real (none may skip): the
+# generated CUDA C++ is built by the host C++ compiler and its results compared with the CPU's.
+echo "test.sh: CUDA tests on the host simulator (UFUNC_CUDA_SIM=1)"
+UFUNC_CUDA_SIM=1 UFUNC_REQUIRE_GPU=1 cargo test --release --test cuda

@@ -83,8 +83,9 @@ pub mod prelude {
 /// `f::cuda_source()` for every function compiled with `targets = [.., "cuda"]`.
 pub mod cuda {
     pub use ufunc_runtime::{
-        cached_cubin, compile, cuda_counters, device_array, kernel_cache_dir, nvrtc_available,
-        to_device, Compiled, CudaCounters, DeviceArray, NvrtcOutput,
+        cached_cubin, compile, cuda_counters, cuda_simulated, device_array, kernel_cache_dir,
+        nvrtc_available, to_device, Compiled, CudaCounters, DeviceArray, DeviceView, NvrtcOutput,
+        Stream,
     };
 }
 

@@ -351,8 +351,11 @@ fn translation_keeps_single_precision_and_exact_constants() {
     );
 }
 
-/// Runs `check` against a GPU, or reports a visible skip (a failure with UFUNC_REQUIRE_GPU=1).
+/// Runs `check` against a GPU (or the simulator, with UFUNC_CUDA_SIM=1), or reports a visible
+/// skip (a failure with UFUNC_REQUIRE_GPU=1). One check at a time: they count transfers.
 fn on_gpu(test: &str, check: impl FnOnce()) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     match square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
         Err(Error::NoCudaDevice { reason }) => {
             assert!(
@@ -537,7 +540,7 @@ fn transfers_are_counted_and_kernels_cached() {
         assert_eq!(after.host_to_device - before.host_to_device, 2);
         assert_eq!(after.device_to_host - before.device_to_host, 1);
         assert_eq!(
-            after.nvrtc_compiles, before.nvrtc_compiles,
+            after.compiles, before.compiles,
             "the second call compiles nothing"
         );
     });
@@ -557,10 +560,7 @@ fn cache_child() {
     let cubin = ufunc::cuda::cached_cubin(&gaussian_pdf::cuda_source(), "sm_90", &["--fmad=false"])
         .unwrap();
     assert!(cubin.starts_with(b"\x7fELF"));
-    println!(
-        "NVRTC_COMPILES={}",
-        ufunc::cuda::cuda_counters().nvrtc_compiles
-    );
+    println!("NVRTC_COMPILES={}", ufunc::cuda::cuda_counters().compiles);
 }
 
 #[test]
@@ -656,4 +656,116 @@ fn device_arrays_stay_on_the_device() {
             .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs())));
         assert_eq!(b.copy_to_host().unwrap(), b_cpu);
     });
+}
+
+#[test]
+fn device_views_are_operands_without_copies() {
+    on_gpu("device_views_are_operands_without_copies", || {
+        use ndarray::s;
+        use ufunc::cuda::{cuda_counters, to_device};
+        let x = Array2::from_shape_fn((40, 30), |(i, j)| (i as f32) - 0.5 * j as f32);
+        let row = Array1::from_shape_fn(30, |j| j as f32 * 0.25);
+        let dx = to_device(&x).unwrap();
+        let drow = to_device(&row).unwrap();
+        let before = cuda_counters();
+        // Transposed, sliced with steps (negative too), an index, a broadcast row: each is a
+        // view of the same device memory, read in place by the strided kernel.
+        let t = square_sum::on_device(dx.t(), 1.0f32).unwrap();
+        let sliced = dx.view().slice(s![3..31;4, ..;-3]).unwrap();
+        let z = square_sum::on_device(&sliced, drow.view().slice(s![..;3]).unwrap()).unwrap();
+        let col = square_sum::on_device(dx.view().slice(s![.., 7]).unwrap(), 2.0f32).unwrap();
+        let wide = drow.view().broadcast((40, 30)).unwrap();
+        let b = square_sum::on_device(&dx, &wide).unwrap();
+        let after = cuda_counters();
+        assert_eq!(
+            after.host_to_device - before.host_to_device,
+            2,
+            "the two scalars are copied in, no device operand moves"
+        );
+        assert_eq!(after.device_to_host, before.device_to_host);
+        assert_eq!(
+            t.copy_to_host().unwrap(),
+            square_sum(&x.t(), 1.0f32).unwrap()
+        );
+        let x_sliced = x.slice(s![3..31;4, ..;-3]);
+        assert_eq!(sliced.copy_to_host().unwrap(), x_sliced);
+        assert_eq!(
+            z.copy_to_host().unwrap(),
+            square_sum(&x_sliced, &row.slice(s![..;3])).unwrap()
+        );
+        assert_eq!(
+            col.copy_to_host().unwrap(),
+            square_sum(&x.column(7), 2.0f32).unwrap()
+        );
+        assert_eq!(b.copy_to_host().unwrap(), square_sum(&x, &row).unwrap());
+        // Views that do not fit are errors naming the shape.
+        let e = dx.view().slice(s![..41, ..]).unwrap_err();
+        assert!(e.to_string().contains("(40,30)"), "{e}");
+        assert!(matches!(
+            drow.view().broadcast((40, 29)),
+            Err(Error::Broadcast { .. })
+        ));
+        assert!(matches!(
+            dx.view().permuted_axes([0, 0]),
+            Err(Error::View { .. })
+        ));
+        let p = dx.view().permuted_axes([1, 0]).unwrap();
+        assert_eq!(p.copy_to_host().unwrap(), x.t());
+    });
+}
+
+#[test]
+fn streams_queue_work_and_report_panics_at_synchronize() {
+    on_gpu(
+        "streams_queue_work_and_report_panics_at_synchronize",
+        || {
+            use ufunc::cuda::{device_array, to_device, Stream};
+            let x = Array1::from_shape_fn(10_000, |i| i as f32 * 1e-2);
+            let dx = to_device(&x).unwrap();
+            let stream = Stream::new().unwrap();
+            // Chained calls queue without waiting; the results are read after the sync.
+            let dz = square_sum::on_stream(&stream, &dx, 1.0f32).unwrap();
+            let dw = square_sum::on_stream(&stream, &dz, &dx).unwrap();
+            let mut out = device_array::<f32, _>(10_000).unwrap();
+            square_sum::out_stream(&stream, &dw, -1.0f32, &mut out).unwrap();
+            stream.synchronize().unwrap();
+            let z = square_sum(&x, 1.0f32).unwrap();
+            let w = square_sum(&z, &x).unwrap();
+            assert_eq!(dw.copy_to_host().unwrap(), w);
+            assert_eq!(
+                out.copy_to_host().unwrap(),
+                square_sum(&w, -1.0f32).unwrap()
+            );
+            // A panic in a queued kernel is the sync's error, and only once.
+            let a = array![1, 2, 3];
+            let zero = array![1, 0, 1];
+            let queued = int_ops::on_stream(&stream, &a, &zero);
+            assert!(queued.is_ok(), "queued, not yet run or checked");
+            let e = stream.synchronize().unwrap_err();
+            assert!(
+                matches!(&e, Error::KernelPanic { function, .. } if *function == "int_ops"),
+                "{e}"
+            );
+            stream.synchronize().unwrap();
+            // auto_synchronize: the work's value after the sync, or the sync's error.
+            let host = stream
+                .auto_synchronize(|s| square_sum::on_stream(s, &dx, &dx)?.copy_to_host())
+                .unwrap();
+            assert_eq!(host, square_sum(&x, &x).unwrap());
+            let e = stream
+                .auto_synchronize(|s| int_ops::on_stream(s, &a, &zero).map(|_| ()))
+                .unwrap_err();
+            assert!(matches!(e, Error::KernelPanic { .. }), "{e}");
+            // Two streams, one result used by the other.
+            let other = Stream::new().unwrap();
+            let d1 = square_sum::on_stream(&stream, &dx, 0.5f32).unwrap();
+            let d2 = square_sum::on_stream(&other, &d1, 0.5f32).unwrap();
+            other.synchronize().unwrap();
+            stream.synchronize().unwrap();
+            assert_eq!(
+                d2.copy_to_host().unwrap(),
+                square_sum(&square_sum(&x, 0.5f32).unwrap(), 0.5f32).unwrap()
+            );
+        },
+    );
 }

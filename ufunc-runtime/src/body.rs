@@ -135,7 +135,7 @@ pub trait Outputs: Copy {
     type DeviceArrays<D: Dimension>;
     /// Wraps one device buffer per output.
     fn wrap_device<D: Dimension>(
-        bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+        bufs: Vec<crate::cuda::DeviceBuffer>,
         dim: &D,
     ) -> Self::DeviceArrays<D>;
 }
@@ -232,7 +232,7 @@ macro_rules! impl_single_output {
             }
             type DeviceArrays<D: Dimension> = crate::cuda::DeviceArray<$t, D>;
             fn wrap_device<D: Dimension>(
-                bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+                bufs: Vec<crate::cuda::DeviceBuffer>,
                 dim: &D,
             ) -> Self::DeviceArrays<D> {
                 let buf = bufs.into_iter().next().expect("one buffer per output");
@@ -270,7 +270,7 @@ macro_rules! impl_tuple_outputs {
             }
             type DeviceArrays<Dm: Dimension> = ($(crate::cuda::DeviceArray<$t, Dm>,)+);
             fn wrap_device<Dm: Dimension>(
-                bufs: Vec<cudarc::driver::CudaSlice<u8>>,
+                bufs: Vec<crate::cuda::DeviceBuffer>,
                 dim: &Dm,
             ) -> Self::DeviceArrays<Dm> {
                 let mut bufs = bufs.into_iter();

@@ -104,6 +104,23 @@ pub enum Error {
         /// The source it compiled.
         source: String,
     },
+    /// A device view operation that does not fit the view (an index out of bounds, a zero step,
+    /// axes that are not a permutation).
+    View {
+        /// The shape of the view.
+        shape: Vec<usize>,
+        /// What was asked, and why it does not fit.
+        what: String,
+    },
+    /// The CUDA simulator's host C++ compiler rejected a generated source (or could not run).
+    SimCompile {
+        /// The compiler command (`CXX`, else `c++`).
+        compiler: String,
+        /// Its messages.
+        log: String,
+        /// The source it compiled.
+        source: String,
+    },
     /// The function body panicked for some element (integer division by zero, an explicit
     /// `panic!`, an overflow in a debug build, ...). The output is left partially written.
     KernelPanic {
@@ -224,6 +241,18 @@ impl fmt::Display for Error {
             Error::Nvrtc { log, source } => {
                 write!(f, "NVRTC failed to compile the generated CUDA source:\n{log}\n--- source ---\n{source}")
             }
+            Error::View { shape, what } => {
+                write!(f, "device view of shape {}: {what}", ShapeDisplay(shape))
+            }
+            Error::SimCompile {
+                compiler,
+                log,
+                source,
+            } => write!(
+                f,
+                "the CUDA simulator's compiler `{compiler}` failed on the generated source \
+                 (set CXX to a C++17 compiler):\n{log}\n--- source ---\n{source}"
+            ),
             Error::KernelPanic { function, message } => {
                 write!(f, "the body of `{function}` panicked: {message}")
             }

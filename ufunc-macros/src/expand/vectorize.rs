@@ -126,14 +126,26 @@ fn expand(v: &Vectorize<'_>) -> syn::Result<TokenStream> {
     let outs_tuple = quote!((#(#out_tys,)*));
     let device_fns = if v.attr.wants_cuda() {
         quote! {
-            /// Applies the function on the GPU and leaves the results there: device arrays are
-            /// used in place, host arrays and scalars are copied in.
+            /// Applies the function on the GPU and leaves the results there: device arrays and
+            /// views are used in place, host arrays and scalars are copied in. Waits for the
+            /// kernel, so that a panic in the body is this call's `Err`.
             pub fn on_device<#lead #(#arg_tys),*>(#(#params: #arg_tys),*)
                 -> ::ufunc::Result<#p::DeviceArraysOf<#body, (#(#arg_tys,)*)>>
             where
                 (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
             {
-                #p::call_device::<#body, _>(Self::TARGETS, (#(#params,)*))
+                #p::call_device::<#body, _>(Self::TARGETS, None, (#(#params,)*))
+            }
+
+            /// As `on_device`, queued on `stream` without waiting: read the results after
+            /// `stream.synchronize()`, which reports a panic in the body.
+            pub fn on_stream<#lead #(#arg_tys),*>(
+                stream: &::ufunc::cuda::Stream, #(#params: #arg_tys),*
+            ) -> ::ufunc::Result<#p::DeviceArraysOf<#body, (#(#arg_tys,)*)>>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+            {
+                #p::call_device::<#body, _>(Self::TARGETS, Some(stream), (#(#params,)*))
             }
 
             /// Writes into existing device arrays of exactly the broadcast shape.
@@ -145,7 +157,20 @@ fn expand(v: &Vectorize<'_>) -> syn::Result<TokenStream> {
                 #outs_tuple: #p::DeviceOutOperands<#out_ty>,
             {
                 #p::call_out_device::<#body, _, _>(
-                    Self::TARGETS, (#(#params,)*), (#(#out_params,)*)
+                    Self::TARGETS, None, (#(#params,)*), (#(#out_params,)*)
+                )
+            }
+
+            /// As `out_device`, queued on `stream` without waiting.
+            pub fn out_stream<#lead #(#arg_tys,)* #(#out_tys),*>(
+                stream: &::ufunc::cuda::Stream, #(#params: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+                #outs_tuple: #p::DeviceOutOperands<#out_ty>,
+            {
+                #p::call_out_device::<#body, _, _>(
+                    Self::TARGETS, Some(stream), (#(#params,)*), (#(#out_params,)*)
                 )
             }
         }

@@ -1,26 +1,30 @@
 //! Device arrays: data that stays on the GPU between ufunc calls. `to_device` copies a host
-//! array in, `copy_to_host` copies it back, `device_array` allocates one; `f::on_device` and
-//! `f::out_device` of a cuda ufunc take device arrays (and host operands or scalars, which are
-//! copied in) and leave their results on the device.
+//! array in, `copy_to_host` copies it back, `device_array` allocates one; views (`view`, `t`,
+//! `slice`, `permuted_axes`, `broadcast`) give other shapes and strides over the same memory
+//! without copying. `f::on_device` and `f::out_device` of a cuda ufunc take device arrays and
+//! views (and host operands or scalars, which are copied in) and leave their results on the
+//! device.
 
 use super::kernel_of;
 use super::launch::{
-    alloc_zeroed, device, driver_error, launch_elementwise, upload, DEVICE_TO_HOST,
+    device, host_bytes, launch_elementwise, upload_host, DevOperand, DeviceBuffer, Mem, Queue,
+    Strides,
 };
+use super::stream::{queue_of, Stream};
 use crate::body::{Inputs, Outputs};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::{DimFold, Operand, RawOperand};
-use crate::shape::{broadcast_shape, element_count};
+use crate::shape::{broadcast_shape, c_strides, element_count};
 use crate::Target;
-use cudarc::driver::CudaSlice;
-use ndarray::{Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension, Ix0};
+use ndarray::{
+    Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension, Ix0, SliceArg, SliceInfoElem,
+};
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 
 /// An n-d array in GPU memory, C order.
 pub struct DeviceArray<T: Element, D: Dimension> {
-    buf: CudaSlice<u8>,
+    buf: DeviceBuffer,
     dim: D,
     elem: PhantomData<T>,
 }
@@ -47,29 +51,278 @@ impl<T: Element, D: Dimension> DeviceArray<T, D> {
         self.len() == 0
     }
 
-    /// Copies the array back into host memory (one transfer).
+    /// The whole array as a view.
+    pub fn view(&self) -> DeviceView<'_, T, D> {
+        DeviceView {
+            buf: &self.buf,
+            geometry: Geometry {
+                offset: 0,
+                strides: c_strides(self.dim.slice()),
+            },
+            dim: self.dim.clone(),
+            elem: PhantomData,
+        }
+    }
+
+    /// The transpose (axes reversed), without copying.
+    pub fn t(&self) -> DeviceView<'_, T, D> {
+        self.view().reversed_axes()
+    }
+
+    /// Copies the array back into host memory (one transfer), after the work queued before.
     pub fn copy_to_host(&self) -> Result<Array<T, D>> {
-        let dev = device()?;
-        let bytes = dev
-            .stream
-            .clone_dtoh(&self.buf)
-            .map_err(|e| driver_error("copy_to_host", "copying a device array", e))?;
-        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
+        self.view().copy_to_host()
+    }
+}
+
+/// A view of device memory: a shape and element strides (any sign, 0 for a broadcast axis)
+/// from a first element, made without copying by [`DeviceArray::view`] and the methods here.
+///
+/// ```
+/// use ndarray::{array, s};
+/// let a = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+/// match ufunc_runtime::to_device(&a) {
+///     Ok(d) => {
+///         let v = d.view().slice(s![.., 1..;2]).unwrap().t();
+///         assert_eq!(v.copy_to_host().unwrap(), a.slice(s![.., 1..;2]).t());
+///     }
+///     Err(e) => assert!(matches!(e, ufunc_runtime::Error::NoCudaDevice { .. }), "{e}"),
+/// }
+/// ```
+pub struct DeviceView<'a, T: Element, D: Dimension> {
+    buf: &'a DeviceBuffer,
+    geometry: Geometry,
+    dim: D,
+    elem: PhantomData<T>,
+}
+
+impl<T: Element, D: Dimension> Clone for DeviceView<'_, T, D> {
+    fn clone(&self) -> Self {
+        DeviceView {
+            buf: self.buf,
+            geometry: self.geometry.clone(),
+            dim: self.dim.clone(),
+            elem: PhantomData,
+        }
+    }
+}
+
+impl<T: Element, D: Dimension> std::fmt::Debug for DeviceView<'_, T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceView<{}>{:?} strides {:?}",
+            T::NAME,
+            self.dim.slice(),
+            self.geometry.strides.as_slice()
+        )
+    }
+}
+
+/// Where a view's elements are: the first one's element offset, and the strides.
+#[derive(Debug, Clone, PartialEq)]
+struct Geometry {
+    offset: usize,
+    strides: Strides,
+}
+
+/// `index` (negative from the end) as a position in `0..=len`, as ndarray reads slice bounds.
+fn position(index: isize, len: usize) -> Option<usize> {
+    if index < 0 {
+        len.checked_sub(index.unsigned_abs())
+    } else {
+        (index as usize <= len).then_some(index as usize)
+    }
+}
+
+impl Geometry {
+    /// Slices with ndarray's semantics (a negative step walks the range from its end); `None`
+    /// where ndarray would panic. Returns the new shape.
+    fn slice(&mut self, shape: &[usize], info: &[SliceInfoElem]) -> Option<Vec<usize>> {
+        let mut offset = self.offset as isize;
+        let (mut out_shape, mut out_strides) = (Vec::new(), Strides::new());
+        let mut axis = 0;
+        for elem in info {
+            match *elem {
+                SliceInfoElem::Slice { start, end, step } => {
+                    let (n, stride) = (*shape.get(axis)?, self.strides[axis]);
+                    let start = position(start, n)?;
+                    let end = position(end.unwrap_or(n as isize), n)?.max(start);
+                    if step == 0 {
+                        return None;
+                    }
+                    let len = (end - start).div_ceil(step.unsigned_abs());
+                    if len > 0 {
+                        let first = if step > 0 { start } else { end - 1 };
+                        offset += first as isize * stride;
+                    }
+                    out_shape.push(len);
+                    out_strides.push(if len <= 1 { 0 } else { stride * step });
+                    axis += 1;
+                }
+                SliceInfoElem::Index(i) => {
+                    let n = *shape.get(axis)?;
+                    let i = position(i, n).filter(|&i| i < n)?;
+                    offset += i as isize * self.strides[axis];
+                    axis += 1;
+                }
+                SliceInfoElem::NewAxis => {
+                    out_shape.push(1);
+                    out_strides.push(0);
+                }
+            }
+        }
+        if axis != shape.len() {
+            return None;
+        }
+        self.offset = usize::try_from(offset).ok()?;
+        self.strides = out_strides;
+        Some(out_shape)
+    }
+
+    /// Strides broadcast from `shape` to `to` under NumPy's rules; `None` if they do not fit.
+    fn broadcast(&mut self, shape: &[usize], to: &[usize]) -> Option<()> {
+        let lead = to.len().checked_sub(shape.len())?;
+        let mut strides = Strides::from_elem(0, to.len());
+        for (axis, (&n, &s)) in shape.iter().zip(&self.strides).enumerate() {
+            match (n, to[lead + axis]) {
+                (n, m) if n == m => strides[lead + axis] = s,
+                (1, _) => {}
+                _ => return None,
+            }
+        }
+        self.strides = strides;
+        Some(())
+    }
+}
+
+impl<'a, T: Element, D: Dimension> DeviceView<'a, T, D> {
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        self.dim.slice()
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[isize] {
+        &self.geometry.strides
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.dim.size()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn error(&self, what: String) -> Error {
+        Error::View {
+            shape: self.shape().to_vec(),
+            what,
+        }
+    }
+
+    /// The axes in reverse order.
+    pub fn reversed_axes(mut self) -> Self {
+        self.dim.slice_mut().reverse();
+        self.geometry.strides.reverse();
+        self
+    }
+
+    /// The transpose: [`reversed_axes`](Self::reversed_axes).
+    pub fn t(self) -> Self {
+        self.reversed_axes()
+    }
+
+    /// Axis `k` of the result is axis `axes[k]` of this view.
+    pub fn permuted_axes<A: IntoDimension<Dim = D>>(mut self, axes: A) -> Result<Self> {
+        let axes = axes.into_dimension();
+        let axes = axes.slice();
+        let n = self.dim.ndim();
+        let mut seen = vec![false; n];
+        if axes.len() != n
+            || axes
+                .iter()
+                .any(|&a| a >= n || std::mem::replace(&mut seen[a], true))
+        {
+            return Err(self.error(format!("{axes:?} is not a permutation of its axes")));
+        }
+        let (shape, strides) = (self.dim.clone(), self.geometry.strides.clone());
+        for (k, &a) in axes.iter().enumerate() {
+            self.dim.slice_mut()[k] = shape[a];
+            self.geometry.strides[k] = strides[a];
+        }
+        Ok(self)
+    }
+
+    /// A slice, as ndarray's `slice` with the `s![..]` macro (ranges, steps, indices, new axes).
+    pub fn slice<I: SliceArg<D>>(&self, info: I) -> Result<DeviceView<'a, T, I::OutDim>> {
+        let mut geometry = self.geometry.clone();
+        let shape = geometry
+            .slice(self.shape(), info.as_ref())
+            .ok_or_else(|| self.error(format!("slice {:?} does not fit", info.as_ref())))?;
+        let mut dim = I::OutDim::zeros(shape.len());
+        dim.slice_mut().copy_from_slice(&shape);
+        Ok(DeviceView {
+            buf: self.buf,
+            geometry,
+            dim,
+            elem: PhantomData,
+        })
+    }
+
+    /// The view broadcast to `shape` under NumPy's rules (stride 0 along repeated axes).
+    pub fn broadcast<E: IntoDimension>(&self, shape: E) -> Result<DeviceView<'a, T, E::Dim>> {
+        let dim = shape.into_dimension();
+        let mut geometry = self.geometry.clone();
+        geometry
+            .broadcast(self.shape(), dim.slice())
+            .ok_or_else(|| Error::Broadcast {
+                shapes: vec![self.shape().to_vec(), dim.slice().to_vec()],
+            })?;
+        Ok(DeviceView {
+            buf: self.buf,
+            geometry,
+            dim,
+            elem: PhantomData,
+        })
+    }
+
+    /// Copies the viewed elements into a new host array (one transfer of the whole buffer).
+    pub fn copy_to_host(&self) -> Result<Array<T, D>> {
+        let bytes =
+            device()?
+                .queue
+                .download("copy_to_host", "copying a device array", &self.buf.0)?;
+        let size = size_of::<T>();
         let n = self.len();
         let mut v: Vec<T> = Vec::with_capacity(n);
-        // SAFETY: the buffer holds `n` elements of `T` in C order, written from valid `T`s
-        // (uploads or kernels storing `T`), or zeros, which are valid for every element type.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                v.as_mut_ptr() as *mut u8,
-                n * size_of::<T>(),
-            );
-            v.set_len(n);
+        if n > 0 {
+            // SAFETY: views are only made by the methods above, which keep every element they
+            // address inside the buffer; the buffer holds valid `T`s (uploads, kernel stores of
+            // `T`, or zeros, valid for every element type).
+            unsafe {
+                let first = bytes.as_ptr().add(self.geometry.offset * size);
+                let elems = host_bytes(first, self.shape(), &self.geometry.strides, size);
+                std::ptr::copy_nonoverlapping(elems.as_ptr(), v.as_mut_ptr() as *mut u8, n * size);
+                v.set_len(n);
+            }
         }
         Array::from_shape_vec(self.dim.clone(), v).map_err(|e| Error::Cuda {
             what: format!("shaping a device array copied back: {e}"),
         })
+    }
+
+    /// The view as a kernel operand.
+    fn operand(&self) -> DeviceInput<'_> {
+        DeviceInput::Device {
+            mem: self.buf,
+            offset: self.geometry.offset * size_of::<T>(),
+            shape: self.dim.slice(),
+            strides: self.geometry.strides.clone(),
+        }
     }
 }
 
@@ -88,7 +341,7 @@ pub fn to_device<T: Element, S: Data<Elem = T>, D: Dimension>(
     let dev = device()?;
     let raw = Operand::<T>::raw(&a);
     Ok(DeviceArray {
-        buf: upload(dev, "to_device", &raw, size_of::<T>())?,
+        buf: DeviceBuffer(upload_host(&dev.queue, "to_device", &raw, size_of::<T>())?),
         dim: a.raw_dim(),
         elem: PhantomData,
     })
@@ -103,21 +356,40 @@ pub fn device_array<T: Element, Sh: IntoDimension>(shape: Sh) -> Result<DeviceAr
             shape: dim.slice().to_vec(),
         })?;
     Ok(DeviceArray {
-        buf: alloc_zeroed(device()?, "device_array", bytes)?,
+        buf: DeviceBuffer(device()?.queue.alloc_zeroed("device_array", bytes)?),
         dim,
         elem: PhantomData,
     })
 }
 
-/// An input of a device call: a device array, used in place, or a host value copied in.
+/// An input of a device call: device memory, used in place, or a host value copied in.
 pub enum DeviceInput<'a> {
-    /// Data already on the device, with its shape.
-    Device(&'a CudaSlice<u8>, &'a [usize]),
+    /// Data already on the device: the byte offset of the first element, shape and strides.
+    Device {
+        /// The memory.
+        mem: &'a DeviceBuffer,
+        /// Byte offset of the first element.
+        offset: usize,
+        /// The shape.
+        shape: &'a [usize],
+        /// Element strides.
+        strides: Strides,
+    },
     /// Host data, copied in for the call.
     Host(RawOperand<'a>),
 }
 
-/// An input of `f::on_device`: a `&DeviceArray`, a host array or view, or a scalar.
+impl DeviceInput<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            DeviceInput::Device { shape, .. } => shape,
+            DeviceInput::Host(r) => r.shape,
+        }
+    }
+}
+
+/// An input of `f::on_device`: a `&DeviceArray`, a `DeviceView`, a host array or view, or a
+/// scalar.
 pub trait DeviceOperand<T: Element> {
     /// Its dimension type.
     type Dim: Dimension;
@@ -128,7 +400,26 @@ pub trait DeviceOperand<T: Element> {
 impl<T: Element, D: Dimension> DeviceOperand<T> for &DeviceArray<T, D> {
     type Dim = D;
     fn device_input(&self) -> DeviceInput<'_> {
-        DeviceInput::Device(&self.buf, self.dim.slice())
+        DeviceInput::Device {
+            mem: &self.buf,
+            offset: 0,
+            shape: self.dim.slice(),
+            strides: c_strides(self.dim.slice()),
+        }
+    }
+}
+
+impl<T: Element, D: Dimension> DeviceOperand<T> for DeviceView<'_, T, D> {
+    type Dim = D;
+    fn device_input(&self) -> DeviceInput<'_> {
+        self.operand()
+    }
+}
+
+impl<T: Element, D: Dimension> DeviceOperand<T> for &DeviceView<'_, T, D> {
+    type Dim = D;
+    fn device_input(&self) -> DeviceInput<'_> {
+        self.operand()
     }
 }
 
@@ -192,12 +483,12 @@ impl_device_operands!(A0 T0 0, A1 T1 1, A2 T2 2, A3 T3 3, A4 T4 4, A5 T5 5, A6 T
 
 /// The outputs of `f::out_device`: one `&mut DeviceArray` per result.
 pub trait DeviceOutOperands<Out: Outputs> {
-    /// Each output's buffer and shape.
-    fn device_outputs(&mut self) -> Vec<(&mut CudaSlice<u8>, &[usize])>;
+    /// Each output's memory and shape.
+    fn device_outputs(&mut self) -> Vec<(&mut DeviceBuffer, &[usize])>;
 }
 
 impl<T: Element + Outputs, D: Dimension> DeviceOutOperands<T> for (&mut DeviceArray<T, D>,) {
-    fn device_outputs(&mut self) -> Vec<(&mut CudaSlice<u8>, &[usize])> {
+    fn device_outputs(&mut self) -> Vec<(&mut DeviceBuffer, &[usize])> {
         vec![(&mut self.0.buf, self.0.dim.slice())]
     }
 }
@@ -205,7 +496,7 @@ impl<T: Element + Outputs, D: Dimension> DeviceOutOperands<T> for (&mut DeviceAr
 macro_rules! impl_device_out_operands {
     ($($t:ident $d:ident $i:tt),+) => {
         impl<$($t: Element, $d: Dimension),+> DeviceOutOperands<($($t,)+)> for ($(&mut DeviceArray<$t, $d>,)+) {
-            fn device_outputs(&mut self) -> Vec<(&mut CudaSlice<u8>, &[usize])> {
+            fn device_outputs(&mut self) -> Vec<(&mut DeviceBuffer, &[usize])> {
                 vec![$((&mut self.$i.buf, self.$i.dim.slice())),+]
             }
         }
@@ -216,70 +507,89 @@ impl_device_out_operands!(T0 D0 0, T1 D1 1);
 impl_device_out_operands!(T0 D0 0, T1 D1 1, T2 D2 2);
 impl_device_out_operands!(T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3);
 
-/// Device buffers of one call's inputs: borrowed device arrays, or host values copied in.
-fn device_inputs<'a>(
+/// Device operands of one call's inputs: device memory in place, host values copied in (into
+/// `uploads`, which must outlive the operands).
+pub(crate) fn device_operands<'a>(
+    queue: &Queue,
     function: &'static str,
     inputs: &'a [DeviceInput<'a>],
     sizes: &[usize],
-    uploads: &'a mut Vec<CudaSlice<u8>>,
-) -> Result<Vec<(&'a CudaSlice<u8>, &'a [usize])>> {
-    let dev = device()?;
+    uploads: &'a mut Vec<Mem>,
+) -> Result<Vec<DevOperand<'a>>> {
     for (input, &size) in inputs.iter().zip(sizes) {
         if let DeviceInput::Host(raw) = input {
-            uploads.push(upload(dev, function, raw, size)?);
+            uploads.push(upload_host(queue, function, raw, size)?);
         }
     }
     let mut uploaded = uploads.iter();
-    Ok(inputs
+    inputs
         .iter()
         .map(|input| match input {
-            DeviceInput::Device(buf, shape) => (*buf, *shape),
-            DeviceInput::Host(raw) => (
-                uploaded.next().expect("one upload per host input"),
-                raw.shape,
-            ),
+            DeviceInput::Device {
+                mem,
+                offset,
+                shape,
+                strides,
+            } => Ok(DevOperand {
+                mem: &mem.0,
+                offset: *offset,
+                shape,
+                strides: strides.clone(),
+            }),
+            DeviceInput::Host(raw) => Ok(DevOperand {
+                mem: uploaded.next().ok_or_else(|| Error::Cuda {
+                    what: format!("preparing the inputs of `{function}`"),
+                })?,
+                offset: 0,
+                shape: raw.shape,
+                strides: c_strides(raw.shape),
+            }),
         })
-        .collect())
+        .collect()
 }
 
 /// The broadcast shape of a device call's inputs.
 fn broadcast_inputs(inputs: &[DeviceInput<'_>]) -> Result<crate::shape::Shape> {
-    broadcast_shape(inputs.len(), |i| match &inputs[i] {
-        DeviceInput::Device(_, s) => s,
-        DeviceInput::Host(r) => r.shape,
-    })
+    broadcast_shape(inputs.len(), |i| inputs[i].shape())
 }
 
-/// `f::on_device`: runs `B` on the GPU and leaves the results there.
+/// `f::on_device` (and `f::on_stream`): runs `B` on the GPU and leaves the results there.
 pub fn call_device<B: crate::body::Body, Ops: DeviceOperands<B::In>>(
     compiled: &'static [Target],
+    stream: Option<&Stream>,
     ops: Ops,
 ) -> Result<<B::Out as Outputs>::DeviceArrays<Ops::Dim>> {
     let kernel = kernel_of(B::NAME, B::CUDA, compiled)?;
     let inputs = ops.device_inputs();
     let shape = broadcast_inputs(&inputs)?;
     let dev = device()?;
+    let queue = queue_of(stream, dev);
     let total = element_count(&shape)?;
     let mut bufs = B::Out::SIZES
         .iter()
-        .map(|&size| alloc_zeroed(dev, B::NAME, total * size))
+        .map(|&size| queue.alloc_zeroed(B::NAME, total * size))
         .collect::<Result<Vec<_>>>()?;
     let mut uploads = Vec::new();
-    let ins = device_inputs(B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
-    let mut outs: Vec<&mut CudaSlice<u8>> = bufs.iter_mut().collect();
-    launch_elementwise(dev, B::NAME, &kernel, &ins, &mut outs, &shape)?;
+    let ins = device_operands(queue, B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
+    let mut outs: Vec<&mut Mem> = bufs.iter_mut().collect();
+    launch_elementwise(dev, queue, B::NAME, &kernel, &ins, &mut outs, &shape)?;
     let mut dim = <Ops::Dim as Dimension>::zeros(shape.len());
     dim.slice_mut().copy_from_slice(&shape);
-    Ok(B::Out::wrap_device(bufs, &dim))
+    Ok(B::Out::wrap_device(
+        bufs.into_iter().map(DeviceBuffer).collect(),
+        &dim,
+    ))
 }
 
-/// `f::out_device`: runs `B` on the GPU into existing device arrays of the broadcast shape.
+/// `f::out_device` (and `f::out_stream`): runs `B` on the GPU into existing device arrays of
+/// the broadcast shape.
 pub fn call_out_device<
     B: crate::body::Body,
     Ops: DeviceOperands<B::In>,
     Outs: DeviceOutOperands<B::Out>,
 >(
     compiled: &'static [Target],
+    stream: Option<&Stream>,
     ops: Ops,
     mut outs: Outs,
 ) -> Result<()> {
@@ -297,17 +607,96 @@ pub fn call_out_device<
         }
     }
     let dev = device()?;
+    let queue = queue_of(stream, dev);
     let mut uploads = Vec::new();
-    let ins = device_inputs(B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
-    let mut outs: Vec<&mut CudaSlice<u8>> = outputs.iter_mut().map(|(b, _)| &mut **b).collect();
-    launch_elementwise(dev, B::NAME, &kernel, &ins, &mut outs, &shape)
+    let ins = device_operands(queue, B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
+    let mut mems: Vec<&mut Mem> = outputs.iter_mut().map(|(b, _)| &mut b.0).collect();
+    launch_elementwise(dev, queue, B::NAME, &kernel, &ins, &mut mems, &shape)
 }
 
-/// Wraps device buffers as the device arrays of one output element type.
-pub(crate) fn wrap<T: Element, D: Dimension>(buf: CudaSlice<u8>, dim: &D) -> DeviceArray<T, D> {
+/// Wraps device memory as the device arrays of one output element type.
+pub(crate) fn wrap<T: Element, D: Dimension>(buf: DeviceBuffer, dim: &D) -> DeviceArray<T, D> {
     DeviceArray {
         buf,
         dim: dim.clone(),
         elem: PhantomData,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{s, Array2, IxDyn, NewAxis};
+
+    /// The elements a geometry addresses in `a`'s memory, in C order.
+    fn gather(a: &Array2<i32>, shape: &[usize], g: &Geometry) -> Vec<i32> {
+        // SAFETY: the geometries checked here stay inside `a`.
+        let first = unsafe { a.as_ptr().add(g.offset) } as *const u8;
+        host_bytes(first, shape, &g.strides, 4)
+            .chunks_exact(4)
+            .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    fn whole(a: &Array2<i32>) -> Geometry {
+        Geometry {
+            offset: 0,
+            strides: c_strides(a.shape()),
+        }
+    }
+
+    fn check<D: Dimension>(a: &Array2<i32>, info: &[SliceInfoElem], want: ArrayView<'_, i32, D>) {
+        let mut g = whole(a);
+        let shape = g.slice(a.shape(), info).expect("fits");
+        assert_eq!(shape, want.shape(), "{info:?}");
+        assert_eq!(
+            gather(a, &shape, &g),
+            want.iter().copied().collect::<Vec<_>>(),
+            "{info:?}"
+        );
+    }
+
+    #[test]
+    fn slices_address_what_ndarray_slices_address() {
+        let a = Array2::from_shape_fn((6, 7), |(i, j)| (i * 10 + j) as i32);
+        check(&a, s![.., ..].as_ref(), a.view());
+        check(&a, s![1..4, 2..].as_ref(), a.slice(s![1..4, 2..]));
+        check(&a, s![..;2, ..;-1].as_ref(), a.slice(s![..;2, ..;-1]));
+        check(&a, s![-3.., 1..6;-2].as_ref(), a.slice(s![-3.., 1..6;-2]));
+        check(&a, s![2, ..;3].as_ref(), a.slice(s![2, ..;3]));
+        check(&a, s![.., -1].as_ref(), a.slice(s![.., -1]));
+        check(
+            &a,
+            s![NewAxis, 1..2, ..].as_ref(),
+            a.slice(s![NewAxis, 1..2, ..]),
+        );
+        let (from, to) = (4, 2);
+        check(&a, s![from..to, ..].as_ref(), a.slice(s![from..to, ..]));
+        let mut g = whole(&a);
+        assert!(
+            g.slice(a.shape(), s![6, ..].as_ref()).is_none(),
+            "index out of bounds"
+        );
+        assert!(
+            g.slice(a.shape(), s![..8, ..].as_ref()).is_none(),
+            "end out of bounds"
+        );
+        assert!(
+            g.slice(a.shape(), s![..].as_ref()).is_none(),
+            "too few axes"
+        );
+    }
+
+    #[test]
+    fn broadcasting_repeats_with_zero_strides() {
+        let a = Array2::from_shape_fn((1, 3), |(_, j)| j as i32);
+        let mut g = whole(&a);
+        g.broadcast(&[1, 3], &[2, 4, 3]).expect("fits");
+        let want: ArrayView<'_, i32, IxDyn> = a.broadcast(IxDyn(&[2, 4, 3])).unwrap();
+        assert_eq!(
+            gather(&a, &[2, 4, 3], &g),
+            want.iter().copied().collect::<Vec<_>>()
+        );
+        assert!(whole(&a).broadcast(&[1, 3], &[3, 2]).is_none());
     }
 }

@@ -1,86 +1,153 @@
-//! Running a translated body on the GPU: the device (one context, its default stream), kernels
-//! compiled once per (source, architecture, options) and cached in memory and on disk, host
-//! operands copied in and results copied out (each transfer counted), launch, panic check.
+//! Running a translated body: the device (the GPU, or the host simulator with
+//! `UFUNC_CUDA_SIM=1`), queues of work (a stream each), device memory, host operands copied in
+//! and results copied out (each transfer counted), launches, and the panic check.
 
-use super::nvrtc::{compile, NvrtcOutput};
+use super::cache::COMPILES;
+use super::gpu::{driver_error, Gpu};
+use super::sim::{Sim, SimBuffer, SimModule};
 use super::CudaKernel;
 use crate::error::{Error, Result};
 use crate::operand::{RawOperand, RawOutOperand};
 use crate::shape::{broadcast_strides, c_strides, element_count};
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::PathBuf;
+use cudarc::driver::{CudaModule, CudaSlice, CudaStream};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
-static NVRTC_COMPILES: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts of what the `cuda` target did in this process, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CudaCounters {
-    /// Host-to-device copies.
+    /// Host-to-device copies of operand data (shapes and strides passed to a launch are not
+    /// counted).
     pub host_to_device: usize,
     /// Device-to-host copies.
     pub device_to_host: usize,
-    /// NVRTC compilations (cache misses in memory and on disk).
-    pub nvrtc_compiles: usize,
+    /// Kernel compilations: NVRTC (or, under the simulator, the host C++ compiler) runs that
+    /// neither the in-memory nor the disk cache could spare.
+    pub compiles: usize,
 }
 
 /// The counters so far.
 ///
 /// ```
 /// let c = ufunc_runtime::cuda_counters();
-/// assert!(c.host_to_device >= c.nvrtc_compiles.min(c.host_to_device));
+/// assert!(c.host_to_device >= c.compiles.min(c.host_to_device));
 /// ```
 pub fn cuda_counters() -> CudaCounters {
     CudaCounters {
         host_to_device: HOST_TO_DEVICE.load(Ordering::Relaxed),
         device_to_host: DEVICE_TO_HOST.load(Ordering::Relaxed),
-        nvrtc_compiles: NVRTC_COMPILES.load(Ordering::Relaxed),
+        compiles: COMPILES.load(Ordering::Relaxed),
     }
 }
 
-pub(crate) struct Device {
-    ctx: Arc<CudaContext>,
-    pub(crate) stream: Arc<CudaStream>,
-    /// `sm_XY` of device 0.
-    arch: String,
-    multiprocessors: u32,
-    /// Loaded modules, by source function and fast-math flag.
-    modules: Mutex<HashMap<(usize, bool), Arc<CudaModule>>>,
+/// Whether the `cuda` target runs on the host simulator: `UFUNC_CUDA_SIM=1`, read once. The
+/// simulator compiles the same generated CUDA C++ with the host's C++ compiler (`CXX`, else
+/// `c++`) and runs every kernel's threads one after another on the CPU, with device memory in
+/// host memory: for debugging and testing where there is no GPU, as Numba's `NUMBA_ENABLE_CUDASIM`.
+///
+/// ```
+/// if ufunc_runtime::cuda_simulated() {
+///     println!("cuda calls run on the host simulator");
+/// }
+/// ```
+pub fn cuda_simulated() -> bool {
+    static SIM: OnceLock<bool> = OnceLock::new();
+    *SIM.get_or_init(|| std::env::var("UFUNC_CUDA_SIM").is_ok_and(|v| v == "1"))
 }
 
-/// Device 0, or why there is none. Checked before any cudarc call that would panic.
+/// Bytes of device memory (host memory under the simulator).
+pub struct DeviceBuffer(pub(crate) Mem);
+
+pub(crate) enum Mem {
+    Gpu(CudaSlice<u8>),
+    Sim(SimBuffer),
+}
+
+/// A kernel argument, in the order of the kernel's C++ parameters.
+pub(crate) enum Arg<'a> {
+    I64(i64),
+    I32(i32),
+    /// A read-only operand: its buffer and the byte offset of its first element.
+    In(&'a Mem, usize),
+    Out(&'a mut Mem),
+}
+
+/// The extent of a grid-stride launch: `items` loop items, blocks of `threads`.
+#[derive(Clone, Copy)]
+pub(crate) struct LaunchShape {
+    pub items: usize,
+    pub threads: u32,
+}
+
+/// A loaded module: the compiled kernels of one source.
+#[derive(Clone)]
+pub(crate) enum Module {
+    Gpu(Arc<CudaModule>),
+    Sim(Arc<SimModule>),
+}
+
+impl Module {
+    fn same(&self, other: &Module) -> bool {
+        match (self, other) {
+            (Module::Gpu(a), Module::Gpu(b)) => Arc::ptr_eq(a, b),
+            (Module::Sim(a), Module::Sim(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+pub(crate) fn mixed_buffers(function: &str) -> Error {
+    Error::Cuda {
+        what: format!("launching `{function}`: GPU and simulator memory mixed in one call"),
+    }
+}
+
+enum Backend {
+    Gpu(Gpu),
+    Sim(Sim),
+}
+
+/// Where work is queued: a CUDA stream (nothing under the simulator, which runs each launch
+/// at once), and whether each call waits for its kernels.
+pub(crate) struct Queue {
+    stream: Option<Arc<CudaStream>>,
+    /// `None`: every call waits and reports its panics. `Some`: launches return at once and
+    /// their modules wait here until `synchronize` reads their panic flags.
+    deferred: Option<Mutex<Vec<(&'static str, Module)>>>,
+}
+
+pub(crate) struct Device {
+    backend: Backend,
+    /// The default queue, which waits for every call.
+    pub(crate) queue: Queue,
+}
+
+/// The device, or why there is none. Checked before any cudarc call that would panic.
 pub(crate) fn device() -> Result<&'static Device> {
     static DEVICE: OnceLock<std::result::Result<Device, String>> = OnceLock::new();
     DEVICE
         .get_or_init(|| {
-            // SAFETY: only tries to open the driver library.
-            if !unsafe { cudarc::driver::sys::is_culib_present() } {
-                return Err("the CUDA driver library (libcuda.so) is not installed".into());
+            if cuda_simulated() {
+                return Ok(Device {
+                    backend: Backend::Sim(Sim::default()),
+                    queue: Queue {
+                        stream: None,
+                        deferred: None,
+                    },
+                });
             }
-            let ctx = CudaContext::new(0).map_err(|e| format!("no CUDA device: {e:?}"))?;
-            let (major, minor) = ctx
-                .compute_capability()
-                .map_err(|e| format!("cannot query the device: {e:?}"))?;
-            let multiprocessors = ctx
-                .attribute(
-                    cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                )
-                .unwrap_or(1)
-                .max(1) as u32;
-            let stream = ctx.default_stream();
+            let gpu = Gpu::open()?;
+            let queue = Queue {
+                stream: Some(gpu.stream.clone()),
+                deferred: None,
+            };
             Ok(Device {
-                ctx,
-                stream,
-                arch: format!("sm_{major}{minor}"),
-                multiprocessors,
-                modules: Mutex::new(HashMap::new()),
+                backend: Backend::Gpu(gpu),
+                queue,
             })
         })
         .as_ref()
@@ -89,131 +156,187 @@ pub(crate) fn device() -> Result<&'static Device> {
         })
 }
 
-/// The NVRTC options a kernel is compiled with.
-fn options(kernel: &CudaKernel) -> Vec<&'static str> {
-    if kernel.fast_math {
-        vec!["--use_fast_math"]
-    } else {
-        vec!["--fmad=false"]
+impl Queue {
+    fn stream(&self, function: &str) -> Result<&Arc<CudaStream>> {
+        self.stream.as_ref().ok_or_else(|| mixed_buffers(function))
     }
-}
 
-/// Where compiled kernels are kept between processes: `UFUNC_CACHE_DIR`, else the platform
-/// cache directory (`$XDG_CACHE_HOME` or `~/.cache`) under `ufunc/kernels`.
-///
-/// ```
-/// if let Some(dir) = ufunc_runtime::kernel_cache_dir() {
-///     println!("compiled kernels are cached in {}", dir.display());
-/// }
-/// ```
-pub fn kernel_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("UFUNC_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
+    /// Copies `bytes` to new device memory (one counted transfer).
+    pub(crate) fn upload(&self, function: &str, what: &str, bytes: &[u8]) -> Result<Mem> {
+        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        self.upload_uncounted(function, what, bytes)
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("ufunc").join("kernels"))
+
+    /// Copies `bytes` to new device memory: launch parameters, not counted as data transfers.
+    fn upload_uncounted(&self, function: &str, what: &str, bytes: &[u8]) -> Result<Mem> {
+        // An empty operand still needs a valid device pointer.
+        let bytes: &[u8] = if bytes.is_empty() { &[0u8] } else { bytes };
+        match &self.stream {
+            Some(s) => s
+                .clone_htod(bytes)
+                .map(Mem::Gpu)
+                .map_err(|e| driver_error(function, what, e)),
+            None => Ok(Mem::Sim(SimBuffer::from_bytes(bytes))),
+        }
+    }
+
+    /// Copies shapes or strides to the device (uncounted: the counters are for operand data).
+    fn upload_i64(&self, function: &str, what: &str, values: &[i64]) -> Result<Mem> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        self.upload_uncounted(function, what, &bytes)
+    }
+
+    /// Zeroed device memory of `bytes` bytes (at least one, so that it has an address).
+    pub(crate) fn alloc_zeroed(&self, function: &str, bytes: usize) -> Result<Mem> {
+        match &self.stream {
+            Some(s) => s
+                .alloc_zeros::<u8>(bytes.max(1))
+                .map(Mem::Gpu)
+                .map_err(|e| driver_error(function, "allocating device memory", e)),
+            None => Ok(Mem::Sim(SimBuffer::zeroed(bytes.max(1)))),
+        }
+    }
+
+    /// Copies device memory back to the host (one counted transfer), after the work queued
+    /// before it.
+    pub(crate) fn download(&self, function: &str, what: &str, mem: &Mem) -> Result<Vec<u8>> {
+        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
+        match mem {
+            Mem::Gpu(s) => self
+                .stream(function)?
+                .clone_dtoh(s)
+                .map_err(|e| driver_error(function, what, e)),
+            Mem::Sim(b) => Ok(b.bytes().to_vec()),
+        }
+    }
 }
 
 impl Device {
-    /// A launch of `threads`-wide blocks for a grid-stride loop over `total` items: enough
-    /// blocks to cover them, at most 32 per multiprocessor.
-    fn grid_stride_config(&self, total: usize, threads: u32) -> LaunchConfig {
-        let blocks = (total.div_ceil(threads as usize) as u32).clamp(1, self.multiprocessors * 32);
-        LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
+    /// The module of `kernel`, compiled or found in a cache.
+    fn module(&self, kernel: &CudaKernel) -> Result<Module> {
+        match &self.backend {
+            Backend::Gpu(g) => g.module(kernel).map(Module::Gpu),
+            Backend::Sim(s) => s.module(kernel).map(Module::Sim),
         }
     }
 
-    /// The module for `kernel`: from memory, from the disk cache, or compiled with NVRTC. In
-    /// memory, a kernel is known by its source function, so a call that finds its module builds
-    /// no source string.
-    fn module(&self, kernel: &CudaKernel) -> Result<Arc<CudaModule>> {
-        let key = (kernel.source as usize, kernel.fast_math);
-        if let Some(m) = self
-            .modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(m.clone());
+    /// Launches `entry` of `kernel` on `queue`; on a waiting queue, waits and reports a panic.
+    fn run(
+        &self,
+        queue: &Queue,
+        function: &'static str,
+        kernel: &CudaKernel,
+        entry: &str,
+        launch: LaunchShape,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        let module = self.module(kernel)?;
+        match (&self.backend, &module) {
+            (Backend::Gpu(g), Module::Gpu(m)) => {
+                g.launch(queue.stream(function)?, function, m, entry, launch, args)?
+            }
+            (Backend::Sim(_), Module::Sim(m)) => m.launch(function, entry, launch, args)?,
+            _ => return Err(mixed_buffers(function)),
         }
-        let source = (kernel.source)();
-        let opts = options(kernel);
-        let cubin = cached_cubin(&source, &self.arch, &opts)?;
-        let module = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-            .map_err(|e| Error::Cuda {
-                what: format!("loading the module of `{}`: {e:?}", kernel.name),
-            })?;
-        self.modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, module.clone());
-        Ok(module)
-    }
-}
-
-/// The cache key of a compilation: source, architecture, NVRTC version and options.
-fn cache_key(source: &str, arch: &str, opts: &[&str]) -> u64 {
-    let mut h = DefaultHasher::new();
-    (source, arch, opts, nvrtc_version()).hash(&mut h);
-    h.finish()
-}
-
-/// The cubin of `source` for `arch` with `opts`: read from the disk cache
-/// ([`kernel_cache_dir`]), or compiled with NVRTC and stored there for later processes.
-///
-/// ```
-/// use ufunc_runtime::{cached_cubin, nvrtc_available};
-/// if nvrtc_available() {
-///     let src = r#"extern "C" __global__ void k(float* x) { x[0] = 1.0f; }"#;
-///     let cubin = cached_cubin(src, "sm_90", &[]).unwrap();
-///     assert!(cubin.starts_with(b"\x7fELF"));
-/// }
-/// ```
-pub fn cached_cubin(source: &str, arch: &str, opts: &[&str]) -> Result<Vec<u8>> {
-    let key = cache_key(source, arch, opts);
-    let file = kernel_cache_dir().map(|d| d.join(format!("{key:016x}.cubin")));
-    if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()) {
-        return Ok(bytes);
-    }
-    NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
-    let compiled = compile(source, arch, opts, NvrtcOutput::Cubin)?;
-    if let Some(f) = &file {
-        store_atomically(f, &compiled.image);
-    }
-    Ok(compiled.image)
-}
-
-fn nvrtc_version() -> (i32, i32) {
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: writes two ints; NVRTC was found before any compile is attempted.
-    if super::nvrtc::nvrtc_available() {
-        unsafe {
-            let _ = cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor);
+        match &queue.deferred {
+            None => {
+                self.wait(queue, function)?;
+                self.check_panic(queue, function, &module)
+            }
+            Some(pending) => {
+                let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+                if !pending.iter().any(|(_, m)| m.same(&module)) {
+                    pending.push((function, module));
+                }
+                Ok(())
+            }
         }
     }
-    (major, minor)
+
+    /// Waits for the work queued on `queue`.
+    fn wait(&self, queue: &Queue, function: &str) -> Result<()> {
+        match &queue.stream {
+            Some(s) => s
+                .synchronize()
+                .map_err(|e| driver_error(function, "running", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for `queue`, then reports the first panic of any kernel launched on it since the
+    /// last synchronisation.
+    pub(crate) fn synchronize(&self, queue: &Queue) -> Result<()> {
+        self.wait(queue, "a stream")?;
+        let pending = match &queue.deferred {
+            Some(p) => std::mem::take(&mut *p.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        };
+        let mut first = Ok(());
+        for (function, module) in pending {
+            let status = self.check_panic(queue, function, &module);
+            if first.is_ok() {
+                first = status;
+            }
+        }
+        first
+    }
+
+    /// Reads and clears the module's panic flag: a body that panicked is an `Err`.
+    fn check_panic(&self, queue: &Queue, function: &'static str, module: &Module) -> Result<()> {
+        let code = match module {
+            Module::Gpu(m) => match &self.backend {
+                Backend::Gpu(g) => g.take_status(queue.stream(function)?, function, m)?,
+                Backend::Sim(_) => return Err(mixed_buffers(function)),
+            },
+            Module::Sim(m) => m.take_status(),
+        };
+        if code == 0 {
+            return Ok(());
+        }
+        let message = match code {
+            1 => "attempt to divide by zero",
+            2 => "attempt to divide with overflow",
+            3 => "explicit panic",
+            5 => "index out of bounds",
+            _ => "entered unreachable code",
+        };
+        Err(Error::KernelPanic {
+            function,
+            message: message.into(),
+        })
+    }
+
+    /// A new queue whose calls return without waiting.
+    pub(crate) fn deferred_queue(&self) -> Result<Queue> {
+        let stream = match &self.backend {
+            Backend::Gpu(g) => Some(g.new_stream().map_err(|e| Error::Cuda {
+                what: format!("creating a stream: {e:?}"),
+            })?),
+            Backend::Sim(_) => None,
+        };
+        Ok(Queue {
+            stream,
+            deferred: Some(Mutex::new(Vec::new())),
+        })
+    }
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so that concurrent
-/// processes never read a partial file. Failures only cost a later recompile.
-fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{}.{unique}.tmp", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+/// Strides in elements.
+pub(crate) type Strides = SmallVec<[isize; 8]>;
+
+/// An input in device memory: its buffer, the byte offset of its first element, its shape and
+/// element strides (any sign; 0 broadcasts).
+pub(crate) struct DevOperand<'a> {
+    pub mem: &'a Mem,
+    pub offset: usize,
+    pub shape: &'a [usize],
+    pub strides: Strides,
+}
+
+/// An output in device memory, C order, starting at its buffer's first byte.
+pub(crate) struct DevOut<'a> {
+    pub mem: &'a mut Mem,
+    pub shape: &'a [usize],
 }
 
 /// Whether strides describe a C-contiguous block (size-1 axes may have any stride).
@@ -226,7 +349,7 @@ fn is_c_contiguous(shape: &[usize], strides: &[isize]) -> bool {
 }
 
 /// An operand's own elements in C order: borrowed when already laid out so, else gathered.
-fn host_bytes<'a>(
+pub(crate) fn host_bytes<'a>(
     ptr: *const u8,
     shape: &[usize],
     strides: &[isize],
@@ -285,8 +408,42 @@ fn scatter_c_order(bytes: &[u8], ptr: *mut u8, shape: &[usize], strides: &[isize
     }
 }
 
-/// Runs `kernel` over the broadcast `shape`: host inputs are copied in (their own elements,
-/// broadcast on the device through stride-0 strides), outputs copied out.
+/// A host operand's own elements, in C order, copied to new device memory.
+pub(crate) fn upload_host(
+    queue: &Queue,
+    function: &str,
+    op: &RawOperand<'_>,
+    size: usize,
+) -> Result<Mem> {
+    let bytes = host_bytes(op.ptr, op.shape, op.strides, size);
+    queue.upload(function, "copying an input", &bytes)
+}
+
+/// Every operand copied in, in order.
+fn upload_all(
+    queue: &Queue,
+    function: &str,
+    ops: &[RawOperand<'_>],
+    sizes: &[usize],
+) -> Result<Vec<Mem>> {
+    ops.iter()
+        .zip(sizes)
+        .map(|(op, &size)| upload_host(queue, function, op, size))
+        .collect()
+}
+
+/// Host memory uploaded by [`upload_host`], seen as a device operand.
+fn uploaded<'a>(mem: &'a Mem, op: &RawOperand<'a>) -> DevOperand<'a> {
+    DevOperand {
+        mem,
+        offset: 0,
+        shape: op.shape,
+        strides: c_strides(op.shape),
+    }
+}
+
+/// Runs `kernel` over the broadcast `shape` on host operands: inputs are copied in (their own
+/// elements, broadcast on the device through stride-0 strides), outputs copied out.
 pub(crate) fn execute(
     function: &'static str,
     kernel: &CudaKernel,
@@ -301,137 +458,78 @@ pub(crate) fn execute(
         return Ok(());
     }
     let dev = device()?;
-    let in_bufs = ins
-        .iter()
-        .zip(in_sizes)
-        .map(|(op, &size)| upload(dev, function, op, size))
-        .collect::<Result<Vec<_>>>()?;
-    let mut out_bufs = out_sizes
-        .iter()
-        .map(|&size| alloc_zeroed(dev, function, total * size))
-        .collect::<Result<Vec<_>>>()?;
-    let inputs: Vec<(&CudaSlice<u8>, &[usize])> = in_bufs
+    let queue = &dev.queue;
+    let in_mems = upload_all(queue, function, ins, in_sizes)?;
+    let inputs: Vec<DevOperand<'_>> = in_mems
         .iter()
         .zip(ins)
-        .map(|(b, op)| (b, op.shape))
+        .map(|(m, op)| uploaded(m, op))
         .collect();
-    let mut outputs: Vec<&mut CudaSlice<u8>> = out_bufs.iter_mut().collect();
-    launch_elementwise(dev, function, kernel, &inputs, &mut outputs, shape)?;
-    for ((op, buf), &size) in outs.iter().zip(&out_bufs).zip(out_sizes) {
-        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
-        let bytes = dev
-            .stream
-            .clone_dtoh(buf)
-            .map_err(|e| driver_error(function, "copying an output back", e))?;
+    let mut out_mems = out_sizes
+        .iter()
+        .map(|&size| queue.alloc_zeroed(function, total * size))
+        .collect::<Result<Vec<_>>>()?;
+    let mut outputs: Vec<&mut Mem> = out_mems.iter_mut().collect();
+    launch_elementwise(dev, queue, function, kernel, &inputs, &mut outputs, shape)?;
+    for ((op, mem), &size) in outs.iter().zip(&out_mems).zip(out_sizes) {
+        let bytes = queue.download(function, "copying an output back", mem)?;
         scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
     }
     Ok(())
 }
 
-pub(crate) fn driver_error(function: &str, what: &str, e: cudarc::driver::DriverError) -> Error {
-    Error::Cuda {
-        what: format!("{what} for `{function}`: {e:?}"),
-    }
-}
-
-/// A host operand's own elements, copied to a new device buffer (one transfer).
-pub(crate) fn upload(
-    dev: &Device,
-    function: &str,
-    op: &RawOperand<'_>,
-    size: usize,
-) -> Result<CudaSlice<u8>> {
-    let bytes = host_bytes(op.ptr, op.shape, op.strides, size);
-    HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
-    // An empty operand still needs a valid device pointer.
-    let bytes: &[u8] = if bytes.is_empty() { &[0u8] } else { &bytes };
-    dev.stream
-        .clone_htod(bytes)
-        .map_err(|e| driver_error(function, "copying an input", e))
-}
-
-/// A zeroed device buffer of `bytes` bytes (at least one, so that it has an address).
-pub(crate) fn alloc_zeroed(dev: &Device, function: &str, bytes: usize) -> Result<CudaSlice<u8>> {
-    dev.stream
-        .alloc_zeros::<u8>(bytes.max(1))
-        .map_err(|e| driver_error(function, "allocating an output", e))
-}
-
-/// Launches the contiguous or strided kernel of `kernel` on device buffers: inputs of their own
-/// shapes in C order (broadcast through stride-0 strides), outputs of the full `shape` in C
-/// order; waits, and turns a raised panic flag into an error.
+/// Launches the contiguous or the strided kernel of `kernel` over `shape`: inputs with any
+/// offsets, shapes and strides (broadcast to `shape`), outputs of the full `shape` in C order.
 pub(crate) fn launch_elementwise(
     dev: &Device,
+    queue: &Queue,
     function: &'static str,
     kernel: &CudaKernel,
-    ins: &[(&CudaSlice<u8>, &[usize])],
-    outs: &mut [&mut CudaSlice<u8>],
+    ins: &[DevOperand<'_>],
+    outs: &mut [&mut Mem],
     shape: &[usize],
 ) -> Result<()> {
     let total = element_count(shape)?;
     if total == 0 {
         return Ok(());
     }
-    let module = dev.module(kernel)?;
-    let stream = &dev.stream;
-    let err = |what: &str, e| driver_error(function, what, e);
-    let n = total as i64;
-    let cfg = dev.grid_stride_config(total, 256);
-    let load = |name: String| -> Result<CudaFunction> {
-        module
-            .load_function(&name)
-            .map_err(|e| err(&format!("finding kernel {name}"), e))
+    let launch = LaunchShape {
+        items: total,
+        threads: 256,
     };
-    if ins.iter().all(|(_, s)| *s == shape) {
-        let func = load(format!("{}_contig", kernel.name))?;
-        let mut launch = stream.launch_builder(&func);
-        launch.arg(&n);
-        for (b, _) in ins {
-            launch.arg(*b);
-        }
-        for b in outs.iter_mut() {
-            launch.arg(&mut **b);
-        }
-        // SAFETY: the arguments match the kernel's signature: n, then one pointer per operand
-        // to `total` elements of its type.
-        unsafe { launch.launch(cfg) }.map_err(|e| err("launching", e))?;
-    } else {
-        let ndim = shape.len() as i32;
-        let shape_i64: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        let mut strides_i64: Vec<i64> = Vec::with_capacity((ins.len() + outs.len()) * shape.len());
-        for (_, own_shape) in ins {
-            let own = c_strides(own_shape);
-            let b = broadcast_strides(shape, own_shape, &own);
-            strides_i64.extend(b.iter().map(|&s| s as i64));
-        }
-        for _ in outs.iter() {
-            strides_i64.extend(c_strides(shape).iter().map(|&s| s as i64));
-        }
-        HOST_TO_DEVICE.fetch_add(2, Ordering::Relaxed);
-        let shape_buf = stream
-            .clone_htod(&shape_i64)
-            .map_err(|e| err("copying the shape", e))?;
-        let strides_buf = stream
-            .clone_htod(&strides_i64)
-            .map_err(|e| err("copying the strides", e))?;
-        let func = load(format!("{}_strided", kernel.name))?;
-        let mut launch = stream.launch_builder(&func);
-        launch.arg(&n).arg(&ndim).arg(&shape_buf).arg(&strides_buf);
-        for (b, _) in ins {
-            launch.arg(*b);
-        }
-        for b in outs.iter_mut() {
-            launch.arg(&mut **b);
-        }
-        // SAFETY: as above, plus the shape and per-operand strides of `ndim` dimensions.
-        unsafe { launch.launch(cfg) }.map_err(|e| err("launching", e))?;
+    let mut args = vec![Arg::I64(total as i64)];
+    if ins
+        .iter()
+        .all(|op| op.shape == shape && is_c_contiguous(shape, &op.strides))
+    {
+        args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
+        args.extend(outs.iter_mut().map(|m| Arg::Out(m)));
+        let entry = format!("{}_contig", kernel.name);
+        return dev.run(queue, function, kernel, &entry, launch, &mut args);
     }
-    stream.synchronize().map_err(|e| err("running", e))?;
-    check_status(function, &module, stream)
+    let shape_i64: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let mut strides_i64: Vec<i64> = Vec::with_capacity((ins.len() + outs.len()) * shape.len());
+    for op in ins {
+        let b = broadcast_strides(shape, op.shape, &op.strides);
+        strides_i64.extend(b.iter().map(|&s| s as i64));
+    }
+    let out_strides = c_strides(shape);
+    for _ in outs.iter() {
+        strides_i64.extend(out_strides.iter().map(|&s| s as i64));
+    }
+    let shape_mem = queue.upload_i64(function, "copying the shape", &shape_i64)?;
+    let strides_mem = queue.upload_i64(function, "copying the strides", &strides_i64)?;
+    args.push(Arg::I32(shape.len() as i32));
+    args.push(Arg::In(&shape_mem, 0));
+    args.push(Arg::In(&strides_mem, 0));
+    args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
+    args.extend(outs.iter_mut().map(|m| Arg::Out(m)));
+    let entry = format!("{}_strided", kernel.name);
+    dev.run(queue, function, kernel, &entry, launch, &mut args)
 }
 
-/// Runs a gufunc kernel over the loop items of `binding`: every operand (outputs too, which the
-/// core may read) is copied to the device in C order, then the outputs are copied back.
+/// Runs a gufunc kernel on host operands: every operand (outputs too, which the core may read)
+/// is copied to the device in C order, then the outputs are copied back.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn execute_gufunc(
     function: &'static str,
@@ -442,132 +540,100 @@ pub(crate) fn execute_gufunc(
     out_sizes: &[usize],
     binding: &crate::gufunc::CoreBinding,
 ) -> Result<()> {
-    let total = element_count(&binding.loop_shape)?;
-    if total == 0 {
+    if element_count(&binding.loop_shape)? == 0 {
         return Ok(());
     }
     let dev = device()?;
-    let module = dev.module(kernel)?;
-    let cuda_err = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
-        what: format!("{what} for `{function}`: {e:?}"),
-    };
-    let stream = &dev.stream;
-    let operands: Vec<(*const u8, &[usize], &[isize], usize)> = ins
+    let queue = &dev.queue;
+    let in_mems = upload_all(queue, function, ins, in_sizes)?;
+    let inputs: Vec<DevOperand<'_>> = in_mems
         .iter()
-        .zip(in_sizes)
-        .map(|(op, &size)| (op.ptr, op.shape, op.strides, size))
-        .chain(
-            outs.iter()
-                .zip(out_sizes)
-                .map(|(op, &size)| (op.ptr as *const u8, op.shape, op.strides, size)),
-        )
+        .zip(ins)
+        .map(|(m, op)| uploaded(m, op))
         .collect();
-    let loop_ndim = binding.loop_shape.len();
-    let (mut loop_strides, mut core_shapes, mut core_strides) =
-        (Vec::new(), Vec::new(), Vec::new());
-    let mut bufs = Vec::with_capacity(operands.len());
-    for (k, &(ptr, shape, strides, size)) in operands.iter().enumerate() {
-        let own = c_strides(shape);
-        let n_core = binding.core_axes[k].iter().filter(|a| a.is_some()).count();
-        let n_loop = shape.len() - n_core;
-        let ls = broadcast_strides(&binding.loop_shape, &shape[..n_loop], &own[..n_loop]);
-        loop_strides.extend(ls.iter().map(|&s| s as i64));
-        core_shapes.extend(binding.core_shapes[k].iter().map(|&n| n as i64));
-        core_strides.extend(
-            binding.core_axes[k]
-                .iter()
-                .map(|a| a.map_or(0, |a| own[a] as i64)),
-        );
-        let bytes = host_bytes(ptr, shape, strides, size);
-        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
-        // An empty operand still needs a valid device pointer.
-        let upload: &[u8] = if bytes.is_empty() { &[0u8] } else { &bytes };
-        bufs.push(
-            stream
-                .clone_htod(upload)
-                .map_err(|e| cuda_err("copying an operand", e))?,
-        );
-    }
-    let as_i64 = |v: &[i64]| if v.is_empty() { vec![0i64] } else { v.to_vec() };
-    HOST_TO_DEVICE.fetch_add(4, Ordering::Relaxed);
-    let loop_shape: Vec<i64> = binding.loop_shape.iter().map(|&n| n as i64).collect();
-    let loop_shape_buf = stream
-        .clone_htod(&as_i64(&loop_shape))
-        .map_err(|e| cuda_err("copying the loop shape", e))?;
-    let loop_strides_buf = stream
-        .clone_htod(&as_i64(&loop_strides))
-        .map_err(|e| cuda_err("copying the loop strides", e))?;
-    let core_shapes_buf = stream
-        .clone_htod(&as_i64(&core_shapes))
-        .map_err(|e| cuda_err("copying the core shapes", e))?;
-    let core_strides_buf = stream
-        .clone_htod(&as_i64(&core_strides))
-        .map_err(|e| cuda_err("copying the core strides", e))?;
-    let func = module
-        .load_function(&format!("{}_gufunc", kernel.name))
-        .map_err(|e| cuda_err("finding the gufunc kernel", e))?;
-    let n = total as i64;
-    let nd = loop_ndim as i32;
-    let cfg = dev.grid_stride_config(total, 128);
-    let mut launch = stream.launch_builder(&func);
-    launch
-        .arg(&n)
-        .arg(&nd)
-        .arg(&loop_shape_buf)
-        .arg(&loop_strides_buf)
-        .arg(&core_shapes_buf)
-        .arg(&core_strides_buf);
-    for b in &mut bufs {
-        launch.arg(b);
-    }
-    // SAFETY: the arguments follow `<name>_gufunc`'s signature; strides and shapes come from the
-    // binding of these very operands.
-    unsafe { launch.launch(cfg) }.map_err(|e| cuda_err("launching", e))?;
-    stream.synchronize().map_err(|e| cuda_err("running", e))?;
-    check_status(function, &module, stream)?;
-    for (op, (buf, &size)) in outs.iter().zip(bufs[ins.len()..].iter().zip(out_sizes)) {
+    let outs_as_inputs: Vec<RawOperand<'_>> = outs
+        .iter()
+        .map(|op| RawOperand {
+            ptr: op.ptr as *const u8,
+            shape: op.shape,
+            strides: op.strides,
+        })
+        .collect();
+    let mut out_mems = upload_all(queue, function, &outs_as_inputs, out_sizes)?;
+    let mut outputs: Vec<DevOut<'_>> = out_mems
+        .iter_mut()
+        .zip(outs)
+        .map(|(mem, op)| DevOut {
+            mem,
+            shape: op.shape,
+        })
+        .collect();
+    launch_gufunc(dev, queue, function, kernel, &inputs, &mut outputs, binding)?;
+    for ((op, mem), &size) in outs.iter().zip(&out_mems).zip(out_sizes) {
         if op.shape.iter().product::<usize>() == 0 {
             continue;
         }
-        DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
-        let bytes = stream
-            .clone_dtoh(buf)
-            .map_err(|e| cuda_err("copying an output back", e))?;
+        let bytes = queue.download(function, "copying an output back", mem)?;
         scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
     }
     Ok(())
 }
 
-/// Reads and clears the module's panic flag: a body that panicked is an `Err`.
-fn check_status(
+/// Launches `<name>_gufunc` over the loop items of `binding`, operands in device memory.
+pub(crate) fn launch_gufunc(
+    dev: &Device,
+    queue: &Queue,
     function: &'static str,
-    module: &Arc<CudaModule>,
-    stream: &Arc<CudaStream>,
+    kernel: &CudaKernel,
+    ins: &[DevOperand<'_>],
+    outs: &mut [DevOut<'_>],
+    binding: &crate::gufunc::CoreBinding,
 ) -> Result<()> {
-    let mut status = module
-        .get_global("__ufunc_status", stream)
-        .map_err(|e| Error::Cuda {
-            what: format!("reading the panic flag of `{function}`: {e:?}"),
-        })?;
-    let bytes = stream.clone_dtoh(&status).map_err(|e| Error::Cuda {
-        what: format!("reading the panic flag of `{function}`: {e:?}"),
-    })?;
-    let code = i32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if code == 0 {
+    let total = element_count(&binding.loop_shape)?;
+    if total == 0 {
         return Ok(());
     }
-    let _ = stream.memcpy_htod(&[0u8; 4], &mut status);
-    let message = match code {
-        1 => "attempt to divide by zero",
-        2 => "attempt to divide with overflow",
-        3 => "explicit panic",
-        5 => "index out of bounds",
-        _ => "entered unreachable code",
+    let out_strides: Vec<Strides> = outs.iter().map(|o| c_strides(o.shape)).collect();
+    let operands = ins.iter().map(|op| (op.shape, &op.strides[..])).chain(
+        outs.iter()
+            .zip(&out_strides)
+            .map(|(o, s)| (o.shape, &s[..])),
+    );
+    let (mut loop_strides, mut core_shapes, mut core_strides) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for (k, (shape, strides)) in operands.enumerate() {
+        let n_core = binding.core_axes[k].iter().filter(|a| a.is_some()).count();
+        let n_loop = shape.len() - n_core;
+        let ls = broadcast_strides(&binding.loop_shape, &shape[..n_loop], &strides[..n_loop]);
+        loop_strides.extend(ls.iter().map(|&s| s as i64));
+        core_shapes.extend(binding.core_shapes[k].iter().map(|&n| n as i64));
+        core_strides.extend(
+            binding.core_axes[k]
+                .iter()
+                .map(|a| a.map_or(0, |a| strides[a] as i64)),
+        );
+    }
+    let loop_shape: Vec<i64> = binding.loop_shape.iter().map(|&n| n as i64).collect();
+    let loop_shape_mem = queue.upload_i64(function, "copying the loop shape", &loop_shape)?;
+    let loop_strides_mem = queue.upload_i64(function, "copying the loop strides", &loop_strides)?;
+    let core_shapes_mem = queue.upload_i64(function, "copying the core shapes", &core_shapes)?;
+    let core_strides_mem = queue.upload_i64(function, "copying the core strides", &core_strides)?;
+    let mut args = vec![
+        Arg::I64(total as i64),
+        Arg::I32(binding.loop_shape.len() as i32),
+        Arg::In(&loop_shape_mem, 0),
+        Arg::In(&loop_strides_mem, 0),
+        Arg::In(&core_shapes_mem, 0),
+        Arg::In(&core_strides_mem, 0),
+    ];
+    args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
+    args.extend(outs.iter_mut().map(|o| Arg::Out(&mut *o.mem)));
+    let launch = LaunchShape {
+        items: total,
+        threads: 128,
     };
-    Err(Error::KernelPanic {
-        function,
-        message: message.into(),
-    })
+    let entry = format!("{}_gufunc", kernel.name);
+    dev.run(queue, function, kernel, &entry, launch, &mut args)
 }
 
 #[cfg(test)]

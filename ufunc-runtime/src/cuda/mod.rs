@@ -1,18 +1,25 @@
 //! The `cuda` target: the C++ prelude the translated bodies rely on, exact literals for
 //! captured constants, and NVRTC compilation.
 
+mod cache;
 mod device;
+mod gpu;
 mod launch;
 mod nvrtc;
+mod sim;
+mod stream;
 
 pub(crate) use device::wrap;
 pub use device::{
     call_device, call_out_device, device_array, to_device, DeviceArray, DeviceInput, DeviceOperand,
-    DeviceOperands, DeviceOutOperands,
+    DeviceOperands, DeviceOutOperands, DeviceView,
 };
 
-pub use launch::{cached_cubin, cuda_counters, kernel_cache_dir, CudaCounters};
+pub use cache::{cached_cubin, kernel_cache_dir};
+pub use launch::{cuda_counters, cuda_simulated, CudaCounters, DeviceBuffer};
 pub(crate) use launch::{execute, execute_gufunc};
+
+pub use stream::Stream;
 
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 

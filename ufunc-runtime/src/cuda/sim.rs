@@ -1,0 +1,254 @@
+//! The host simulator of the `cuda` target (`UFUNC_CUDA_SIM=1`): the generated CUDA C++ built
+//! as a shared library by the host C++ compiler (with `sim.h` standing in for CUDA), device
+//! memory in host memory, and each launch run as a small grid of simulated threads, one after
+//! another. Kernels are grid-stride loops, so any grid covers every item; a grid of several
+//! blocks and threads checks that they split the work correctly.
+
+use super::cache::{cache_key, kernel_cache_dir, publish, COMPILES};
+use super::launch::{mixed_buffers, Arg, LaunchShape, Mem};
+use super::CudaKernel;
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+const SIM_H: &str = include_str!("sim.h");
+
+/// The simulated grid: blocks, and threads per block.
+const SIM_BLOCKS: u32 = 2;
+const SIM_THREADS: u32 = 3;
+
+/// Device memory under the simulator: 8-byte aligned host memory.
+pub(crate) struct SimBuffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl SimBuffer {
+    pub(crate) fn zeroed(len: usize) -> SimBuffer {
+        SimBuffer {
+            words: vec![0; len.div_ceil(8)],
+            len,
+        }
+    }
+
+    pub(crate) fn from_bytes(bytes: &[u8]) -> SimBuffer {
+        let mut b = SimBuffer::zeroed(bytes.len());
+        b.bytes_mut().copy_from_slice(bytes);
+        b
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Sim {
+    /// Loaded libraries, by source function and fast-math flag.
+    modules: Mutex<HashMap<(usize, bool), Arc<SimModule>>>,
+}
+
+/// One generated source, built and loaded.
+pub(crate) struct SimModule {
+    lib: libloading::Library,
+    /// Serialises launches: the panic flag and the grid coordinates are per library.
+    lock: Mutex<()>,
+}
+
+impl Sim {
+    pub(crate) fn module(&self, kernel: &CudaKernel) -> Result<Arc<SimModule>> {
+        let key = (kernel.source as usize, kernel.fast_math);
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = modules.get(&key) {
+            return Ok(m.clone());
+        }
+        let path = build(&(kernel.source)(), kernel.fast_math)?;
+        // SAFETY: the library is ours: its initialisers only set up the C++ runtime.
+        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| Error::Cuda {
+            what: format!("loading the simulated module of `{}`: {e}", kernel.name),
+        })?;
+        let module = Arc::new(SimModule {
+            lib,
+            lock: Mutex::new(()),
+        });
+        modules.insert(key, module.clone());
+        Ok(module)
+    }
+}
+
+/// The host compiler: `CXX`, else `c++`.
+fn compiler() -> String {
+    std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+}
+
+/// Builds `source` into a shared library in the kernel cache (or the temporary directory),
+/// unless an earlier build of the same source with the same compiler and flags is there.
+fn build(source: &str, fast_math: bool) -> Result<PathBuf> {
+    let cxx = compiler();
+    let contract = if fast_math {
+        "-ffp-contract=fast"
+    } else {
+        "-ffp-contract=off"
+    };
+    let flags = ["-std=c++17", "-O2", "-shared", "-fPIC", contract];
+    let full = format!("{SIM_H}\n{source}");
+    let key = cache_key(&full, &format!("host-sim {cxx}"), &flags);
+    let dir = kernel_cache_dir().unwrap_or_else(|| std::env::temp_dir().join("ufunc-sim"));
+    let lib = dir.join(format!("{key:016x}.sim.so"));
+    if lib.exists() {
+        return Ok(lib);
+    }
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let failed = |log: String| Error::SimCompile {
+        compiler: cxx.clone(),
+        log,
+        source: full.clone(),
+    };
+    let cpp = dir.join(format!("{key:016x}.{}.cpp", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(&cpp, &full))
+        .map_err(|e| failed(format!("cannot write {}: {e}", cpp.display())))?;
+    let mut log = String::new();
+    let built = publish(&lib, |tmp| {
+        match std::process::Command::new(&cxx)
+            .args(flags)
+            .arg("-o")
+            .arg(tmp)
+            .arg(&cpp)
+            .output()
+        {
+            Ok(out) => {
+                log = String::from_utf8_lossy(&out.stderr).into_owned();
+                out.status.success()
+            }
+            Err(e) => {
+                log = format!("cannot run `{cxx}`: {e}");
+                false
+            }
+        }
+    });
+    let _ = std::fs::remove_file(&cpp);
+    if built {
+        Ok(lib)
+    } else {
+        Err(failed(log))
+    }
+}
+
+impl SimModule {
+    fn symbol(&self, function: &str, name: &str) -> Result<*mut c_void> {
+        let cname = format!("{name}\0");
+        // SAFETY: only the address is read; callers use it with the symbol's own type.
+        unsafe { self.lib.get::<*mut c_void>(cname.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|e| Error::Cuda {
+                what: format!("finding {name} in the simulated module of `{function}`: {e}"),
+            })
+    }
+
+    /// Runs `entry` over a small grid, thread after thread.
+    pub(crate) fn launch(
+        &self,
+        function: &str,
+        entry: &str,
+        _launch: LaunchShape,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        let words = args
+            .iter_mut()
+            .map(|a| match a {
+                Arg::I64(v) => Ok(*v as usize),
+                Arg::I32(v) => Ok(*v as isize as usize),
+                Arg::In(Mem::Sim(b), offset) => Ok(b.bytes().as_ptr() as usize + *offset),
+                Arg::Out(Mem::Sim(b)) => Ok(b.bytes_mut().as_mut_ptr() as usize),
+                _ => Err(mixed_buffers(function)),
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let kernel = self.symbol(function, entry)?;
+        let grid = self.symbol(function, "__ufunc_sim_grid")?;
+        // SAFETY: `__ufunc_sim_grid` is sim.h's `void(unsigned, unsigned, unsigned, unsigned)`.
+        let set_grid: unsafe extern "C" fn(u32, u32, u32, u32) =
+            unsafe { std::mem::transmute(grid) };
+        let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        for block in 0..SIM_BLOCKS {
+            for thread in 0..SIM_THREADS {
+                // SAFETY: the kernel's parameters are 64-bit integers, 32-bit ints and pointers,
+                // each passed in one integer register or 8-byte stack slot, as `words` are; the
+                // pointers address simulator buffers covering every offset the kernel reaches.
+                unsafe {
+                    set_grid(block, SIM_BLOCKS, thread, SIM_THREADS);
+                    call_kernel(kernel, &words)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and clears the panic flag.
+    pub(crate) fn take_status(&self) -> i32 {
+        let Ok(flag) = self.symbol("a kernel", "__ufunc_status") else {
+            return 0;
+        };
+        let flag = flag as *mut i32;
+        // SAFETY: `__ufunc_status` is the prelude's `int`; launches are serialised by `lock`.
+        let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        unsafe { std::ptr::replace(flag, 0) }
+    }
+}
+
+/// The type `usize`, once per repetition of a macro argument.
+macro_rules! word {
+    ($i:tt) => {
+        usize
+    };
+}
+
+/// Calls `f` with `words` as its integer arguments.
+///
+/// # Safety
+/// `f` is an `extern "C"` function taking `words.len()` integer or pointer arguments.
+unsafe fn call_kernel(f: *mut c_void, w: &[usize]) -> Result<()> {
+    macro_rules! call {
+        ($($i:tt)*) => {{
+            let f: unsafe extern "C" fn($(word!($i)),*) = std::mem::transmute(f);
+            f($(w[$i]),*)
+        }};
+    }
+    match w.len() {
+        1 => call!(0),
+        2 => call!(0 1),
+        3 => call!(0 1 2),
+        4 => call!(0 1 2 3),
+        5 => call!(0 1 2 3 4),
+        6 => call!(0 1 2 3 4 5),
+        7 => call!(0 1 2 3 4 5 6),
+        8 => call!(0 1 2 3 4 5 6 7),
+        9 => call!(0 1 2 3 4 5 6 7 8),
+        10 => call!(0 1 2 3 4 5 6 7 8 9),
+        11 => call!(0 1 2 3 4 5 6 7 8 9 10),
+        12 => call!(0 1 2 3 4 5 6 7 8 9 10 11),
+        13 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12),
+        14 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13),
+        15 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        16 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+        17 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+        18 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17),
+        19 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18),
+        20 => call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19),
+        n => {
+            return Err(Error::Cuda {
+                what: format!("the simulator calls kernels of at most 20 parameters, not {n}"),
+            })
+        }
+    }
+    Ok(())
+}
