@@ -769,3 +769,50 @@ fn streams_queue_work_and_report_panics_at_synchronize() {
         },
     );
 }
+
+#[test]
+fn gufuncs_take_and_leave_device_arrays() {
+    on_gpu("gufuncs_take_and_leave_device_arrays", || {
+        use ufunc::cuda::{cuda_counters, device_array, to_device, Stream};
+        let a = ndarray::Array3::from_shape_fn((64, 3, 4), |(q, i, k)| ((q + i * k) % 5) as f32);
+        let b = Array2::from_shape_fn((5, 4), |(j, k)| (j * 4 + k) as f32 - 6.0);
+        let (da, db) = (to_device(&a).unwrap(), to_device(&b).unwrap());
+        let before = cuda_counters();
+        // A transposed device view as the (n,p) operand, broadcast over the loop dimension.
+        let dc = gu_matmul::on_device(&da, db.t()).unwrap();
+        let after = cuda_counters();
+        assert_eq!(after.host_to_device, before.host_to_device);
+        assert_eq!(after.device_to_host, before.device_to_host);
+        assert_eq!(dc.shape(), &[64, 3, 5]);
+        let want = gu_matmul::on(Target::Cpu, &a, &b.t()).unwrap();
+        assert_eq!(dc.copy_to_host().unwrap(), want);
+        // Chained on the device: (a @ b.T) @ ones(5, 2).
+        let ones = Array2::<f32>::ones((5, 2));
+        let dd = gu_matmul::on_device(&dc, &ones).unwrap();
+        assert_eq!(
+            dd.copy_to_host().unwrap(),
+            gu_matmul::on(Target::Cpu, &want, &ones).unwrap()
+        );
+        // Several outputs, and `out_device` with an output-only dimension from the array.
+        let x = Array2::from_shape_fn((16, 9), |(i, j)| i as f64 - 0.25 * j as f64);
+        let dx = to_device(&x).unwrap();
+        let (dot, norm) =
+            gu_dot_and_norm::on_device(&dx, dx.view().slice(ndarray::s![2, ..]).unwrap()).unwrap();
+        let (dot_cpu, norm_cpu) = gu_dot_and_norm::on(Target::Cpu, &x, &x.row(2)).unwrap();
+        assert_eq!(dot.copy_to_host().unwrap(), dot_cpu);
+        assert_eq!(norm.copy_to_host().unwrap(), norm_cpu);
+        let v = Array2::from_shape_fn((20, 100), |(i, j)| ((i * 37 + j * 11) % 100) as f32 * 0.01);
+        let mut counts = device_array::<u32, _>(ndarray::IxDyn(&[20, 8])).unwrap();
+        let stream = Stream::new().unwrap();
+        gu_histogram::out_stream(&stream, &v, 1.0f32, &mut counts).unwrap();
+        stream.synchronize().unwrap();
+        let mut counts_cpu = Array2::<u32>::zeros((20, 8));
+        gu_histogram::out_on(Target::Cpu, &v, 1.0f32, &mut counts_cpu).unwrap();
+        assert_eq!(counts.copy_to_host().unwrap(), counts_cpu.into_dyn());
+        // Shapes that do not fit the layout are errors naming the operand.
+        let e = gu_matmul::on_device(&da, &da).unwrap_err();
+        assert!(matches!(e, Error::CoreDimMismatch { .. }), "{e}");
+        let mut wrong = device_array::<u32, _>(ndarray::IxDyn(&[19, 8])).unwrap();
+        assert!(gu_histogram::out_device(&v, 1.0f32, &mut wrong).is_err());
+    });
+}

@@ -133,10 +133,10 @@ pub trait Outputs: Copy {
     fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn>;
     /// What a device call returns: `DeviceArray<T, D>` or a tuple of them.
     type DeviceArrays<D: Dimension>;
-    /// Wraps one device buffer per output.
+    /// Wraps one device buffer per output, each with its dimension.
     fn wrap_device<D: Dimension>(
         bufs: Vec<crate::cuda::DeviceBuffer>,
-        dim: &D,
+        dims: &[D],
     ) -> Self::DeviceArrays<D>;
 }
 
@@ -233,10 +233,10 @@ macro_rules! impl_single_output {
             type DeviceArrays<D: Dimension> = crate::cuda::DeviceArray<$t, D>;
             fn wrap_device<D: Dimension>(
                 bufs: Vec<crate::cuda::DeviceBuffer>,
-                dim: &D,
+                dims: &[D],
             ) -> Self::DeviceArrays<D> {
                 let buf = bufs.into_iter().next().expect("one buffer per output");
-                crate::cuda::wrap(buf, dim)
+                crate::cuda::wrap(buf, &dims[0])
             }
         }
     )*};
@@ -271,13 +271,10 @@ macro_rules! impl_tuple_outputs {
             type DeviceArrays<Dm: Dimension> = ($(crate::cuda::DeviceArray<$t, Dm>,)+);
             fn wrap_device<Dm: Dimension>(
                 bufs: Vec<crate::cuda::DeviceBuffer>,
-                dim: &Dm,
+                dims: &[Dm],
             ) -> Self::DeviceArrays<Dm> {
                 let mut bufs = bufs.into_iter();
-                ($({
-                    let _ = $i;
-                    crate::cuda::wrap(bufs.next().expect("one buffer per output"), dim)
-                },)+)
+                ($(crate::cuda::wrap(bufs.next().expect("one buffer per output"), &dims[$i]),)+)
             }
         }
     };

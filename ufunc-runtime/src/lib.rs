@@ -21,9 +21,10 @@ pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
 pub use call::{call, call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, cuda_simulated,
-    device_array, kernel_cache_dir, nvrtc_available, to_device, Compiled, CudaCounters, CudaKernel,
-    CudaLiteral, DeviceArray, DeviceBuffer, DeviceInput, DeviceOperand, DeviceOperands,
-    DeviceOutOperands, DeviceView, NvrtcOutput, Stream, CUDA_PRELUDE,
+    device_array, gu_call_device, gu_call_out_device, kernel_cache_dir, nvrtc_available, to_device,
+    Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray, DeviceBuffer, DeviceInput,
+    DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceView, NvrtcOutput, Stream,
+    CUDA_PRELUDE,
 };
 pub use element::Element;
 pub use error::{Error, Result};

@@ -244,6 +244,60 @@ fn expand(
         "The targets `{name}` was compiled for: `{}`. The first is the default.",
         targets.join("`, `")
     );
+    let device_arrays = quote!(<#out_ty as #p::Outputs>::DeviceArrays<::ufunc::ndarray::IxDyn>);
+    let device_fns = if f.attr.rest.wants_cuda() {
+        quote! {
+            /// Calls the gufunc on the GPU and leaves the outputs there (zero-initialised before
+            /// the core runs): device arrays and views are used in place, host arrays and
+            /// scalars are copied in. Waits for the kernel, so that a panic is this call's `Err`.
+            pub fn on_device<#(#arg_tys),*>(#(#in_idents: #arg_tys),*)
+                -> ::ufunc::Result<#device_arrays>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+            {
+                #p::gu_call_device::<Self, _>(Self::TARGETS, None, (#(#in_idents,)*))
+            }
+
+            /// As `on_device`, queued on `stream` without waiting.
+            pub fn on_stream<#(#arg_tys),*>(
+                stream: &::ufunc::cuda::Stream, #(#in_idents: #arg_tys),*
+            ) -> ::ufunc::Result<#device_arrays>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+            {
+                #p::gu_call_device::<Self, _>(Self::TARGETS, Some(stream), (#(#in_idents,)*))
+            }
+
+            /// Writes into existing device arrays of the loop shape plus the core shape.
+            pub fn out_device<#(#arg_tys,)* #(#out_tys),*>(
+                #(#in_idents: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+                (#(#out_tys,)*): #p::DeviceOutOperands<#out_ty>,
+            {
+                #p::gu_call_out_device::<Self, _, _>(
+                    Self::TARGETS, None, (#(#in_idents,)*), (#(#out_params,)*)
+                )
+            }
+
+            /// As `out_device`, queued on `stream` without waiting.
+            pub fn out_stream<#(#arg_tys,)* #(#out_tys),*>(
+                stream: &::ufunc::cuda::Stream,
+                #(#in_idents: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                (#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>,
+                (#(#out_tys,)*): #p::DeviceOutOperands<#out_ty>,
+            {
+                #p::gu_call_out_device::<Self, _, _>(
+                    Self::TARGETS, Some(stream), (#(#in_idents,)*), (#(#out_params,)*)
+                )
+            }
+        }
+    } else {
+        quote!()
+    };
     quote! {
         #(#doc_attrs)*
         ///
@@ -305,6 +359,8 @@ fn expand(
                     target, Self::TARGETS, (#(#in_idents,)*), (#(#out_params,)*)
                 )
             }
+
+            #device_fns
 
             /// The core function, as written.
             #(#core_attrs)*

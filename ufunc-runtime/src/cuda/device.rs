@@ -7,18 +7,20 @@
 
 use super::kernel_of;
 use super::launch::{
-    device, host_bytes, launch_elementwise, upload_host, DevOperand, DeviceBuffer, Mem, Queue,
-    Strides,
+    device, host_bytes, launch_elementwise, launch_gufunc, upload_host, DevOperand, DevOut,
+    DeviceBuffer, Mem, Queue, Strides,
 };
 use super::stream::{queue_of, Stream};
 use crate::body::{Inputs, Outputs};
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::gufunc::GuBody;
 use crate::operand::{DimFold, Operand, RawOperand};
 use crate::shape::{broadcast_shape, c_strides, element_count};
 use crate::Target;
 use ndarray::{
-    Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension, Ix0, SliceArg, SliceInfoElem,
+    Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension, Ix0, IxDyn, SliceArg,
+    SliceInfoElem,
 };
 use std::marker::PhantomData;
 
@@ -575,10 +577,106 @@ pub fn call_device<B: crate::body::Body, Ops: DeviceOperands<B::In>>(
     launch_elementwise(dev, queue, B::NAME, &kernel, &ins, &mut outs, &shape)?;
     let mut dim = <Ops::Dim as Dimension>::zeros(shape.len());
     dim.slice_mut().copy_from_slice(&shape);
+    let dims = vec![dim; bufs.len()];
     Ok(B::Out::wrap_device(
         bufs.into_iter().map(DeviceBuffer).collect(),
-        &dim,
+        &dims,
     ))
+}
+
+/// Checks that each output has the expected shape.
+fn check_output_shapes<'s>(
+    found: impl Iterator<Item = &'s [usize]>,
+    expected: impl Iterator<Item = &'s [usize]>,
+) -> Result<()> {
+    for (output, (found, expected)) in found.zip(expected).enumerate() {
+        if found != expected {
+            return Err(Error::OutputShape {
+                output,
+                expected: expected.to_vec(),
+                found: found.to_vec(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A gufunc's `f::on_device` (and `f::on_stream`): binds the layout to the operands' shapes,
+/// runs the kernel with device operands in place, and leaves zero-initialised outputs (loop
+/// shape, then core shape) on the device.
+pub fn gu_call_device<B: GuBody, Ops: DeviceOperands<B::In>>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    ops: Ops,
+) -> Result<<B::Out as Outputs>::DeviceArrays<IxDyn>> {
+    let kernel = kernel_of(B::NAME, B::CUDA, compiled)?;
+    let inputs = ops.device_inputs();
+    let shapes: Vec<&[usize]> = inputs.iter().map(|i| i.shape()).collect();
+    let binding = B::SIGNATURE.bind(&shapes, None)?;
+    let dev = device()?;
+    let queue = queue_of(stream, dev);
+    let mut bufs = binding
+        .output_shapes
+        .iter()
+        .zip(B::Out::SIZES)
+        .map(|(shape, &size)| {
+            let bytes = element_count(shape)?
+                .checked_mul(size)
+                .ok_or_else(|| Error::TooLarge {
+                    shape: shape.clone(),
+                })?;
+            queue.alloc_zeroed(B::NAME, bytes)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut uploads = Vec::new();
+    let ins = device_operands(queue, B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
+    let mut outs: Vec<DevOut<'_>> = bufs
+        .iter_mut()
+        .zip(&binding.output_shapes)
+        .map(|(mem, shape)| DevOut { mem, shape })
+        .collect();
+    launch_gufunc(dev, queue, B::NAME, &kernel, &ins, &mut outs, &binding)?;
+    let dims: Vec<IxDyn> = binding.output_shapes.iter().map(|s| IxDyn(s)).collect();
+    Ok(B::Out::wrap_device(
+        bufs.into_iter().map(DeviceBuffer).collect(),
+        &dims,
+    ))
+}
+
+/// A gufunc's `f::out_device` (and `f::out_stream`): into existing device arrays of the loop
+/// shape plus core shape (output-only dimensions take their sizes from them).
+pub fn gu_call_out_device<
+    B: GuBody,
+    Ops: DeviceOperands<B::In>,
+    Outs: DeviceOutOperands<B::Out>,
+>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    ops: Ops,
+    mut outs: Outs,
+) -> Result<()> {
+    let kernel = kernel_of(B::NAME, B::CUDA, compiled)?;
+    let inputs = ops.device_inputs();
+    let shapes: Vec<&[usize]> = inputs.iter().map(|i| i.shape()).collect();
+    let mut outputs = outs.device_outputs();
+    let out_shapes: Vec<&[usize]> = outputs.iter().map(|(_, s)| *s).collect();
+    let binding = B::SIGNATURE.bind(&shapes, Some(&out_shapes))?;
+    check_output_shapes(
+        out_shapes.iter().copied(),
+        binding.output_shapes.iter().map(|s| s.as_slice()),
+    )?;
+    let dev = device()?;
+    let queue = queue_of(stream, dev);
+    let mut uploads = Vec::new();
+    let ins = device_operands(queue, B::NAME, &inputs, B::In::SIZES, &mut uploads)?;
+    let mut outs: Vec<DevOut<'_>> = outputs
+        .iter_mut()
+        .map(|(b, shape)| DevOut {
+            mem: &mut b.0,
+            shape,
+        })
+        .collect();
+    launch_gufunc(dev, queue, B::NAME, &kernel, &ins, &mut outs, &binding)
 }
 
 /// `f::out_device` (and `f::out_stream`): runs `B` on the GPU into existing device arrays of
@@ -597,15 +695,10 @@ pub fn call_out_device<
     let inputs = ops.device_inputs();
     let shape = broadcast_inputs(&inputs)?;
     let mut outputs = outs.device_outputs();
-    for (i, (_, s)) in outputs.iter().enumerate() {
-        if *s != shape.as_slice() {
-            return Err(Error::OutputShape {
-                output: i,
-                expected: shape.to_vec(),
-                found: s.to_vec(),
-            });
-        }
-    }
+    check_output_shapes(
+        outputs.iter().map(|(_, s)| *s),
+        std::iter::repeat(shape.as_slice()),
+    )?;
     let dev = device()?;
     let queue = queue_of(stream, dev);
     let mut uploads = Vec::new();

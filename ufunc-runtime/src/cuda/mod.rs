@@ -11,8 +11,8 @@ mod stream;
 
 pub(crate) use device::wrap;
 pub use device::{
-    call_device, call_out_device, device_array, to_device, DeviceArray, DeviceInput, DeviceOperand,
-    DeviceOperands, DeviceOutOperands, DeviceView,
+    call_device, call_out_device, device_array, gu_call_device, gu_call_out_device, to_device,
+    DeviceArray, DeviceInput, DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceView,
 };
 
 pub use cache::{cached_cubin, kernel_cache_dir};
