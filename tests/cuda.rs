@@ -204,6 +204,29 @@ fn gu_inside(x: f32, y: f32, poly: ArrayView2<f32>) -> bool {
     inside
 }
 
+/// A thread per output element on cuda (triangular: the inner bound depends on the outer index).
+#[guvectorize("(n,n)->(n,n)", targets = ["cpu", "cuda"])]
+fn gu_lower_cumsum(a: ArrayView2<f64>, mut c: ArrayViewMut2<f64>) {
+    let n = a.nrows();
+    for i in 0..n {
+        for j in 0..=i {
+            let mut s = 0.0;
+            for k in j..=i {
+                s += a[[k, j]];
+            }
+            c[[i, j]] = s;
+        }
+    }
+}
+
+/// A mapped loop whose range runs past the output: an index error, as on the CPU.
+#[guvectorize("(n)->(n)", targets = ["cpu", "cuda"])]
+fn gu_overrun(a: ArrayView1<f32>, mut c: ArrayViewMut1<f32>) {
+    for i in 0..a.len() + 1 {
+        c[[i]] = 2.0;
+    }
+}
+
 /// Every cuda ufunc above: name and source.
 fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -225,6 +248,8 @@ fn sources() -> Vec<(&'static str, String)> {
         ("gu_dot_and_norm", gu_dot_and_norm::cuda_source()),
         ("gu_histogram", gu_histogram::cuda_source()),
         ("gu_inside", gu_inside::cuda_source()),
+        ("gu_lower_cumsum", gu_lower_cumsum::cuda_source()),
+        ("gu_overrun", gu_overrun::cuda_source()),
     ]
 }
 
@@ -815,4 +840,55 @@ fn gufuncs_take_and_leave_device_arrays() {
         let mut wrong = device_array::<u32, _>(ndarray::IxDyn(&[19, 8])).unwrap();
         assert!(gu_histogram::out_device(&v, 1.0f32, &mut wrong).is_err());
     });
+}
+
+#[test]
+fn independent_core_loops_get_a_thread_per_output_element() {
+    // Which gufuncs are mapped (checked on the generated source, GPU or not).
+    for (mapped, src) in [
+        (true, gu_matmul::cuda_source()),
+        (true, gu_lower_cumsum::cuda_source()),
+        (true, gu_overrun::cuda_source()),
+        (false, gu_histogram::cuda_source()),
+        (false, gu_dot_and_norm::cuda_source()),
+        (false, gu_inside::cuda_source()),
+    ] {
+        assert_eq!(src.contains("__ufunc_mapped[0]"), mapped, "{src}");
+    }
+    assert!(gu_matmul::cuda_source().contains("__ufunc_mapped[1]"));
+    on_gpu(
+        "independent_core_loops_get_a_thread_per_output_element",
+        || {
+            // A batch of one matrix: many threads, the same result.
+            let a = Array2::from_shape_fn((37, 29), |(i, k)| ((i * 3 + k * 5) % 11) as f32 - 5.0);
+            let b = Array2::from_shape_fn((29, 41), |(k, j)| ((k + 2 * j) % 7) as f32 - 3.0);
+            assert_eq!(
+                gu_matmul::on(Target::Cuda, &a, &b).unwrap(),
+                gu_matmul::on(Target::Cpu, &a, &b).unwrap()
+            );
+            let m = ndarray::Array3::from_shape_fn((3, 9, 9), |(q, i, j)| {
+                (q * 81 + i * 9 + j) as f64 * 0.5
+            });
+            assert_eq!(
+                gu_lower_cumsum::on(Target::Cuda, &m).unwrap(),
+                gu_lower_cumsum::on(Target::Cpu, &m).unwrap()
+            );
+            // Empty core dimensions launch nothing.
+            let empty = ndarray::Array3::<f64>::zeros((4, 0, 0));
+            assert_eq!(
+                gu_lower_cumsum::on(Target::Cuda, &empty).unwrap().shape(),
+                &[4, 0, 0]
+            );
+            let x = Array1::from_elem(8, 1.0f32);
+            assert!(matches!(
+                gu_overrun::on(Target::Cpu, &x),
+                Err(Error::KernelPanic { .. })
+            ));
+            let e = gu_overrun::on(Target::Cuda, &x).unwrap_err();
+            assert!(
+                matches!(&e, Error::KernelPanic { message, .. } if message.contains("index out of bounds")),
+                "{e}"
+            );
+        },
+    );
 }

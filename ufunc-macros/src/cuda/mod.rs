@@ -3,7 +3,10 @@
 //! What cannot be translated is a compile error at its span.
 
 mod emit;
+mod mapping;
 mod types;
+
+pub(crate) use mapping::mapped_loops;
 
 pub(crate) use emit::ty_of;
 pub(crate) use emit::Captures;
@@ -44,18 +47,24 @@ pub(crate) fn emit_device_fn(
                 .ok_or_else(|| syn::Error::new_spanned(t, "a cuda parameter is an element type"))
         })
         .collect::<syn::Result<_>>()?;
-    emit_function(cpp_name, &typed, ret_ty, block)
+    emit_function(cpp_name, &typed, ret_ty, block, &[])
 }
 
 /// A device function from typed parameters (views and `&mut` outputs included) and a return
-/// type (`Ty::Unit` for `void`).
+/// type (`Ty::Unit` for `void`). `mapped` loops of `block` take their index from the extra
+/// parameters `__ufunc_mapped` and `__ufunc_mapped_len` (one thread per index).
 pub(crate) fn emit_function(
     cpp_name: &str,
     params: &[(&Ident, Ty)],
     ret_ty: Ty,
     block: &Block,
+    mapped: &[&syn::ExprForLoop],
 ) -> syn::Result<DeviceFn> {
     let declare = |e: &mut Emitter| {
+        e.mapped = mapped
+            .iter()
+            .map(|&f| f as *const syn::ExprForLoop)
+            .collect();
         e.env.push();
         for (ident, ty) in params {
             e.env.declare(&ident.to_string(), ty.clone(), None);
@@ -69,10 +78,14 @@ pub(crate) fn emit_function(
     emitter.env.learned = std::mem::take(&mut learn.env.learned);
     declare(&mut emitter);
     let body = emitter.emit_fn_body(block)?;
-    let params_cpp: Vec<String> = params
+    let mut params_cpp: Vec<String> = params
         .iter()
         .map(|(ident, ty)| format!("{} r_{ident}", ty.cpp()))
         .collect();
+    if !mapped.is_empty() {
+        params_cpp.push("const long long* __ufunc_mapped".into());
+        params_cpp.push("const long long* __ufunc_mapped_len".into());
+    }
     let ret = if ret_ty == Ty::Unit {
         "void".to_string()
     } else {
@@ -154,14 +167,29 @@ extern "C" __global__ void {name}_strided(long long n, int ndim, const long long
     )
 }
 
-/// The head of a grid-stride loop over `n` items (`index`), computing `off[k]`, the element
-/// offset of operand `k`, from the C-order multi-index over `shape` and per-operand `strides`
-/// (`strides[k * ndim + d]`). The loop's body follows; the caller closes it.
+/// The head of a grid-stride loop over `n` items (`index`), computing the operands' offsets
+/// of each (see [`offsets_of`]). The loop's body follows; the caller closes it.
 fn grid_stride_offsets(index: &str, nops: usize, ndim: &str, shape: &str, strides: &str) -> String {
     format!(
-        r#"    for (long long {index} = blockIdx.x * (long long)blockDim.x + threadIdx.x; {index} < n;
-         {index} += (long long)gridDim.x * blockDim.x) {{
-        long long off[{nops}] = {{0}};
+        "{}\n{}",
+        grid_stride_head(index, "n"),
+        offsets_of(index, nops, ndim, shape, strides)
+    )
+}
+
+/// `for (long long index = ...; index < total; ...) {`, spread over the whole grid.
+fn grid_stride_head(index: &str, total: &str) -> String {
+    format!(
+        r#"    for (long long {index} = blockIdx.x * (long long)blockDim.x + threadIdx.x; {index} < {total};
+         {index} += (long long)gridDim.x * blockDim.x) {{"#
+    )
+}
+
+/// `off[k]`, the element offset of operand `k`, from the C-order multi-index of item `index`
+/// over `shape` and per-operand `strides` (`strides[k * ndim + d]`).
+fn offsets_of(index: &str, nops: usize, ndim: &str, shape: &str, strides: &str) -> String {
+    format!(
+        r#"        long long off[{nops}] = {{0}};
         long long rest = {index};
         for (int d = {ndim} - 1; d >= 0; --d) {{
             long long idx = rest % {shape}[d];
@@ -189,17 +217,20 @@ pub(crate) enum GuOperand {
 
 /// `<name>_gufunc`: one thread per loop item (grid-stride), each building its operands' views
 /// from the loop and core strides and calling the core function `core_fn`, whose parameters
-/// are the operands `call_order` lists.
+/// are the operands `call_order` lists. With `mapped_axes > 0` (see `mapping.rs`), one thread
+/// per loop item and index of the output view's first `mapped_axes` axes, passed to the core.
 pub(crate) fn emit_gufunc_kernel(
     name: &str,
     core_fn: &str,
     operands: &[GuOperand],
     call_order: &[usize],
+    mapped_axes: usize,
 ) -> String {
     let nops = operands.len();
     let mut params = Vec::new();
     let mut setup = String::new();
     let mut core_base = 0usize;
+    let mut mapped_base = 0usize;
     let mut returns = Vec::new();
     for (k, op) in operands.iter().enumerate() {
         match op {
@@ -208,6 +239,9 @@ pub(crate) fn emit_gufunc_kernel(
                 rank,
                 mutable,
             } => {
+                if *mutable {
+                    mapped_base = core_base;
+                }
                 let c = if *mutable { "" } else { "const " };
                 let t = elem.cpp();
                 params.push(format!("{c}{t}* __restrict__ p{k}"));
@@ -236,11 +270,14 @@ pub(crate) fn emit_gufunc_kernel(
             }
         }
     }
-    let args = call_order
+    let mut args = call_order
         .iter()
         .map(|k| format!("a{k}"))
         .collect::<Vec<_>>()
         .join(", ");
+    if mapped_axes > 0 {
+        args.push_str(", mapped, mapped_len");
+    }
     let call = match returns.as_slice() {
         [] => format!("        {core_fn}({args});\n"),
         [k] => format!("        p{k}[off[{k}]] = {core_fn}({args});\n"),
@@ -253,7 +290,28 @@ pub(crate) fn emit_gufunc_kernel(
         }
     };
     let params = params.join(", ");
-    let item_loop = grid_stride_offsets("item", nops, "loop_ndim", "loop_shape", "loop_strides");
+    let item_loop = if mapped_axes == 0 {
+        grid_stride_offsets("item", nops, "loop_ndim", "loop_shape", "loop_strides")
+    } else {
+        // Thread `t` is loop item `t / inner` and output index `t % inner` (C order).
+        format!(
+            r#"    const long long* out_core = core_shapes + {mapped_base};
+    long long inner = 1;
+    for (int k = 0; k < {mapped_axes}; ++k) inner *= out_core[k];
+    const long long threads = n * inner;
+{head}
+        long long item = t / inner;
+        long long mapped[{mapped_axes}], mapped_len[{mapped_axes}];
+        for (long long k = {mapped_axes} - 1, m = t % inner; k >= 0; --k) {{
+            mapped_len[k] = out_core[k];
+            mapped[k] = m % out_core[k];
+            m /= out_core[k];
+        }}
+{offsets}"#,
+            head = grid_stride_head("t", "threads"),
+            offsets = offsets_of("item", nops, "loop_ndim", "loop_shape", "loop_strides")
+        )
+    };
     format!(
         r#"extern "C" __global__ void {name}_gufunc(long long n, int loop_ndim,
         const long long* __restrict__ loop_shape, const long long* __restrict__ loop_strides,

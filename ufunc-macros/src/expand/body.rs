@@ -188,6 +188,7 @@ fn cuda_parts(
         name: #kernel,
         source: #body_ty::cuda_source,
         fast_math: #fast_math,
+        mapped_axes: 0,
     }));
     Ok((items, cuda_const))
 }

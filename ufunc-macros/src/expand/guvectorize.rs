@@ -95,7 +95,20 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
         ts => Ty::Tuple(ts.iter().map(|t| elem(t)).collect::<syn::Result<_>>()?),
     };
     let core_fn = format!("__ufunc_core_{name}");
-    let device = crate::cuda::emit_function(&core_fn, &typed, ret, &f.item.block)?;
+    // One output view and no returned values: its leading loops may run a thread per element.
+    let outs: Vec<&crate::gufunc::GuParam<'_>> =
+        f.params.iter().filter(|p| !p.role.is_input()).collect();
+    let mapped = match (outs.as_slice(), f.returns.is_empty()) {
+        (
+            [out @ crate::gufunc::GuParam {
+                role: Role::OutView { rank: Some(rank) },
+                ..
+            }],
+            true,
+        ) => crate::cuda::mapped_loops(&f.item.block, out.ident, *rank),
+        _ => Vec::new(),
+    };
+    let device = crate::cuda::emit_function(&core_fn, &typed, ret, &f.item.block, &mapped)?;
     // Operands in order (inputs, output parameters, returns), and where each parameter is.
     let inputs: Vec<usize> = (0..f.params.len())
         .filter(|&i| f.params[i].role.is_input())
@@ -124,12 +137,20 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
     for r in &f.returns {
         operands.push(GuOperand::Return(elem(r)?));
     }
-    let kernel = crate::cuda::emit_gufunc_kernel(&name.to_string(), &core_fn, &operands, &position);
+    let mapped_axes = mapped.len();
+    let kernel = crate::cuda::emit_gufunc_kernel(
+        &name.to_string(),
+        &core_fn,
+        &operands,
+        &position,
+        mapped_axes,
+    );
     let kernel_name = name.to_string();
     let items = super::cuda_source_fn(
         name,
         "The CUDA C++ source of this gufunc: the prelude, the helpers and constants it uses, the \
-         core function, and the kernel (one thread per loop item).",
+         core function, and the kernel (one thread per loop item, or per loop item and output \
+         element where the core's loops are independent).",
         &device.captures,
         &(device.code + &kernel),
     );
@@ -137,6 +158,7 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
         name: #kernel_name,
         source: #name::cuda_source,
         fast_math: false,
+        mapped_axes: #mapped_axes,
     }));
     Ok((items, kernel_const))
 }

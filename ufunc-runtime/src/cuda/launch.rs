@@ -628,8 +628,13 @@ pub(crate) fn launch_gufunc(
     ];
     args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
     args.extend(outs.iter_mut().map(|o| Arg::Out(&mut *o.mem)));
+    // A mapped kernel has a thread per loop item and index of the output's leading axes.
+    let per_item: usize = match binding.core_shapes.last() {
+        Some(out_core) if kernel.mapped_axes > 0 => out_core[..kernel.mapped_axes].iter().product(),
+        _ => 1,
+    };
     let launch = LaunchShape {
-        items: total,
+        items: total.saturating_mul(per_item),
         threads: 128,
     };
     let entry = format!("{}_gufunc", kernel.name);

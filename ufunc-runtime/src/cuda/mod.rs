@@ -39,6 +39,9 @@ pub struct CudaKernel {
     /// Compile with `--use_fast_math` (`fastmath = true`); otherwise `--fmad=false`, so that no
     /// multiply-add is contracted that the CPU targets would not contract.
     pub fast_math: bool,
+    /// For a gufunc: how many leading axes of its one output view get a thread per index (0:
+    /// one thread per loop item).
+    pub mapped_axes: usize,
 }
 
 /// The kernel of a function compiled for `cuda`; `TargetNotCompiled` (listing `compiled`) for a

@@ -477,7 +477,7 @@ pub(super) fn arith(op: &BinOp) -> Option<(&'static str, &'static str, bool)> {
     })
 }
 
-pub(super) fn is_compound(op: &BinOp) -> bool {
+pub(crate) fn is_compound(op: &BinOp) -> bool {
     arith(op).is_some_and(|(_, _, c)| c)
 }
 

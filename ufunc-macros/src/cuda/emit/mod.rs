@@ -6,6 +6,7 @@
 mod expr;
 mod stmt;
 
+pub(crate) use expr::is_compound as is_compound_assign;
 use expr::{is_compound, typed_literal};
 
 use super::types::{Env, Ty};
@@ -78,6 +79,9 @@ pub(crate) struct Emitter {
     next_binding: usize,
     /// The function's return type, for `return` and the tail expression.
     ret: Ty,
+    /// Loops run as one thread per index (see `mapping.rs`), outermost first: level `k` takes
+    /// its variable from `__ufunc_mapped[k]`.
+    pub mapped: Vec<*const syn::ExprForLoop>,
 }
 
 impl Emitter {
@@ -88,6 +92,7 @@ impl Emitter {
             next_tmp: 0,
             next_binding: 0,
             ret,
+            mapped: Vec::new(),
         }
     }
 

@@ -118,6 +118,25 @@ impl Emitter {
         let (s, e) = (self.retype_literal(&s, &ty), self.retype_literal(&e, &ty));
         let var = local(&name);
         let t = ty.cpp();
+        if let Some(k) = self.mapped.iter().position(|&p| std::ptr::eq(p, f)) {
+            // This thread's index; a range past the output's extent is an index error, as the
+            // serial loop's write there would be.
+            let past = match r.limits {
+                syn::RangeLimits::HalfOpen(_) => ">",
+                syn::RangeLimits::Closed(_) => ">=",
+            };
+            return Ok(format!(
+                "{{
+const {t} __start_{var} = {s};
+const {t} __end_{var} = {e};
+                 if ((long long)__end_{var} {past} __ufunc_mapped_len[{k}]) __ufunc_panic(__UFUNC_PANIC_INDEX);
+                 const {t} {var} = ({t})__ufunc_mapped[{k}];
+                 if ({var} >= __start_{var} && {var} {cmp} __end_{var}) {{
+{body}}}
+}}
+"
+            ));
+        }
         Ok(format!(
             "for ({t} {var} = {s}, __end_{var} = {e}; {var} {cmp} __end_{var}; ++{var}) {{\n{body}}}\n"
         ))
