@@ -1,5 +1,6 @@
-//! GPU benchmarks of the `cuda` target (issue 4): `(a+b)**2` on device arrays of 2^28 f32 against
-//! a device-to-device copy kernel, and the first call in a fresh process (context creation and a
+//! GPU benchmarks of the `cuda` target (issue 4): `(a+b)**2` on device arrays of 2^28 f32 (each
+//! call waiting, and 10 calls queued on a stream) against the driver's device-to-device copy and
+//! a copy kernel, and the first call in a fresh process (context creation and a
 //! kernel loaded from the warm disk cache). Prints one JSON object per measurement; without a
 //! CUDA device it says so and exits.
 //!
@@ -9,7 +10,7 @@ mod common;
 
 use common::median_ms;
 use std::time::Instant;
-use ufunc::cuda::{device_array, to_device};
+use ufunc::cuda::{device_array, to_device, Stream};
 use ufunc::prelude::*;
 
 #[vectorize(targets = ["cuda"])]
@@ -42,6 +43,11 @@ fn main() -> Result<(), ufunc::Error> {
         first_call(started);
         return Ok(());
     }
+    if ufunc::cuda::cuda_simulated() {
+        eprintln!(
+            "cuda bench: UFUNC_CUDA_SIM=1, so these numbers time the host simulator, not a GPU"
+        );
+    }
     let n = 1usize << 28;
     let a = match device_array::<f32, _>(n) {
         Ok(a) => a,
@@ -59,6 +65,20 @@ fn main() -> Result<(), ufunc::Error> {
     let ms = median_ms(10, || copy::out_device(&a, &mut c).unwrap());
     let gbps = 8.0 * n as f64 / ms / 1e6;
     println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"d2d-copy-kernel\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
+    // The reference of the goal: the driver's device-to-device copy (cuMemcpyDtoD).
+    let ms = median_ms(10, || c.copy_from(&a).unwrap());
+    let gbps = 8.0 * n as f64 / ms / 1e6;
+    println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"d2d-memcpy\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
+    // Queued on a stream: 10 calls, one sync.
+    let stream = Stream::new()?;
+    let ms = median_ms(3, || {
+        for _ in 0..10 {
+            square_sum::out_stream(&stream, &a, &b, &mut c).unwrap();
+        }
+        stream.synchronize().unwrap();
+    }) / 10.0;
+    let gbps = 12.0 * n as f64 / ms / 1e6;
+    println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"ufunc-cuda-stream\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
     // The first call of a fresh process, the disk cache being warm from the calls above.
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--first-call")

@@ -660,6 +660,16 @@ fn device_arrays_stay_on_the_device() {
         let dw = square_sum::on_device(&dz, &row).unwrap();
         let want = square_sum(&square_sum(&x, &y.t()).unwrap(), &row).unwrap();
         assert_eq!(dw.copy_to_host().unwrap(), want);
+        // A copy on the device moves nothing through the host.
+        let mut copy = device_array::<f32, _>((300, 200)).unwrap();
+        let before = cuda_counters();
+        copy.copy_from(&dw).unwrap();
+        assert_eq!(cuda_counters().host_to_device, before.host_to_device);
+        assert_eq!(copy.copy_to_host().unwrap(), want);
+        assert!(matches!(
+            device_array::<f32, _>((2, 2)).unwrap().copy_from(&dw),
+            Err(Error::OutputShape { .. })
+        ));
         // Into an existing device array.
         let mut out = device_array::<f32, _>((300, 200)).unwrap();
         square_sum::out_device(&dx, 0.5f32, &mut out).unwrap();

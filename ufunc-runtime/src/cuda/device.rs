@@ -75,6 +75,16 @@ impl<T: Element, D: Dimension> DeviceArray<T, D> {
     pub fn copy_to_host(&self) -> Result<Array<T, D>> {
         self.view().copy_to_host()
     }
+
+    /// Copies `src`, of the same shape, over this array on the device (no host transfer), and
+    /// waits for the copy.
+    pub fn copy_from(&mut self, src: &DeviceArray<T, D>) -> Result<()> {
+        check_output_shapes(std::iter::once(self.shape()), std::iter::once(src.shape()))?;
+        let dev = device()?;
+        dev.queue
+            .copy_within("copy_from", &src.buf.0, &mut self.buf.0)?;
+        dev.wait(&dev.queue, "copy_from")
+    }
 }
 
 /// A view of device memory: a shape and element strides (any sign, 0 for a broadcast axis)

@@ -197,6 +197,21 @@ impl Queue {
         }
     }
 
+    /// Copies `src` over `dst` on the device (a device-to-device copy, not counted as a transfer).
+    pub(crate) fn copy_within(&self, function: &str, src: &Mem, dst: &mut Mem) -> Result<()> {
+        match (src, dst) {
+            (Mem::Gpu(s), Mem::Gpu(d)) => self
+                .stream(function)?
+                .memcpy_dtod(s, d)
+                .map_err(|e| driver_error(function, "copying on the device", e)),
+            (Mem::Sim(s), Mem::Sim(d)) => {
+                d.bytes_mut().copy_from_slice(s.bytes());
+                Ok(())
+            }
+            _ => Err(mixed_buffers(function)),
+        }
+    }
+
     /// Copies device memory back to the host (one counted transfer), after the work queued
     /// before it.
     pub(crate) fn download(&self, function: &str, what: &str, mem: &Mem) -> Result<Vec<u8>> {
@@ -254,7 +269,7 @@ impl Device {
     }
 
     /// Waits for the work queued on `queue`.
-    fn wait(&self, queue: &Queue, function: &str) -> Result<()> {
+    pub(crate) fn wait(&self, queue: &Queue, function: &str) -> Result<()> {
         match &queue.stream {
             Some(s) => s
                 .synchronize()
