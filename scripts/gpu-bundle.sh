@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Builds the CUDA test binary and the GPU benchmark here and copies them into .gpu/ (ignored by
-# git) for a GPU machine without a Rust toolchain (with the device tool: carry `.gpu`). The GPU
-# machine has CUDA 13.0, hence libnvrtc.so.13 (e.g. in /usr/local/cuda/lib64). There, run
-#   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
-#   UFUNC_REQUIRE_GPU=1 .gpu/cuda-tests --test-threads=1
-#   .gpu/cuda-bench
+# Builds the CUDA test binary and the GPU benchmark here and copies them, with a runner, into
+# .gpu/ (ignored by git) for a GPU machine without a Rust toolchain (with the device tool: carry
+# `.gpu`). There, one command runs the GPU tests (failing, not skipping, without a device) and
+# the GPU benchmarks:
+#   bash .gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exclude="$(git rev-parse --git-path info/exclude)"
@@ -15,4 +14,18 @@ tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o 'target/release
 bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o 'target/release/deps/cuda-[0-9a-f]*' | head -1)
 cp "$tests" .gpu/cuda-tests
 cp "$bench" .gpu/cuda-bench
+cat > .gpu/run.sh <<'RUN'
+#!/usr/bin/env bash
+# GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
+set -euo pipefail
+cd "$(dirname "$0")"
+for d in /usr/local/cuda/lib64 /usr/local/cuda-13.0/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    if [[ -e "$d/libnvrtc.so.13" ]]; then
+        export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+done
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 ./cuda-tests --test-threads=1
+./cuda-bench
+RUN
 du -sh .gpu
