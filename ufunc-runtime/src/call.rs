@@ -3,9 +3,9 @@
 
 use crate::body::{Body, OutPtrs, Outputs};
 use crate::error::{Error, Result};
-use crate::exec::{check_out_shapes, execute};
+use crate::exec::execute;
 use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand, RawOutOperands};
-use crate::shape::{broadcast_shape, c_strides, element_count, Shape};
+use crate::shape::{broadcast_shape, c_strides, check_output_shapes, element_count, Shape};
 use crate::target::{ensure_compiled, Target};
 use ndarray::Dimension;
 
@@ -69,6 +69,6 @@ pub fn call_out<B: Body, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
     let raws = ops.raws();
     let shape = input_shape(&raws)?;
     let outs = outs.raws_mut();
-    check_out_shapes(&outs, &shape)?;
+    check_output_shapes(outs.iter().map(|o| o.shape), std::iter::repeat(&shape[..]))?;
     execute::<B>(target, &raws, &outs, &shape)
 }

@@ -16,7 +16,7 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::gufunc::GuBody;
 use crate::operand::{DimFold, Operand, RawOperand};
-use crate::shape::{broadcast_shape, c_strides, element_count};
+use crate::shape::{broadcast_shape, c_strides, check_output_shapes, element_count};
 use crate::Target;
 use ndarray::{
     Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension, Ix0, IxDyn, SliceArg,
@@ -592,23 +592,6 @@ pub fn call_device<B: crate::body::Body, Ops: DeviceOperands<B::In>>(
         bufs.into_iter().map(DeviceBuffer).collect(),
         &dims,
     ))
-}
-
-/// Checks that each output has the expected shape.
-fn check_output_shapes<'s>(
-    found: impl Iterator<Item = &'s [usize]>,
-    expected: impl Iterator<Item = &'s [usize]>,
-) -> Result<()> {
-    for (output, (found, expected)) in found.zip(expected).enumerate() {
-        if found != expected {
-            return Err(Error::OutputShape {
-                output,
-                expected: expected.to_vec(),
-                found: found.to_vec(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// A gufunc's `f::on_device` (and `f::on_stream`): binds the layout to the operands' shapes,

@@ -486,7 +486,21 @@ pub(crate) fn execute(
         .collect::<Result<Vec<_>>>()?;
     let mut outputs: Vec<&mut Mem> = out_mems.iter_mut().collect();
     launch_elementwise(dev, queue, function, kernel, &inputs, &mut outputs, shape)?;
-    for ((op, mem), &size) in outs.iter().zip(&out_mems).zip(out_sizes) {
+    download_all(queue, function, outs, &out_mems, out_sizes)
+}
+
+/// Copies each output's device memory back into its host array (any strides).
+fn download_all(
+    queue: &Queue,
+    function: &str,
+    outs: &[RawOutOperand<'_>],
+    mems: &[Mem],
+    sizes: &[usize],
+) -> Result<()> {
+    for ((op, mem), &size) in outs.iter().zip(mems).zip(sizes) {
+        if op.shape.contains(&0) {
+            continue;
+        }
         let bytes = queue.download(function, "copying an output back", mem)?;
         scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
     }
@@ -584,14 +598,7 @@ pub(crate) fn execute_gufunc(
         })
         .collect();
     launch_gufunc(dev, queue, function, kernel, &inputs, &mut outputs, binding)?;
-    for ((op, mem), &size) in outs.iter().zip(&out_mems).zip(out_sizes) {
-        if op.shape.iter().product::<usize>() == 0 {
-            continue;
-        }
-        let bytes = queue.download(function, "copying an output back", mem)?;
-        scatter_c_order(&bytes, op.ptr, op.shape, op.strides, size);
-    }
-    Ok(())
+    download_all(queue, function, outs, &out_mems, out_sizes)
 }
 
 /// Launches `<name>_gufunc` over the loop items of `binding`, operands in device memory.

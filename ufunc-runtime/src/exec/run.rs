@@ -322,17 +322,3 @@ unsafe fn copy_strided(
         }
     }
 }
-
-/// Checks `outs` against `shape` and runs; the entry point of `f::out`.
-pub(crate) fn check_out_shapes(outs: &[RawOutOperand<'_>], shape: &[usize]) -> Result<()> {
-    for (i, o) in outs.iter().enumerate() {
-        if o.shape != shape {
-            return Err(Error::OutputShape {
-                output: i,
-                expected: shape.to_vec(),
-                found: o.shape.to_vec(),
-            });
-        }
-    }
-    Ok(())
-}

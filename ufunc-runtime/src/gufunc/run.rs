@@ -7,7 +7,7 @@ use crate::body::{Inputs, OutPtrs, Outputs};
 use crate::error::{Error, Result};
 use crate::exec::catching_panics;
 use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand};
-use crate::shape::{broadcast_strides, c_strides, element_count};
+use crate::shape::{broadcast_strides, c_strides, check_output_shapes, element_count};
 use crate::target::{ensure_compiled, Target};
 use ndarray::IxDyn;
 use rayon::prelude::*;
@@ -80,15 +80,10 @@ pub fn gu_call_out<B: GuBody, Ops: Operands<B::In>, Outs: OutOperands<B::Out>>(
     let in_shapes: SmallVec<[&[usize]; 8]> = raws.iter().map(|r| r.shape).collect();
     let out_shapes: SmallVec<[&[usize]; 4]> = outs.iter().map(|r| r.shape).collect();
     let binding = B::SIGNATURE.bind(&in_shapes, Some(&out_shapes))?;
-    for (i, (o, want)) in outs.iter().zip(&binding.output_shapes).enumerate() {
-        if o.shape != want.as_slice() {
-            return Err(Error::OutputShape {
-                output: i,
-                expected: want.clone(),
-                found: o.shape.to_vec(),
-            });
-        }
-    }
+    check_output_shapes(
+        outs.iter().map(|o| o.shape),
+        binding.output_shapes.iter().map(|s| s.as_slice()),
+    )?;
     execute::<B>(target, &raws, &outs, &binding)
 }
 

@@ -64,6 +64,24 @@ pub fn broadcast_strides(out: &[usize], shape: &[usize], strides: &[isize]) -> V
     s
 }
 
+/// Checks that each output has the shape expected of it: `OutputShape` names the first that
+/// does not.
+pub(crate) fn check_output_shapes<'s>(
+    found: impl Iterator<Item = &'s [usize]>,
+    expected: impl Iterator<Item = &'s [usize]>,
+) -> Result<()> {
+    for (output, (found, expected)) in found.zip(expected).enumerate() {
+        if found != expected {
+            return Err(Error::OutputShape {
+                output,
+                expected: expected.to_vec(),
+                found: found.to_vec(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Element strides of a standard-layout (C order) array of `shape`.
 pub(crate) fn c_strides(shape: &[usize]) -> SmallVec<[isize; 8]> {
     let mut strides: SmallVec<[isize; 8]> = smallvec::smallvec![0isize; shape.len()];

@@ -2,5 +2,5 @@
 
 mod broadcast;
 
-pub(crate) use broadcast::{broadcast_shape, c_strides, Shape};
+pub(crate) use broadcast::{broadcast_shape, c_strides, check_output_shapes, Shape};
 pub use broadcast::{broadcast_shapes, broadcast_strides, element_count};
