@@ -902,3 +902,34 @@ fn independent_core_loops_get_a_thread_per_output_element() {
         },
     );
 }
+
+/// Run by `the_simulator_reports_its_compiler_failing` in a child process.
+#[test]
+fn sim_child() {
+    if std::env::var_os("UFUNC_TEST_SIM_CHILD").is_none() {
+        return;
+    }
+    let e = square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32).unwrap_err();
+    println!("SIM_ERROR={e}");
+}
+
+#[test]
+fn the_simulator_reports_its_compiler_failing() {
+    let dir = std::env::temp_dir().join(format!("ufunc-sim-test-{}", std::process::id()));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sim_child", "--nocapture", "--test-threads=1"])
+        .env("UFUNC_TEST_SIM_CHILD", "1")
+        .env("UFUNC_CUDA_SIM", "1")
+        .env("CXX", "/nonexistent/c++")
+        .env("UFUNC_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        text.contains("SIM_ERROR=the CUDA simulator's compiler `/nonexistent/c++` failed")
+            && text.contains("cannot run `/nonexistent/c++`")
+            && text.contains("--- source ---"),
+        "{text}"
+    );
+}
