@@ -20,8 +20,6 @@ pub trait Body: 'static {
     const NAME: &'static str;
     /// Whether the body was rewritten into branch-free lane code, or runs the scalar function.
     const PATH: KernelPath;
-    /// The CUDA translation, for functions compiled for the `cuda` target.
-    const CUDA: Option<crate::cuda::CudaKernel> = None;
     /// Computes one element. Inlined into loops compiled for the instruction set `M`.
     fn call<M: Isa>(args: Self::In) -> Self::Out;
 }
@@ -131,13 +129,6 @@ pub trait Outputs: Copy {
     /// Allocates outputs of the given shapes (one per output) filled with the default value
     /// (zero, `false`), and pushes their data pointers.
     fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn>;
-    /// What a device call returns: `DeviceArray<T, D>` or a tuple of them.
-    type DeviceArrays<D: Dimension>;
-    /// Wraps one device buffer per output, each with its dimension.
-    fn wrap_device<D: Dimension>(
-        bufs: Vec<crate::cuda::DeviceBuffer>,
-        dims: &[D],
-    ) -> Self::DeviceArrays<D>;
 }
 
 /// Runs `B` over `n` contiguous elements. `#[inline(always)]` so that the loop is compiled for the
@@ -230,14 +221,6 @@ macro_rules! impl_single_output {
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 alloc_default_one::<$t>(&shapes[0], ptrs)
             }
-            type DeviceArrays<D: Dimension> = crate::cuda::DeviceArray<$t, D>;
-            fn wrap_device<D: Dimension>(
-                bufs: Vec<crate::cuda::DeviceBuffer>,
-                dims: &[D],
-            ) -> Self::DeviceArrays<D> {
-                let buf = bufs.into_iter().next().expect("one buffer per output");
-                crate::cuda::wrap(buf, &dims[0])
-            }
         }
     )*};
 }
@@ -267,14 +250,6 @@ macro_rules! impl_tuple_outputs {
             }
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 ($(alloc_default_one::<$t>(&shapes[$i], ptrs),)+)
-            }
-            type DeviceArrays<Dm: Dimension> = ($(crate::cuda::DeviceArray<$t, Dm>,)+);
-            fn wrap_device<Dm: Dimension>(
-                bufs: Vec<crate::cuda::DeviceBuffer>,
-                dims: &[Dm],
-            ) -> Self::DeviceArrays<Dm> {
-                let mut bufs = bufs.into_iter();
-                ($(crate::cuda::wrap(bufs.next().expect("one buffer per output"), &dims[$i]),)+)
             }
         }
     };

@@ -14,24 +14,25 @@ mod gufunc;
 mod isa;
 mod math;
 mod operand;
+mod panic;
+mod parallel;
 mod shape;
 mod target;
 
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
-pub use call::{call, call_out, ArraysOf, DeviceArraysOf};
+pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
-    cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, cuda_simulated,
-    device_array, gu_call_device, gu_call_out_device, kernel_cache_dir, nvrtc_available, to_device,
-    Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray, DeviceBuffer, DeviceInput,
-    DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceView, NvrtcOutput, Stream,
-    CUDA_PRELUDE,
+    cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, cuda_prelude,
+    cuda_simulated, device_array, gu_call_device, gu_call_out_device, kernel_cache_dir,
+    nvrtc_available, to_device, Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray,
+    DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs,
+    DeviceView, KernelSource, NvrtcOutput, RawDeviceOperand, Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};
 pub use exec::{plan_loop, LoopPlan};
 pub use gufunc::{
-    gu_call, gu_call_out, store_scalar, CoreArg, CoreBinding, CoreDim, CoreParam, GuBody,
-    Signature, ViewLayout,
+    store_scalar, CoreArg, CoreBinding, CoreDim, CoreParam, GuBody, Signature, ViewLayout,
 };
 pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::{FusedMulAdd, LaneMath};

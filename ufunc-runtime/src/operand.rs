@@ -22,6 +22,17 @@ pub struct RawOutOperand<'a> {
     pub(crate) strides: &'a [isize],
 }
 
+impl<'a> RawOutOperand<'a> {
+    /// The output seen as an input (a gufunc's core may read its outputs).
+    pub(crate) fn as_input(&self) -> RawOperand<'a> {
+        RawOperand {
+            ptr: self.ptr as *const u8,
+            shape: self.shape,
+            strides: self.strides,
+        }
+    }
+}
+
 /// The inputs of one call, on the stack for up to 8.
 pub type RawOperands<'a> = smallvec::SmallVec<[RawOperand<'a>; 8]>;
 /// The outputs of one call.

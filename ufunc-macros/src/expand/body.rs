@@ -114,13 +114,16 @@ pub(super) fn body_impl(
             }
         }
 
+        impl ::ufunc::__private::DeviceKernel for #body_ty {
+            const CUDA: ::core::option::Option<::ufunc::__private::CudaKernel> = #cuda_const;
+        }
+
         #[allow(unused_mut, unused_parens, clippy::all)]
         impl ::ufunc::__private::Body for #body_ty {
             type In = #in_tuple;
             type Out = #out_ty;
             const NAME: &'static str = #name;
             const PATH: ::ufunc::KernelPath = #path;
-            const CUDA: ::core::option::Option<::ufunc::__private::CudaKernel> = #cuda_const;
             #[inline(always)]
             fn call<#isa: ::ufunc::__private::Isa>((#(#patterns,)*): Self::In) -> Self::Out
                 #call_body
@@ -184,12 +187,7 @@ fn cuda_parts(
         #(#helper_checks)*
         #source_fn
     };
-    let cuda_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
-        name: #kernel,
-        source: #body_ty::cuda_source,
-        fast_math: #fast_math,
-        mapped_axes: 0,
-    }));
+    let cuda_const = super::kernel_const(&kernel, body_ty, fast_math, 0);
     Ok((items, cuda_const))
 }
 

@@ -154,12 +154,7 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
         &device.captures,
         &(device.code + &kernel),
     );
-    let kernel_const = quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
-        name: #kernel_name,
-        source: #name::cuda_source,
-        fast_math: false,
-        mapped_axes: #mapped_axes,
-    }));
+    let kernel_const = super::kernel_const(&kernel_name, name, false, mapped_axes);
     Ok((items, kernel_const))
 }
 
@@ -266,7 +261,8 @@ fn expand(
         "The targets `{name}` was compiled for: `{}`. The first is the default.",
         targets.join("`, `")
     );
-    let device_arrays = quote!(<#out_ty as #p::Outputs>::DeviceArrays<::ufunc::ndarray::IxDyn>);
+    let device_arrays =
+        quote!(<#out_ty as #p::DeviceOutputs>::DeviceArrays<::ufunc::ndarray::IxDyn>);
     let device_fns = if f.attr.rest.wants_cuda() {
         quote! {
             /// Calls the gufunc on the GPU and leaves the outputs there (zero-initialised before
@@ -391,11 +387,14 @@ fn expand(
 
         #cuda_items
 
+        impl #p::DeviceKernel for #name {
+            const CUDA: ::core::option::Option<#p::CudaKernel> = #cuda_kernel;
+        }
+
         impl #p::GuBody for #name {
             type In = #in_tuple;
             type Out = #out_ty;
             const NAME: &'static str = #name_str;
-            const CUDA: ::core::option::Option<#p::CudaKernel> = #cuda_kernel;
             const SIGNATURE: #p::Signature = #p::Signature {
                 text: #layout_text,
                 inputs: &[#(#in_dims),*],

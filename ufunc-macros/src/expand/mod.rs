@@ -153,7 +153,7 @@ fn cuda_source_fn(
         impl #ty {
             #[doc = #doc]
             pub fn cuda_source() -> ::std::string::String {
-                let mut s = ::std::string::String::from(::ufunc::__private::CUDA_PRELUDE);
+                let mut s = ::std::string::String::from(::ufunc::__private::cuda_prelude());
                 #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
                 #(#consts)*
                 s.push_str(#code);
@@ -161,6 +161,24 @@ fn cuda_source_fn(
             }
         }
     }
+}
+
+/// `Some(CudaKernel { .. })` naming `kernel` and the `cuda_source` of `ty`, built once per
+/// process (a static inside the source function) so that a call builds no string.
+fn kernel_const(kernel: &str, ty: &Ident, fast_math: bool, mapped_axes: usize) -> TokenStream {
+    quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
+        name: #kernel,
+        source: {
+            fn __ufunc_source() -> &'static ::ufunc::__private::KernelSource {
+                static SOURCE: ::std::sync::OnceLock<::ufunc::__private::KernelSource> =
+                    ::std::sync::OnceLock::new();
+                SOURCE.get_or_init(|| ::ufunc::__private::KernelSource::new(#ty::cuda_source()))
+            }
+            __ufunc_source
+        },
+        fast_math: #fast_math,
+        mapped_axes: #mapped_axes,
+    }))
 }
 
 /// Parses a free function, or says that `attribute` only applies to one.

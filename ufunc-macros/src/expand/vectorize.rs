@@ -316,9 +316,10 @@ fn generic_typing(
         items: quote! {
             #[doc = #types_doc]
             #[allow(non_camel_case_types)]
-            #vis trait #types_trait: ::ufunc::__private::Element + ::ufunc::__private::Outputs {
+            #vis trait #types_trait: ::ufunc::__private::Element + ::ufunc::__private::DeviceOutputs {
                 #[doc(hidden)]
-                type __UfuncBody: ::ufunc::__private::Body<In = #in_self, Out = #out_self>;
+                type __UfuncBody: ::ufunc::__private::Body<In = #in_self, Out = #out_self>
+                    + ::ufunc::__private::DeviceKernel;
                 #[doc(hidden)]
                 fn __ufunc_scalar(#(#params: #param_tys_self),*) -> #out_self;
             }

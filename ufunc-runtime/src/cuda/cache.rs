@@ -1,8 +1,8 @@
 //! Compiled kernels kept between calls and between processes: NVRTC's cubins (and the
 //! simulator's shared libraries) on disk, keyed by everything that changes the binary.
 
+use super::kernel::CudaKernel;
 use super::nvrtc::{compile, NvrtcOutput};
-use super::CudaKernel;
 use crate::error::Result;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;

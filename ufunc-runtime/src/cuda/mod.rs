@@ -1,249 +1,41 @@
-//! The `cuda` target: the C++ prelude the translated bodies rely on, exact literals for
-//! captured constants, and NVRTC compilation.
+//! The `cuda` target's runtime. Layers, each importing only those below it:
+//!
+//! - `args` (leaf): opaque handles (memory, streams, modules), kernel arguments, grid extent.
+//! - `kernel`: what generated code gives the runtime (`CudaKernel`, `DeviceKernel`), the
+//!   panic codes, the prelude; `literal`: captured constants as exact C++ literals.
+//! - `nvrtc`, `cache`: compiling sources, and compiled kernels kept on disk.
+//! - `backend`: the `Backend` trait with its two implementations, the GPU (cudarc) and the
+//!   host simulator (`UFUNC_CUDA_SIM=1`).
+//! - `queue`: default and user streams, counted host/device copies, panic reports.
+//! - `launch`: loaded modules by name and source hash; element-wise and gufunc launches.
+//! - `host`: the target on host operands (copy in, launch, copy out).
+//! - `array`: device arrays and views; `operand`: what device calls accept and return;
+//!   `stream`: the public `Stream`; `call`: the device calls generated code makes.
 
+mod args;
+mod array;
+mod backend;
 mod cache;
-mod device;
-mod gpu;
+mod call;
+mod host;
+mod kernel;
 mod launch;
+mod literal;
 mod nvrtc;
-mod sim;
+mod operand;
+mod queue;
 mod stream;
 
-pub(crate) use device::wrap;
-pub use device::{
-    call_device, call_out_device, device_array, gu_call_device, gu_call_out_device, to_device,
-    DeviceArray, DeviceInput, DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceView,
-};
-
+pub use array::{device_array, to_device, DeviceArray, DeviceView};
+pub use backend::cuda_simulated;
 pub use cache::{cached_cubin, kernel_cache_dir};
-pub use launch::{cuda_counters, cuda_simulated, CudaCounters, DeviceBuffer};
-pub(crate) use launch::{execute, execute_gufunc};
-
-pub use stream::Stream;
-
+pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device};
+pub(crate) use host::{run_elementwise, run_gufunc};
+pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
+pub use literal::{cuda_const, CudaLiteral};
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
-
-/// Self-contained C++ (NVRTC has no system headers) giving translated bodies Rust's scalar
-/// semantics: element typedefs, tuples, complex numbers, math overloads, wrapping integers,
-/// panicking division, saturating casts, and the `__ufunc_status` panic flag.
-pub const CUDA_PRELUDE: &str = include_str!("prelude.cuh");
-
-/// The CUDA translation of a `#[vectorize]` body: the kernels `{name}_contig` and
-/// `{name}_strided` in the source that `source` builds.
-#[derive(Debug, Clone, Copy)]
-pub struct CudaKernel {
-    /// Base name of the kernels.
-    pub name: &'static str,
-    /// Builds the complete source (constants are formatted from their run-time values).
-    pub source: fn() -> String,
-    /// Compile with `--use_fast_math` (`fastmath = true`); otherwise `--fmad=false`, so that no
-    /// multiply-add is contracted that the CPU targets would not contract.
-    pub fast_math: bool,
-    /// For a gufunc: how many leading axes of its one output view get a thread per index (0:
-    /// one thread per loop item).
-    pub mapped_axes: usize,
-}
-
-/// The kernel of a function compiled for `cuda`; `TargetNotCompiled` (listing `compiled`) for a
-/// function that was not. An empty `compiled` means the caller has checked the target already.
-pub(crate) fn kernel_of(
-    function: &'static str,
-    kernel: Option<CudaKernel>,
-    compiled: &'static [crate::Target],
-) -> crate::Result<CudaKernel> {
-    match kernel {
-        Some(k) if compiled.is_empty() || compiled.contains(&crate::Target::Cuda) => Ok(k),
-        _ => Err(crate::Error::TargetNotCompiled {
-            function,
-            target: crate::Target::Cuda,
-            compiled,
-        }),
-    }
-}
-
-/// A value written as an exact CUDA C++ expression of its type.
-pub trait CudaLiteral {
-    /// The C++ type name (as the prelude spells it).
-    const CUDA_TYPE: &'static str;
-    /// An expression of exactly this value.
-    fn cuda_literal(&self) -> String;
-}
-
-macro_rules! int_literals {
-    ($suffix:literal: $($t:ident),*) => {$(
-        impl CudaLiteral for $t {
-            const CUDA_TYPE: &'static str = stringify!($t);
-            fn cuda_literal(&self) -> String {
-                if *self as i128 == i64::MIN as i128 {
-                    // -9223372036854775808LL does not parse: the literal overflows before `-`.
-                    return "((i64)(-9223372036854775807LL - 1))".into();
-                }
-                format!("(({})({}{}))", stringify!($t), self, $suffix)
-            }
-        }
-    )*};
-}
-
-int_literals!("LL": i8, i16, i32, i64);
-int_literals!("ULL": u8, u16, u32, u64);
-
-/// A hexadecimal float literal (exact, and a constant expression, unlike bit casts):
-/// `frac_hex_digits` digits of fraction, `bias` and `min_exp` of the format.
-fn hex_float(
-    negative: bool,
-    exp_bits: i64,
-    frac: u64,
-    frac_digits: usize,
-    bias: i64,
-    suffix: &str,
-) -> String {
-    let sign = if negative { "-" } else { "" };
-    let (lead, exp) = if exp_bits == 0 {
-        (0, 1 - bias)
-    } else {
-        (1, exp_bits - bias)
-    };
-    if exp_bits == 0 && frac == 0 {
-        return format!("{sign}0x0p+0{suffix}");
-    }
-    format!("{sign}0x{lead}.{frac:0frac_digits$x}p{exp:+}{suffix}")
-}
-
-impl CudaLiteral for f32 {
-    const CUDA_TYPE: &'static str = "f32";
-    fn cuda_literal(&self) -> String {
-        if self.is_nan() {
-            return "__builtin_nanf(\"\")".into();
-        }
-        if self.is_infinite() {
-            let sign = if *self < 0.0 { "-" } else { "" };
-            return format!("{sign}__builtin_huge_valf()");
-        }
-        let b = self.to_bits();
-        // 23 fraction bits, shifted to 24 to fill 6 hex digits.
-        hex_float(
-            b >> 31 == 1,
-            ((b >> 23) & 0xff) as i64,
-            ((b & 0x7f_ffff) << 1) as u64,
-            6,
-            127,
-            "f",
-        )
-    }
-}
-
-impl CudaLiteral for f64 {
-    const CUDA_TYPE: &'static str = "f64";
-    fn cuda_literal(&self) -> String {
-        if self.is_nan() {
-            return "__builtin_nan(\"\")".into();
-        }
-        if self.is_infinite() {
-            let sign = if *self < 0.0 { "-" } else { "" };
-            return format!("{sign}__builtin_huge_val()");
-        }
-        let b = self.to_bits();
-        hex_float(
-            b >> 63 == 1,
-            ((b >> 52) & 0x7ff) as i64,
-            b & 0xf_ffff_ffff_ffff,
-            13,
-            1023,
-            "",
-        )
-    }
-}
-
-impl CudaLiteral for bool {
-    const CUDA_TYPE: &'static str = "bool";
-    fn cuda_literal(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl CudaLiteral for num_complex::Complex<f32> {
-    const CUDA_TYPE: &'static str = "c32";
-    fn cuda_literal(&self) -> String {
-        format!(
-            "c32{{{}, {}}}",
-            self.re.cuda_literal(),
-            self.im.cuda_literal()
-        )
-    }
-}
-
-impl CudaLiteral for num_complex::Complex<f64> {
-    const CUDA_TYPE: &'static str = "c64";
-    fn cuda_literal(&self) -> String {
-        format!(
-            "c64{{{}, {}}}",
-            self.re.cuda_literal(),
-            self.im.cuda_literal()
-        )
-    }
-}
-
-/// The C++ declaration of a captured constant, guarded so that a helper and a body that both
-/// use it declare it once.
-///
-/// ```
-/// let decl = ufunc_runtime::cuda_const("__ufunc_const_HALF", &0.5f32);
-/// assert!(decl.contains("static __device__ const f32 __ufunc_const_HALF = 0x1.000000p-1f;"));
-/// ```
-pub fn cuda_const<T: CudaLiteral>(cpp_name: &str, value: &T) -> String {
-    format!(
-        "#ifndef {cpp_name}_DEFINED\n#define {cpp_name}_DEFINED\nstatic __device__ const {} {cpp_name} = {};\n#endif\n",
-        T::CUDA_TYPE,
-        value.cuda_literal()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Parses what `hex_float` writes, to check that it is exact.
-    fn parse_hex(s: &str) -> f64 {
-        let s = s.trim_end_matches('f');
-        let (neg, s) = s.strip_prefix('-').map_or((false, s), |r| (true, r));
-        let s = s.strip_prefix("0x").unwrap();
-        let (mant, exp) = s.split_once('p').unwrap();
-        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-        let mut v = u64::from_str_radix(int, 16).unwrap() as f64;
-        for (k, c) in frac.chars().enumerate() {
-            v += c.to_digit(16).unwrap() as f64 * 16f64.powi(-(k as i32 + 1));
-        }
-        let v = v * 2f64.powi(exp.parse::<i32>().unwrap());
-        if neg {
-            -v
-        } else {
-            v
-        }
-    }
-
-    #[test]
-    fn literals_are_exact() {
-        assert_eq!(1.0f32.cuda_literal(), "0x1.000000p+0f");
-        assert_eq!((-2.5f64).cuda_literal(), "-0x1.4000000000000p+1");
-        for x in [
-            2.506_628_3f32,
-            f32::MIN_POSITIVE,
-            1e-45,
-            f32::MAX,
-            -0.1,
-            0.0,
-        ] {
-            assert_eq!(parse_hex(&x.cuda_literal()) as f32, x, "{x}");
-        }
-        for x in [0.1f64, f64::MIN_POSITIVE, 5e-324, f64::MAX, -1e300] {
-            assert_eq!(parse_hex(&x.cuda_literal()), x, "{x}");
-        }
-        assert_eq!(f32::INFINITY.cuda_literal(), "__builtin_huge_valf()");
-        assert_eq!((-1i8).cuda_literal(), "((i8)(-1LL))");
-        assert_eq!(7u32.cuda_literal(), "((u32)(7ULL))");
-        assert_eq!(
-            i64::MIN.cuda_literal(),
-            "((i64)(-9223372036854775807LL - 1))"
-        );
-    }
-}
+pub use operand::{
+    DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
+};
+pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
+pub use stream::Stream;

@@ -14,11 +14,8 @@ typedef double f64;
 typedef unsigned long long usize;
 typedef long long isize;
 
-#define __UFUNC_PANIC_DIV_ZERO 1
-#define __UFUNC_PANIC_DIV_OVERFLOW 2
-#define __UFUNC_PANIC_EXPLICIT 3
-#define __UFUNC_PANIC_UNREACHABLE 4
-#define __UFUNC_PANIC_INDEX 5
+// The panic codes, written here by the runtime from its one list (cuda/kernel.rs).
+// @PANIC_CODES@
 
 // The first panic code raised by any thread; read and reset by the runtime after a launch.
 __device__ int __ufunc_status;

@@ -3,7 +3,7 @@
 //! reports the first panic of any of those kernels. Device memory records which stream last
 //! wrote it, so a later use on another stream (or a copy back to the host) waits for it.
 
-use super::launch::{device, Queue};
+use super::queue::Queue;
 use crate::error::Result;
 
 /// A queue of GPU work (a CUDA stream; under the simulator, work runs at once but panics are
@@ -31,14 +31,14 @@ impl Stream {
     /// A new stream on the device.
     pub fn new() -> Result<Stream> {
         Ok(Stream {
-            queue: device()?.deferred_queue()?,
+            queue: Queue::deferred()?,
         })
     }
 
     /// Waits for the work queued on this stream; `Err(KernelPanic)` if a kernel's body
     /// panicked for some element.
     pub fn synchronize(&self) -> Result<()> {
-        device()?.synchronize(&self.queue)
+        self.queue.synchronize()
     }
 
     /// Runs `work`, which queues calls on this stream, then synchronises (Numba's
@@ -49,12 +49,4 @@ impl Stream {
         let value = result?;
         synced.map(|()| value)
     }
-}
-
-/// The queue a call runs on: the stream's, or the device's default queue, which waits.
-pub(crate) fn queue_of<'a>(
-    stream: Option<&'a Stream>,
-    dev: &'a super::launch::Device,
-) -> &'a Queue {
-    stream.map_or(&dev.queue, |s| &s.queue)
 }

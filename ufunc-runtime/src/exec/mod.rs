@@ -5,4 +5,4 @@ mod plan;
 mod run;
 
 pub use plan::{plan_loop, LoopPlan};
-pub(crate) use run::{catching_panics, execute};
+pub(crate) use run::execute;

@@ -38,11 +38,15 @@ impl LoopPlan {
 /// let plan = plan_loop(&[2, 3], &[vec![3, 1], vec![3, 1]], 1);
 /// assert_eq!(plan, LoopPlan { shape: vec![6], strides: vec![vec![1], vec![1]], offsets: vec![0, 0] });
 /// ```
-pub fn plan_loop(shape: &[usize], strides: &[Vec<isize>], first_output: usize) -> LoopPlan {
+pub fn plan_loop<S: AsRef<[isize]>>(
+    shape: &[usize],
+    strides: &[S],
+    first_output: usize,
+) -> LoopPlan {
     let nops = strides.len();
     let mut axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] != 1).collect();
     let mut offsets = vec![0isize; nops];
-    let mut st: Vec<Vec<isize>> = strides.to_vec();
+    let mut st: Vec<Vec<isize>> = strides.iter().map(|s| s.as_ref().to_vec()).collect();
 
     // Flip axes the first output walks backwards, so that its memory is visited forwards.
     if first_output < nops && shape.iter().all(|&n| n > 0) {

@@ -1,10 +1,13 @@
-//! Generalized ufuncs: a core function over sub-arrays, looped and broadcast over the outer
-//! (loop) dimensions, as `#[guvectorize]` generates them.
+//! Generalized ufuncs on the CPU: the layout as data and its binding to one call's shapes
+//! (`signature`), the core views the function receives (`view`), and the runner that calls the
+//! core function once per loop index, looped and broadcast over the outer (loop) dimensions
+//! (`run`). The call layer (`crate::call`) allocates outputs and picks the target.
 
 mod run;
 mod signature;
 mod view;
 
-pub use run::{gu_call, gu_call_out, GuBody};
+pub(crate) use run::execute;
+pub use run::GuBody;
 pub use signature::{CoreBinding, CoreDim, Signature};
 pub use view::{store_scalar, CoreArg, CoreParam, ViewLayout};

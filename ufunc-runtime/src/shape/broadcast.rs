@@ -1,8 +1,8 @@
 //! NumPy broadcasting: shapes are aligned on the right; an axis of length 1 (or a missing one)
 //! stretches to the other operands' length by a stride of 0.
 
+use super::layout::{Shape, Strides};
 use crate::error::{Error, Result};
-use smallvec::SmallVec;
 
 /// The broadcast shape of `shapes`, by NumPy's rules.
 ///
@@ -16,9 +16,6 @@ use smallvec::SmallVec;
 pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
     broadcast_shape(shapes.len(), |i| shapes[i]).map(|s| s.to_vec())
 }
-
-/// A shape or strides vector that stays on the stack up to 8 dimensions.
-pub(crate) type Shape = SmallVec<[usize; 8]>;
 
 /// [`broadcast_shapes`] over `count` shapes given by `shape_of`, without allocating.
 pub(crate) fn broadcast_shape<'s>(
@@ -45,23 +42,39 @@ pub(crate) fn broadcast_shape<'s>(
     Ok(out)
 }
 
-/// The strides an operand of `shape`/`strides` has when viewed with the broadcast shape `out`
-/// (which must be a valid broadcast target): 0 on every stretched or prepended axis.
+/// The strides an operand of `shape`/`strides` has when viewed with the broadcast shape `out`:
+/// 0 on every stretched or prepended axis; `Error::Broadcast` if `shape` does not broadcast
+/// to `out`.
 ///
 /// ```
 /// use ufunc_runtime::broadcast_strides;
-/// assert_eq!(broadcast_strides(&[3, 4], &[4], &[1]), vec![0, 1]);
-/// assert_eq!(broadcast_strides(&[3, 4], &[3, 1], &[1, 1]), vec![1, 0]);
+/// assert_eq!(broadcast_strides(&[3, 4], &[4], &[1]).unwrap(), vec![0, 1]);
+/// assert_eq!(broadcast_strides(&[3, 4], &[3, 1], &[1, 1]).unwrap(), vec![1, 0]);
+/// assert!(broadcast_strides(&[3, 4], &[2, 4], &[4, 1]).is_err());
 /// ```
-pub fn broadcast_strides(out: &[usize], shape: &[usize], strides: &[isize]) -> Vec<isize> {
-    let offset = out.len() - shape.len();
-    let mut s = vec![0isize; out.len()];
+pub fn broadcast_strides(out: &[usize], shape: &[usize], strides: &[isize]) -> Result<Vec<isize>> {
+    broadcast_strides_to(out, shape, strides).map(|s| s.to_vec())
+}
+
+/// [`broadcast_strides`] without allocating.
+pub(crate) fn broadcast_strides_to(
+    out: &[usize],
+    shape: &[usize],
+    strides: &[isize],
+) -> Result<Strides> {
+    let mismatch = || Error::Broadcast {
+        shapes: vec![shape.to_vec(), out.to_vec()],
+    };
+    let offset = out.len().checked_sub(shape.len()).ok_or_else(mismatch)?;
+    let mut s: Strides = smallvec::smallvec![0isize; out.len()];
     for (axis, (&n, &st)) in shape.iter().zip(strides).enumerate() {
-        if n != 1 {
-            s[offset + axis] = st;
+        match n {
+            1 => {}
+            n if n == out[offset + axis] => s[offset + axis] = st,
+            _ => return Err(mismatch()),
         }
     }
-    s
+    Ok(s)
 }
 
 /// Checks that each output has the shape expected of it: `OutputShape` names the first that
@@ -80,34 +93,6 @@ pub(crate) fn check_output_shapes<'s>(
         }
     }
     Ok(())
-}
-
-/// Element strides of a standard-layout (C order) array of `shape`.
-pub(crate) fn c_strides(shape: &[usize]) -> SmallVec<[isize; 8]> {
-    let mut strides: SmallVec<[isize; 8]> = smallvec::smallvec![0isize; shape.len()];
-    let mut s = 1isize;
-    for (st, &n) in strides.iter_mut().zip(shape).rev() {
-        *st = s;
-        s *= n.max(1) as isize;
-    }
-    strides
-}
-
-/// The number of elements of `shape`, or `Error::TooLarge` if it overflows `usize`.
-///
-/// ```
-/// use ufunc_runtime::element_count;
-/// assert_eq!(element_count(&[2, 3, 4]).unwrap(), 24);
-/// assert_eq!(element_count(&[]).unwrap(), 1);
-/// assert!(element_count(&[usize::MAX, 2]).is_err());
-/// ```
-pub fn element_count(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| Error::TooLarge {
-            shape: shape.to_vec(),
-        })
 }
 
 #[cfg(test)]
@@ -133,8 +118,18 @@ mod tests {
 
     #[test]
     fn strides_of_size_one_axes_are_zero() {
-        assert_eq!(broadcast_strides(&[1, 4], &[1, 4], &[4, 1]), vec![0, 1]);
-        assert_eq!(broadcast_strides(&[2, 3], &[], &[]), vec![0, 0]);
-        assert_eq!(broadcast_strides(&[2, 3], &[2, 3], &[-3, -1]), vec![-3, -1]);
+        assert_eq!(
+            broadcast_strides(&[1, 4], &[1, 4], &[4, 1]).unwrap(),
+            vec![0, 1]
+        );
+        assert_eq!(broadcast_strides(&[2, 3], &[], &[]).unwrap(), vec![0, 0]);
+        assert_eq!(
+            broadcast_strides(&[2, 3], &[2, 3], &[-3, -1]).unwrap(),
+            vec![-3, -1]
+        );
+        assert!(
+            broadcast_strides(&[3], &[2, 3], &[3, 1]).is_err(),
+            "more axes than out"
+        );
     }
 }

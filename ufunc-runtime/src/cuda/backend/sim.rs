@@ -4,11 +4,11 @@
 //! another. Kernels are grid-stride loops, so any grid covers every item; a grid of several
 //! blocks and threads checks that they split the work correctly.
 
-use super::cache::{cache_key, kernel_cache_dir, publish, COMPILES};
-use super::launch::{mixed_buffers, Arg, LaunchShape, Mem};
-use super::CudaKernel;
+use super::super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
+use super::super::cache::{cache_key, kernel_cache_dir, publish, COMPILES};
+use super::super::kernel::CudaKernel;
+use super::{foreign, Backend};
 use crate::error::{Error, Result};
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -21,67 +21,117 @@ const SIM_BLOCKS: u32 = 2;
 const SIM_THREADS: u32 = 3;
 
 /// Device memory under the simulator: 8-byte aligned host memory.
-pub(crate) struct SimBuffer {
+struct SimBuffer {
     words: Vec<u64>,
     len: usize,
 }
 
 impl SimBuffer {
-    pub(crate) fn zeroed(len: usize) -> SimBuffer {
+    fn zeroed(len: usize) -> SimBuffer {
         SimBuffer {
             words: vec![0; len.div_ceil(8)],
             len,
         }
     }
 
-    pub(crate) fn from_bytes(bytes: &[u8]) -> SimBuffer {
+    fn from_bytes(bytes: &[u8]) -> SimBuffer {
         let mut b = SimBuffer::zeroed(bytes.len());
         b.bytes_mut().copy_from_slice(bytes);
         b
     }
 
-    pub(crate) fn bytes(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         // SAFETY: `words` holds at least `len` initialised bytes.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
     }
 
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+    fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`, borrowed mutably.
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Sim {
-    /// Loaded libraries, by source function and fast-math flag.
-    modules: Mutex<HashMap<(usize, bool), Arc<SimModule>>>,
-}
+/// The simulator backend.
+pub(super) struct Sim;
 
 /// One generated source, built and loaded.
-pub(crate) struct SimModule {
+struct SimModule {
     lib: libloading::Library,
     /// Serialises launches: the panic flag and the grid coordinates are per library.
     lock: Mutex<()>,
 }
 
-impl Sim {
-    pub(crate) fn module(&self, kernel: &CudaKernel) -> Result<Arc<SimModule>> {
-        let key = (kernel.source as usize, kernel.fast_math);
-        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = modules.get(&key) {
-            return Ok(m.clone());
-        }
-        let path = build(&(kernel.source)(), kernel.fast_math)?;
+fn buffer(b: &Buffer) -> Result<&SimBuffer> {
+    b.0.downcast_ref()
+        .ok_or_else(|| foreign("reading simulated memory"))
+}
+
+fn buffer_mut(b: &mut Buffer) -> Result<&mut SimBuffer> {
+    b.0.downcast_mut()
+        .ok_or_else(|| foreign("writing simulated memory"))
+}
+
+fn module(m: &ModuleHandle) -> Result<&SimModule> {
+    m.0.downcast_ref()
+        .ok_or_else(|| foreign("using a simulated module"))
+}
+
+impl Backend for Sim {
+    fn default_stream(&self) -> StreamHandle {
+        StreamHandle(None)
+    }
+
+    fn new_stream(&self) -> Result<StreamHandle> {
+        Ok(StreamHandle(None))
+    }
+
+    fn alloc_zeroed(&self, _: &StreamHandle, bytes: usize) -> Result<Buffer> {
+        Ok(Buffer(Box::new(SimBuffer::zeroed(bytes.max(1)))))
+    }
+
+    fn upload(&self, _: &StreamHandle, bytes: &[u8]) -> Result<Buffer> {
+        Ok(Buffer(Box::new(SimBuffer::from_bytes(bytes))))
+    }
+
+    fn download(&self, _: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>> {
+        Ok(buffer(buf)?.bytes().to_vec())
+    }
+
+    fn copy(&self, _: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()> {
+        let src = buffer(src)?.bytes();
+        buffer_mut(dst)?.bytes_mut().copy_from_slice(src);
+        Ok(())
+    }
+
+    fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle> {
+        let path = build(source, kernel.fast_math)?;
         // SAFETY: the library is ours: its initialisers only set up the C++ runtime.
         let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| Error::Cuda {
             what: format!("loading the simulated module of `{}`: {e}", kernel.name),
         })?;
-        let module = Arc::new(SimModule {
+        Ok(ModuleHandle(Arc::new(SimModule {
             lib,
             lock: Mutex::new(()),
-        });
-        modules.insert(key, module.clone());
-        Ok(module)
+        })))
+    }
+
+    fn launch(
+        &self,
+        _: &StreamHandle,
+        m: &ModuleHandle,
+        entry: &str,
+        shape: LaunchShape,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        module(m)?.launch(entry, shape, args)
+    }
+
+    fn synchronize(&self, _: &StreamHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn take_status(&self, _: &StreamHandle, m: &ModuleHandle) -> Result<i32> {
+        Ok(module(m)?.take_status())
     }
 }
 
@@ -145,36 +195,29 @@ fn build(source: &str, fast_math: bool) -> Result<PathBuf> {
 }
 
 impl SimModule {
-    fn symbol(&self, function: &str, name: &str) -> Result<*mut c_void> {
+    fn symbol(&self, name: &str) -> Result<*mut c_void> {
         let cname = format!("{name}\0");
         // SAFETY: only the address is read; callers use it with the symbol's own type.
         unsafe { self.lib.get::<*mut c_void>(cname.as_bytes()) }
             .map(|s| *s)
             .map_err(|e| Error::Cuda {
-                what: format!("finding {name} in the simulated module of `{function}`: {e}"),
+                what: format!("finding {name} in a simulated module: {e}"),
             })
     }
 
     /// Runs `entry` over a small grid, thread after thread.
-    pub(crate) fn launch(
-        &self,
-        function: &str,
-        entry: &str,
-        _launch: LaunchShape,
-        args: &mut [Arg<'_>],
-    ) -> Result<()> {
+    fn launch(&self, entry: &str, _launch: LaunchShape, args: &mut [Arg<'_>]) -> Result<()> {
         let words = args
             .iter_mut()
             .map(|a| match a {
                 Arg::I64(v) => Ok(*v as usize),
                 Arg::I32(v) => Ok(*v as isize as usize),
-                Arg::In(Mem::Sim(b), offset) => Ok(b.bytes().as_ptr() as usize + *offset),
-                Arg::Out(Mem::Sim(b)) => Ok(b.bytes_mut().as_mut_ptr() as usize),
-                _ => Err(mixed_buffers(function)),
+                Arg::In(b, offset) => Ok(buffer(b)?.bytes().as_ptr() as usize + *offset),
+                Arg::Out(b) => Ok(buffer_mut(b)?.bytes_mut().as_mut_ptr() as usize),
             })
             .collect::<Result<Vec<usize>>>()?;
-        let kernel = self.symbol(function, entry)?;
-        let grid = self.symbol(function, "__ufunc_sim_grid")?;
+        let kernel = self.symbol(entry)?;
+        let grid = self.symbol("__ufunc_sim_grid")?;
         // SAFETY: `__ufunc_sim_grid` is sim.h's `void(unsigned, unsigned, unsigned, unsigned)`.
         let set_grid: unsafe extern "C" fn(u32, u32, u32, u32) =
             unsafe { std::mem::transmute(grid) };
@@ -194,8 +237,8 @@ impl SimModule {
     }
 
     /// Reads and clears the panic flag.
-    pub(crate) fn take_status(&self) -> i32 {
-        let Ok(flag) = self.symbol("a kernel", "__ufunc_status") else {
+    fn take_status(&self) -> i32 {
+        let Ok(flag) = self.symbol("__ufunc_status") else {
             return 0;
         };
         let flag = flag as *mut i32;

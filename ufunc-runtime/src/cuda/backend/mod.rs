@@ -1,0 +1,83 @@
+//! The device behind the `cuda` target, as one trait with two implementations: the real GPU
+//! (`gpu`, every cudarc call) and the host simulator (`sim`, `UFUNC_CUDA_SIM=1`). Everything
+//! above this module works on opaque handles (`args`) and never asks which backend runs.
+
+mod gpu;
+mod sim;
+
+use super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
+use super::kernel::CudaKernel;
+use crate::error::{Error, Result};
+use std::sync::OnceLock;
+
+/// What the runtime needs of a device: memory, streams, modules, launches and the panic flag.
+pub(crate) trait Backend: Send + Sync {
+    /// The stream that calls without a `Stream` use.
+    fn default_stream(&self) -> StreamHandle;
+    /// A new stream.
+    fn new_stream(&self) -> Result<StreamHandle>;
+    /// Zeroed memory of `bytes` bytes (at least one, so that it has an address).
+    fn alloc_zeroed(&self, stream: &StreamHandle, bytes: usize) -> Result<Buffer>;
+    /// New memory holding `bytes`, copied after the work queued on `stream`.
+    fn upload(&self, stream: &StreamHandle, bytes: &[u8]) -> Result<Buffer>;
+    /// The bytes of `buf`, after the work queued on `stream`.
+    fn download(&self, stream: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>>;
+    /// Copies `src` over `dst` (of the same size) on the device.
+    fn copy(&self, stream: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()>;
+    /// Compiles (or finds in the disk cache) and loads `source`, the source of `kernel`.
+    fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle>;
+    /// Queues `entry` of `module` on `stream` over `shape`.
+    fn launch(
+        &self,
+        stream: &StreamHandle,
+        module: &ModuleHandle,
+        entry: &str,
+        shape: LaunchShape,
+        args: &mut [Arg<'_>],
+    ) -> Result<()>;
+    /// Waits for the work queued on `stream`.
+    fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
+    /// Reads and clears the panic flag of `module` (0: no panic), after the work on `stream`.
+    fn take_status(&self, stream: &StreamHandle, module: &ModuleHandle) -> Result<i32>;
+}
+
+/// Whether the `cuda` target runs on the host simulator: `UFUNC_CUDA_SIM=1`, read once. The
+/// simulator compiles the same generated CUDA C++ with the host's C++ compiler (`CXX`, else
+/// `c++`) and runs every kernel's threads one after another on the CPU, with device memory in
+/// host memory: for debugging and testing where there is no GPU, as Numba's `NUMBA_ENABLE_CUDASIM`.
+///
+/// ```
+/// if ufunc_runtime::cuda_simulated() {
+///     println!("cuda calls run on the host simulator");
+/// }
+/// ```
+pub fn cuda_simulated() -> bool {
+    static SIM: OnceLock<bool> = OnceLock::new();
+    *SIM.get_or_init(|| std::env::var("UFUNC_CUDA_SIM").is_ok_and(|v| v == "1"))
+}
+
+/// The device of this process: the simulator under `UFUNC_CUDA_SIM=1`, else GPU 0, or why there
+/// is none (checked before any cudarc call that would panic).
+pub(crate) fn backend() -> Result<&'static dyn Backend> {
+    static BACKEND: OnceLock<std::result::Result<Box<dyn Backend>, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            if cuda_simulated() {
+                Ok(Box::new(sim::Sim))
+            } else {
+                gpu::Gpu::open().map(|g| Box::new(g) as Box<dyn Backend>)
+            }
+        })
+        .as_ref()
+        .map(|b| b.as_ref())
+        .map_err(|reason| Error::NoCudaDevice {
+            reason: reason.clone(),
+        })
+}
+
+/// The error of a handle given to a backend that did not make it (a bug, never user input).
+pub(crate) fn foreign(what: &str) -> Error {
+    Error::Cuda {
+        what: format!("{what}: a handle of another device backend"),
+    }
+}
