@@ -8,6 +8,7 @@ use ndarray::{Array1, Array2};
 use std::time::Instant;
 use ufunc::prelude::*;
 
+/// sqrt(2 pi), the normal density's constant.
 pub const SQRT_2PI: f32 = 2.506_628_3;
 
 #[vectorize(targets = ["parallel", "cpu"])]
@@ -20,6 +21,7 @@ pub fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
     (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
 }
 
+/// Polar to Cartesian coordinates: a helper the ufuncs below call.
 #[kernel_fn]
 pub fn polar_to_cartesian(rho: f32, theta: f32) -> (f32, f32) {
     (rho * theta.cos(), rho * theta.sin())

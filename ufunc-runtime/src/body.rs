@@ -142,10 +142,13 @@ pub(crate) unsafe fn run_contiguous<B: Body, M: Isa>(
     ins: &[*const u8],
     outs: &[*mut u8],
 ) {
-    let ip = B::In::ptrs(ins);
-    let op = B::Out::ptrs(outs);
-    for i in 0..n {
-        B::Out::store(op, i, B::call::<M>(B::In::load(ip, i)));
+    // SAFETY: the caller's contract: `n` elements behind every pointer.
+    unsafe {
+        let ip = B::In::ptrs(ins);
+        let op = B::Out::ptrs(outs);
+        for i in 0..n {
+            B::Out::store(op, i, B::call::<M>(B::In::load(ip, i)));
+        }
     }
 }
 
@@ -160,7 +163,8 @@ macro_rules! impl_inputs {
             }
             #[inline(always)]
             unsafe fn load(p: Self::Ptrs, i: usize) -> Self {
-                ($(*p.$i.add(i),)+)
+                // SAFETY: the caller's contract: element `i` is in bounds.
+                unsafe { ($(*p.$i.add(i),)+) }
             }
         }
     };
@@ -210,13 +214,15 @@ macro_rules! impl_single_output {
             }
             #[inline(always)]
             unsafe fn store(p: Self::Ptrs, i: usize, v: Self) {
-                *p.add(i) = v;
+                // SAFETY: the caller's contract: element `i` is in bounds and writable.
+                unsafe { *p.add(i) = v };
             }
             fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Self::Uninit<D> {
                 alloc_one::<$t, D>(dim, ptrs)
             }
             unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D> {
-                u.assume_init()
+                // SAFETY: the caller's contract: every element was written.
+                unsafe { u.assume_init() }
             }
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 alloc_default_one::<$t>(&shapes[0], ptrs)
@@ -240,13 +246,15 @@ macro_rules! impl_tuple_outputs {
             }
             #[inline(always)]
             unsafe fn store(p: Self::Ptrs, i: usize, v: Self) {
-                $(*p.$i.add(i) = v.$i;)+
+                // SAFETY: the caller's contract: element `i` is in bounds and writable.
+                unsafe { $(*p.$i.add(i) = v.$i;)+ }
             }
             fn alloc<Dm: Dimension>(dim: &Dm, ptrs: &mut OutPtrs) -> Self::Uninit<Dm> {
                 ($(alloc_one::<$t, Dm>(dim, ptrs),)+)
             }
             unsafe fn assume_init<Dm: Dimension>(u: Self::Uninit<Dm>) -> Self::Arrays<Dm> {
-                ($(u.$i.assume_init(),)+)
+                // SAFETY: the caller's contract: every element was written.
+                unsafe { ($(u.$i.assume_init(),)+) }
             }
             fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
                 ($(alloc_default_one::<$t>(&shapes[$i], ptrs),)+)

@@ -57,11 +57,13 @@ pub enum Error {
     CoreDimMismatch {
         /// The dimension's name in the layout.
         dim: &'static str,
-        /// The operand that fixed the size first, and that size.
+        /// The operand that fixed the size first.
         first: &'static str,
+        /// The size it fixed.
         first_size: usize,
-        /// The operand that disagrees, and its size.
+        /// The operand that disagrees.
         operand: &'static str,
+        /// Its size.
         size: usize,
     },
     /// A fixed-size core dimension, like `(3)`, has another size.

@@ -149,11 +149,61 @@ pub fn set_active_isa(level: IsaLevel) -> bool {
 }
 
 fn detect() -> IsaLevel {
-    let supported = IsaLevel::supported();
-    if let Ok(wanted) = std::env::var("UFUNC_ISA") {
-        if let Some(l) = supported.iter().find(|l| l.name() == wanted) {
-            return *l;
-        }
+    let best = *IsaLevel::supported()
+        .last()
+        .expect("baseline is always supported");
+    match std::env::var("UFUNC_ISA") {
+        Ok(wanted) => requested_isa(&wanted, &IsaLevel::supported()).unwrap_or_else(|why| {
+            eprintln!("ufunc: UFUNC_ISA ignored: {why}; using `{}`", best.name());
+            best
+        }),
+        Err(_) => best,
     }
-    *supported.last().expect("baseline is always supported")
+}
+
+/// The level `UFUNC_ISA=wanted` asks for among the `supported` ones, or why it cannot be had.
+fn requested_isa(wanted: &str, supported: &[IsaLevel]) -> Result<IsaLevel, String> {
+    const ALL: [IsaLevel; 4] = [
+        IsaLevel::Baseline,
+        IsaLevel::Avx2,
+        IsaLevel::Avx512,
+        IsaLevel::Neon,
+    ];
+    let names = |levels: &[IsaLevel]| {
+        levels
+            .iter()
+            .map(|l| format!("`{}`", l.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match ALL.iter().find(|l| l.name() == wanted) {
+        None => Err(format!(
+            "`{wanted}` is not a level; expected one of {}",
+            names(&ALL)
+        )),
+        Some(l) if !supported.contains(l) => Err(format!(
+            "this CPU does not support `{wanted}`; it supports {}",
+            names(supported)
+        )),
+        Some(l) => Ok(*l),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_or_unsupported_requests_say_what_is_valid() {
+        let supported = [IsaLevel::Baseline, IsaLevel::Avx2];
+        assert_eq!(requested_isa("avx2", &supported), Ok(IsaLevel::Avx2));
+        assert_eq!(
+            requested_isa("sse2", &supported).unwrap_err(),
+            "`sse2` is not a level; expected one of `baseline`, `avx2`, `avx512`, `neon`"
+        );
+        assert_eq!(
+            requested_isa("avx512", &supported).unwrap_err(),
+            "this CPU does not support `avx512`; it supports `baseline`, `avx2`"
+        );
+    }
 }

@@ -8,25 +8,29 @@ use crate::isa::{IsaLevel, NoFma};
 pub(crate) type RowFn = unsafe fn(usize, &[*const u8], &[*mut u8]);
 
 unsafe fn row_baseline<B: Body>(n: usize, ins: &[*const u8], outs: &[*mut u8]) {
-    run_contiguous::<B, NoFma>(n, ins, outs)
+    // SAFETY: the caller\'s contract, passed on.
+    unsafe { run_contiguous::<B, NoFma>(n, ins, outs) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<B: Body>(n: usize, ins: &[*const u8], outs: &[*mut u8]) {
-    run_contiguous::<B, crate::isa::WithFma>(n, ins, outs)
+    // SAFETY: the caller\'s contract, passed on.
+    unsafe { run_contiguous::<B, crate::isa::WithFma>(n, ins, outs) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512cd,avx512dq,avx512vl")]
 unsafe fn row_avx512<B: Body>(n: usize, ins: &[*const u8], outs: &[*mut u8]) {
-    run_contiguous::<B, crate::isa::WithFma>(n, ins, outs)
+    // SAFETY: the caller\'s contract, passed on.
+    unsafe { run_contiguous::<B, crate::isa::WithFma>(n, ins, outs) }
 }
 
 #[cfg(target_arch = "aarch64")]
 #[target_feature(enable = "neon")]
 unsafe fn row_neon<B: Body>(n: usize, ins: &[*const u8], outs: &[*mut u8]) {
-    run_contiguous::<B, crate::isa::WithFma>(n, ins, outs)
+    // SAFETY: the caller\'s contract, passed on.
+    unsafe { run_contiguous::<B, crate::isa::WithFma>(n, ins, outs) }
 }
 
 /// The row loop of `B` for the active instruction set.

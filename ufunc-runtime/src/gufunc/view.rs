@@ -95,7 +95,9 @@ impl<'a, T, D: Dimension> CoreParam for ArrayView<'a, T, D> {
     #[inline(always)]
     unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
         let shape = l.dim.clone().strides(l.strides.clone());
-        let mut v = ArrayView::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *const T);
+        let first = ptr.wrapping_offset(l.offset) as *const T;
+        // SAFETY: the caller's contract: a live core sub-array laid out as `l` says.
+        let mut v = unsafe { ArrayView::from_shape_ptr(shape, first) };
         l.reverse_flipped(&mut v);
         v
     }
@@ -109,7 +111,9 @@ impl<'a, T, D: Dimension> CoreParam for ArrayViewMut<'a, T, D> {
     #[inline(always)]
     unsafe fn make(l: &Self::Layout, ptr: *mut u8) -> Self {
         let shape = l.dim.clone().strides(l.strides.clone());
-        let mut v = ArrayViewMut::from_shape_ptr(shape, ptr.wrapping_offset(l.offset) as *mut T);
+        let first = ptr.wrapping_offset(l.offset) as *mut T;
+        // SAFETY: the caller's contract: a live core sub-array that nothing else references.
+        let mut v = unsafe { ArrayViewMut::from_shape_ptr(shape, first) };
         l.reverse_flipped(&mut v);
         v
     }
@@ -120,7 +124,8 @@ impl<T: crate::Element> CoreParam for &mut T {
     unsafe fn layout(_: &CoreArg<'_>) -> Self::Layout {}
     #[inline(always)]
     unsafe fn make(_: &(), ptr: *mut u8) -> Self {
-        &mut *(ptr as *mut T)
+        // SAFETY: the caller's contract: a live `T` that nothing else references.
+        unsafe { &mut *(ptr as *mut T) }
     }
 }
 
@@ -131,7 +136,8 @@ macro_rules! scalar_core_params {
             unsafe fn layout(_: &CoreArg<'_>) -> Self::Layout {}
             #[inline(always)]
             unsafe fn make(_: &(), ptr: *mut u8) -> Self {
-                *(ptr as *const $t)
+                // SAFETY: the caller's contract: a live element.
+                unsafe { *(ptr as *const $t) }
             }
         }
     )*};
@@ -145,5 +151,6 @@ crate::element::for_each_element!(scalar_core_params);
 /// `ptr` points to a live `T` that nothing else references.
 #[inline(always)]
 pub unsafe fn store_scalar<T>(ptr: *mut u8, value: T) {
-    *(ptr as *mut T) = value;
+    // SAFETY: the caller's contract.
+    unsafe { *(ptr as *mut T) = value };
 }

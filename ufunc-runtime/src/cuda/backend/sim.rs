@@ -261,7 +261,8 @@ macro_rules! word {
 /// `f` is an `extern "C"` function taking `words.len()` integer or pointer arguments.
 unsafe fn call_kernel(f: *mut c_void, w: &[usize]) -> Result<()> {
     macro_rules! call {
-        ($($i:tt)*) => {{
+        // SAFETY: the caller's contract: `f` takes exactly these integer arguments.
+        ($($i:tt)*) => {unsafe {
             let f: unsafe extern "C" fn($(word!($i)),*) = std::mem::transmute(f);
             f($(w[$i]),*)
         }};

@@ -1,0 +1,39 @@
+//! The `cuda` target. Without a GPU (CI): every kernel generated here is compiled by a real NVRTC
+//! (PTX for compute_90, and a cubin for sm_90 with ptxas's register report), the translation is
+//! checked on its text, and calls return `Error::NoCudaDevice`. With a GPU, the same functions
+//! run on cpu and cuda and must agree within the stated bound; `UFUNC_REQUIRE_GPU=1` turns the
+//! "no device" skip into a failure, and `UFUNC_REQUIRE_NVRTC=1` (or `CI`) the NVRTC skip.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agree;
+mod cache;
+mod device;
+mod kernels;
+mod translate;
+
+use kernels::square_sum;
+use ndarray::array;
+use ufunc::prelude::*;
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1") || std::env::var_os("CI").is_some()
+}
+
+/// Runs `check` against a GPU (or the simulator, with UFUNC_CUDA_SIM=1), or reports a visible
+/// skip (a failure with UFUNC_REQUIRE_GPU=1). One check at a time: they count transfers.
+fn on_gpu(test: &str, check: impl FnOnce()) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    match square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
+        Err(Error::NoCudaDevice { reason }) => {
+            assert!(
+                std::env::var("UFUNC_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "{test}: a GPU is required (UFUNC_REQUIRE_GPU=1) but: {reason}"
+            );
+            eprintln!("SKIPPED {test}: no CUDA device ({reason})");
+        }
+        _ => check(),
+    }
+}
