@@ -2,7 +2,8 @@
 //!
 //! - `args` (leaf): opaque handles (memory, streams, modules), kernel arguments, grid extent.
 //! - `kernel`: what generated code gives the runtime (`CudaKernel`, `DeviceKernel`), the
-//!   panic codes, the prelude; `literal`: captured constants as exact C++ literals.
+//!   panic codes, the prelude; `literal`: captured constants as exact C++ literals;
+//!   `skeleton`: the `__global__` kernels around a translated body, one file per kind.
 //! - `nvrtc`, `cache`: compiling sources, and compiled kernels kept on disk.
 //! - `backend`: the `Backend` trait with its two implementations, the GPU (cudarc) and the
 //!   host simulator (`UFUNC_CUDA_SIM=1`).
@@ -24,6 +25,7 @@ mod literal;
 mod nvrtc;
 mod operand;
 mod queue;
+mod skeleton;
 mod stream;
 
 pub use array::{device_array, to_device, DeviceArray, DeviceView};
@@ -38,4 +40,5 @@ pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
 };
 pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
+pub use skeleton::{kernel_source, GuOperand, KernelKind};
 pub use stream::Stream;
