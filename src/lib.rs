@@ -94,10 +94,11 @@ pub mod cuda {
 pub mod __private {
     pub use ufunc_runtime::{
         call, call_device, call_out, call_out_device, cuda_const, cuda_prelude, gu_call,
-        gu_call_device, gu_call_out, gu_call_out_device, path_with_helpers, store_scalar, ArraysOf,
-        Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel,
-        DeviceOperands, DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, Isa,
-        KernelSource, LaneMath, Operands, OutOperands, Outputs, Signature,
+        gu_call_device, gu_call_out, gu_call_out_device, kernel_source, path_with_helpers,
+        store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral,
+        DeviceArraysOf, DeviceKernel, DeviceOperands, DeviceOutOperands, DeviceOutputs, Element,
+        FusedMulAdd, GuBody, GuOperand, Isa, KernelKind, KernelSource, LaneMath, Operands,
+        OutOperands, Outputs, Signature,
     };
 }
 

@@ -162,9 +162,14 @@ fn cuda_parts(
         },
         syn::ReturnType::Default => vec![],
     };
-    let in_refs: Vec<&Type> = param_tys.iter().collect();
-    let out_refs: Vec<&Type> = outputs.iter().collect();
-    let kernels = crate::cuda::emit_kernels(&kernel, &body_fn, &in_refs, &out_refs);
+    let cpp = |t: &Type| crate::cuda::ty_of(t).map(|t| t.cpp()).unwrap_or_default();
+    let in_cpp = param_tys.iter().map(cpp);
+    let out_cpp = outputs.iter().map(cpp);
+    let kind = quote!(::ufunc::__private::KernelKind::Elementwise {
+        device_fn: #body_fn,
+        inputs: &[#(#in_cpp),*],
+        outputs: &[#(#out_cpp),*],
+    });
     let helpers = &device.captures.helpers;
     let helper_checks = helpers.iter().map(|h| {
         let msg = format!(
@@ -181,7 +186,8 @@ fn cuda_parts(
         "The CUDA C++ source of this ufunc: the prelude, the helpers it calls, the constants it \
          captures (by value), the body as a device function, and the kernels.",
         &device.captures,
-        &(device.code + &kernels),
+        &device.code,
+        (&kernel, kind),
     );
     let items = quote! {
         #(#helper_checks)*

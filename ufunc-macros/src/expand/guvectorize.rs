@@ -3,7 +3,7 @@
 
 use super::{fallback, parse_fn, target_tokens};
 use crate::check::check_guvectorize;
-use crate::cuda::{ty_of, GuOperand, Ty};
+use crate::cuda::{ty_of, Ty};
 use crate::errors::Errors;
 use crate::gufunc::{from_syn, parse_gu_attr, GuFunction, Role};
 use crate::layout::Dim;
@@ -118,6 +118,7 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
         .collect();
     let mut operands = Vec::new();
     let mut position = vec![0usize; f.params.len()];
+    let p = quote!(::ufunc::__private::GuOperand);
     for &i in inputs.iter().chain(&outputs) {
         position[i] = operands.len();
         operands.push(match &typed[i].1 {
@@ -125,26 +126,31 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
                 elem,
                 rank,
                 mutable,
-            } => GuOperand::View {
-                elem: (**elem).clone(),
-                rank: *rank,
-                mutable: *mutable,
-            },
-            Ty::Ptr(elem) => GuOperand::ScalarOut((**elem).clone()),
-            t => GuOperand::ScalarIn(t.clone()),
+            } => {
+                let elem = elem.cpp();
+                quote!(#p::View { elem: #elem, rank: #rank, mutable: #mutable })
+            }
+            Ty::Ptr(elem) => {
+                let elem = elem.cpp();
+                quote!(#p::ScalarOut(#elem))
+            }
+            t => {
+                let elem = t.cpp();
+                quote!(#p::ScalarIn(#elem))
+            }
         });
     }
     for r in &f.returns {
-        operands.push(GuOperand::Return(elem(r)?));
+        let elem = elem(r)?.cpp();
+        operands.push(quote!(#p::Return(#elem)));
     }
     let mapped_axes = mapped.len();
-    let kernel = crate::cuda::emit_gufunc_kernel(
-        &name.to_string(),
-        &core_fn,
-        &operands,
-        &position,
-        mapped_axes,
-    );
+    let kind = quote!(::ufunc::__private::KernelKind::Gufunc {
+        device_fn: #core_fn,
+        operands: &[#(#operands),*],
+        call_order: &[#(#position),*],
+        mapped_axes: #mapped_axes,
+    });
     let kernel_name = name.to_string();
     let items = super::cuda_source_fn(
         name,
@@ -152,7 +158,8 @@ fn cuda_parts(f: &GuFunction<'_>) -> syn::Result<(TokenStream, TokenStream)> {
          core function, and the kernel (one thread per loop item, or per loop item and output \
          element where the core's loops are independent).",
         &device.captures,
-        &(device.code + &kernel),
+        &device.code,
+        (&kernel_name, kind),
     );
     let kernel_const = super::kernel_const(&kernel_name, name, false, mapped_axes);
     Ok((items, kernel_const))

@@ -135,13 +135,15 @@ fn target_tokens(name: &str) -> TokenStream {
     }
 }
 
-/// `pub fn cuda_source() -> String` on `ty`: the prelude, the fragments of the `helpers`, the
-/// captured constants, then `code` (device functions and kernels).
+/// `pub fn cuda_source() -> String` on `ty`: the runtime's `kernel_source` of kernel `name`
+/// and `kind` around the translated code: the fragments of the `helpers`, the captured
+/// constants, then `code` (the device function).
 fn cuda_source_fn(
     ty: &Ident,
     doc: &str,
     captures: &crate::cuda::Captures,
     code: &str,
+    (name, kind): (&str, TokenStream),
 ) -> TokenStream {
     let helpers = &captures.helpers;
     let consts = captures
@@ -153,11 +155,11 @@ fn cuda_source_fn(
         impl #ty {
             #[doc = #doc]
             pub fn cuda_source() -> ::std::string::String {
-                let mut s = ::std::string::String::from(::ufunc::__private::cuda_prelude());
+                let mut s = ::std::string::String::new();
                 #(s.push_str(&#helpers::__ufunc_cuda_fragment());)*
                 #(#consts)*
                 s.push_str(#code);
-                s
+                ::ufunc::__private::kernel_source(#name, &#kind, &s)
             }
         }
     }
