@@ -11,6 +11,7 @@ mod agree;
 mod cache;
 mod device;
 mod kernels;
+mod reliability;
 mod translate;
 
 use kernels::square_sum;

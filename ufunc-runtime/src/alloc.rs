@@ -36,3 +36,61 @@ pub(crate) fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
     #[cfg(not(target_os = "linux"))]
     let _ = ptr;
 }
+
+/// A standard-layout array of `dim` whose elements are all zero bits (zero, `false`, 0+0i: valid
+/// for every element type), allocated fallibly with `alloc_zeroed` (calloc: large outputs come
+/// from fresh zero pages) and advised onto huge pages. `OutOfMemory` names the shape and bytes.
+pub(crate) fn try_zeroed<T: crate::Element, D: ndarray::Dimension>(
+    dim: &D,
+) -> crate::Result<ndarray::Array<T, D>> {
+    let n = checked_len::<T>(dim)?;
+    let v = if n == 0 || size_of::<T>() == 0 {
+        Vec::new()
+    } else {
+        let layout = std::alloc::Layout::array::<T>(n).map_err(|_| too_large(dim))?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+        if ptr.is_null() {
+            return Err(out_of_memory(dim, layout.size()));
+        }
+        advise_huge_pages(ptr as *mut u8, layout.size());
+        // SAFETY: `ptr` is a fresh allocation of `n` elements with `T`'s layout, all zero bits,
+        // which is a valid value of every element type.
+        unsafe { Vec::from_raw_parts(ptr, n, n) }
+    };
+    ndarray::Array::from_shape_vec(dim.clone(), v).map_err(|_| too_large(dim))
+}
+
+/// A standard-layout array of `dim` with uninitialised elements, allocated fallibly and
+/// advised onto huge pages.
+pub(crate) fn try_uninit<T, D: ndarray::Dimension>(
+    dim: &D,
+) -> crate::Result<ndarray::Array<std::mem::MaybeUninit<T>, D>> {
+    let n = checked_len::<T>(dim)?;
+    let mut v: Vec<std::mem::MaybeUninit<T>> = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| out_of_memory(dim, n * size_of::<T>()))?;
+    // SAFETY: the capacity is `n`, and `MaybeUninit` needs no initialisation.
+    unsafe { v.set_len(n) };
+    advise_huge_pages(v.as_mut_ptr() as *mut u8, n * size_of::<T>());
+    ndarray::Array::from_shape_vec(dim.clone(), v).map_err(|_| too_large(dim))
+}
+
+/// The element count of `dim`, checked as ndarray and the allocator need it.
+fn checked_len<T>(dim: &impl ndarray::Dimension) -> crate::Result<usize> {
+    crate::shape::byte_size(dim.slice(), size_of::<T>())?;
+    Ok(dim.size())
+}
+
+fn too_large(dim: &impl ndarray::Dimension) -> crate::Error {
+    crate::Error::TooLarge {
+        shape: dim.slice().to_vec(),
+    }
+}
+
+fn out_of_memory(dim: &impl ndarray::Dimension, bytes: usize) -> crate::Error {
+    crate::Error::OutOfMemory {
+        shape: dim.slice().to_vec(),
+        bytes,
+    }
+}

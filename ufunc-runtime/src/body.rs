@@ -121,14 +121,18 @@ pub trait Outputs: Copy {
     /// # Safety
     /// Element `i` is in bounds and writable for every pointer.
     unsafe fn store(p: Self::Ptrs, i: usize, v: Self);
-    /// Allocates standard-layout outputs of shape `dim` and pushes their data pointers.
-    fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Self::Uninit<D>;
+    /// Allocates standard-layout outputs of shape `dim` and pushes their data pointers;
+    /// `OutOfMemory` (or `TooLarge`) where the memory cannot be had.
+    fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> crate::Result<Self::Uninit<D>>;
     /// # Safety
     /// Every element of every array has been written.
     unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D>;
     /// Allocates outputs of the given shapes (one per output) filled with the default value
     /// (zero, `false`), and pushes their data pointers.
-    fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn>;
+    fn alloc_default(
+        shapes: &[Vec<usize>],
+        ptrs: &mut OutPtrs,
+    ) -> crate::Result<Self::Arrays<IxDyn>>;
 }
 
 /// Runs `B` over `n` contiguous elements. `#[inline(always)]` so that the loop is compiled for the
@@ -183,22 +187,24 @@ impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 impl_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
-/// Allocates one default-filled standard-layout array of `shape`.
-fn alloc_default_one<T: Element>(shape: &[usize], ptrs: &mut OutPtrs) -> Array<T, IxDyn> {
-    // `from_elem` of a zero value allocates zeroed memory (calloc): large outputs come from
-    // fresh zero pages, which are advised onto huge pages and faulted in from this thread.
-    let mut a = Array::from_elem(IxDyn(shape), T::default());
-    crate::alloc::advise_huge_pages(a.as_mut_ptr() as *mut u8, a.len() * size_of::<T>());
+/// Allocates one zero-filled standard-layout array of `shape` and pushes its data pointer.
+fn alloc_default_one<T: Element>(
+    shape: &[usize],
+    ptrs: &mut OutPtrs,
+) -> crate::Result<Array<T, IxDyn>> {
+    let mut a = crate::alloc::try_zeroed::<T, IxDyn>(&IxDyn(shape))?;
     ptrs.push(a.as_mut_ptr() as *mut u8);
-    a
+    Ok(a)
 }
 
-/// Allocates one uninitialised standard-layout array; large ones are advised onto huge pages.
-fn alloc_one<T, D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Array<MaybeUninit<T>, D> {
-    let mut a = Array::uninit(dim.clone());
-    crate::alloc::advise_huge_pages(a.as_mut_ptr() as *mut u8, a.len() * size_of::<T>());
+/// Allocates one uninitialised standard-layout array and pushes its data pointer.
+fn alloc_one<T, D: Dimension>(
+    dim: &D,
+    ptrs: &mut OutPtrs,
+) -> crate::Result<Array<MaybeUninit<T>, D>> {
+    let mut a = crate::alloc::try_uninit::<T, D>(dim)?;
     ptrs.push(a.as_mut_ptr() as *mut u8);
-    a
+    Ok(a)
 }
 
 macro_rules! impl_single_output {
@@ -217,14 +223,17 @@ macro_rules! impl_single_output {
                 // SAFETY: the caller's contract: element `i` is in bounds and writable.
                 unsafe { *p.add(i) = v };
             }
-            fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> Self::Uninit<D> {
+            fn alloc<D: Dimension>(dim: &D, ptrs: &mut OutPtrs) -> crate::Result<Self::Uninit<D>> {
                 alloc_one::<$t, D>(dim, ptrs)
             }
             unsafe fn assume_init<D: Dimension>(u: Self::Uninit<D>) -> Self::Arrays<D> {
                 // SAFETY: the caller's contract: every element was written.
                 unsafe { u.assume_init() }
             }
-            fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
+            fn alloc_default(
+                shapes: &[Vec<usize>],
+                ptrs: &mut OutPtrs,
+            ) -> crate::Result<Self::Arrays<IxDyn>> {
                 alloc_default_one::<$t>(&shapes[0], ptrs)
             }
         }
@@ -249,15 +258,18 @@ macro_rules! impl_tuple_outputs {
                 // SAFETY: the caller's contract: element `i` is in bounds and writable.
                 unsafe { $(*p.$i.add(i) = v.$i;)+ }
             }
-            fn alloc<Dm: Dimension>(dim: &Dm, ptrs: &mut OutPtrs) -> Self::Uninit<Dm> {
-                ($(alloc_one::<$t, Dm>(dim, ptrs),)+)
+            fn alloc<Dm: Dimension>(dim: &Dm, ptrs: &mut OutPtrs) -> crate::Result<Self::Uninit<Dm>> {
+                Ok(($(alloc_one::<$t, Dm>(dim, ptrs)?,)+))
             }
             unsafe fn assume_init<Dm: Dimension>(u: Self::Uninit<Dm>) -> Self::Arrays<Dm> {
                 // SAFETY: the caller's contract: every element was written.
                 unsafe { ($(u.$i.assume_init(),)+) }
             }
-            fn alloc_default(shapes: &[Vec<usize>], ptrs: &mut OutPtrs) -> Self::Arrays<IxDyn> {
-                ($(alloc_default_one::<$t>(&shapes[$i], ptrs),)+)
+            fn alloc_default(
+                shapes: &[Vec<usize>],
+                ptrs: &mut OutPtrs,
+            ) -> crate::Result<Self::Arrays<IxDyn>> {
+                Ok(($(alloc_default_one::<$t>(&shapes[$i], ptrs)?,)+))
             }
         }
     };

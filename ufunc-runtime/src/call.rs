@@ -9,7 +9,9 @@ use crate::error::{Error, Result};
 use crate::gufunc::GuBody;
 use crate::operand::{Operands, OutOperands, RawOperand, RawOutOperand, RawOutOperands};
 use crate::parallel::Threads;
-use crate::shape::{broadcast_shape, byte_size, c_strides, check_output_shapes, Shape};
+use crate::shape::{
+    broadcast_shape, byte_size, c_strides, check_output_shapes, InputCopies, Shape,
+};
 use crate::target::Target;
 use ndarray::{Dimension, IxDyn};
 use smallvec::SmallVec;
@@ -88,7 +90,7 @@ pub fn call<B: Body + DeviceKernel, Ops: Operands<B::In>>(
     let mut dim = <Ops::Dim as Dimension>::zeros(shape.len());
     dim.slice_mut().copy_from_slice(&shape);
     let mut ptrs = OutPtrs::new();
-    let uninit = B::Out::alloc(&dim, &mut ptrs);
+    let uninit = B::Out::alloc(&dim, &mut ptrs)?;
     let strides = c_strides(&shape);
     let outs: RawOutOperands<'_> = ptrs
         .iter()
@@ -115,6 +117,8 @@ pub fn call_out<B: Body + DeviceKernel, Ops: Operands<B::In>, Outs: OutOperands<
     let shape = input_shape(&raws)?;
     let outs = outs.raws_mut();
     check_output_shapes(outs.iter().map(|o| o.shape), std::iter::repeat(&shape[..]))?;
+    let copies = InputCopies::of(&raws, B::In::SIZES, &outs, B::Out::SIZES, Some(&shape));
+    let raws = copies.apply(&raws);
     run::<B>(route, &raws, &outs, &shape)
 }
 
@@ -154,7 +158,7 @@ pub fn gu_call<B: GuBody + DeviceKernel, Ops: Operands<B::In>>(
         byte_size(s, size)?;
     }
     let mut ptrs = OutPtrs::new();
-    let arrays = B::Out::alloc_default(&binding.output_shapes, &mut ptrs);
+    let arrays = B::Out::alloc_default(&binding.output_shapes, &mut ptrs)?;
     let strides: Vec<_> = binding.output_shapes.iter().map(|s| c_strides(s)).collect();
     let outs: Vec<RawOutOperand<'_>> = ptrs
         .iter()
@@ -188,5 +192,7 @@ pub fn gu_call_out<B: GuBody + DeviceKernel, Ops: Operands<B::In>, Outs: OutOper
         outs.iter().map(|o| o.shape),
         binding.output_shapes.iter().map(|s| s.as_slice()),
     )?;
+    let copies = InputCopies::of(&raws, B::In::SIZES, &outs, B::Out::SIZES, None);
+    let raws = copies.apply(&raws);
     gu_run::<B>(route, &raws, &outs, &binding)
 }

@@ -28,10 +28,18 @@ pub enum Error {
         /// The shape of the array that was given.
         found: Vec<usize>,
     },
-    /// The number of elements of the result does not fit in `usize`.
+    /// An array of this shape cannot exist: its elements or bytes overflow what one allocation
+    /// may hold (`isize::MAX` bytes; for an empty shape, the product of its non-zero lengths).
     TooLarge {
-        /// The shape whose element count overflowed.
+        /// The shape that overflowed.
         shape: Vec<usize>,
+    },
+    /// The memory for a result could not be allocated.
+    OutOfMemory {
+        /// The shape of the array.
+        shape: Vec<usize>,
+        /// The bytes asked for.
+        bytes: usize,
     },
     /// The function was called on a target it was not compiled for.
     TargetNotCompiled {
@@ -177,7 +185,13 @@ impl fmt::Display for Error {
             ),
             Error::TooLarge { shape } => write!(
                 f,
-                "an array of shape {} has more elements than fit in usize",
+                "an array of shape {} is too large: its size overflows what one allocation may \
+                 hold (isize::MAX bytes)",
+                ShapeDisplay(shape)
+            ),
+            Error::OutOfMemory { shape, bytes } => write!(
+                f,
+                "cannot allocate {bytes} bytes for an array of shape {}",
                 ShapeDisplay(shape)
             ),
             Error::TargetNotCompiled {

@@ -41,7 +41,8 @@ pub struct ViewLayout<T, D> {
     strides: D,
     /// Bytes from an item's first element to its lowest address.
     offset: isize,
-    flipped: u32,
+    /// The axes that run backwards in memory (any rank: ndarray's dynamic views have no limit).
+    flipped: smallvec::SmallVec<[usize; 4]>,
     elem: PhantomData<T>,
 }
 
@@ -49,12 +50,8 @@ impl<T, D: Dimension> ViewLayout<T, D> {
     /// Turns the axes that run backwards in memory around again.
     #[inline(always)]
     fn reverse_flipped<S: ndarray::RawData>(&self, v: &mut ndarray::ArrayBase<S, D>) {
-        if self.flipped != 0 {
-            for k in 0..v.ndim() {
-                if self.flipped & (1 << k) != 0 {
-                    v.invert_axis(Axis(k));
-                }
-            }
+        for &k in &self.flipped {
+            v.invert_axis(Axis(k));
         }
     }
 }
@@ -64,7 +61,7 @@ fn view_layout<T, D: Dimension>(arg: &CoreArg<'_>) -> ViewLayout<T, D> {
     let mut strides = D::zeros(arg.shape.len());
     dim.slice_mut().copy_from_slice(arg.shape);
     let mut offset = 0isize;
-    let mut flipped = 0u32;
+    let mut flipped = smallvec::SmallVec::new();
     for (k, ((st, &n), &s)) in strides
         .slice_mut()
         .iter_mut()
@@ -75,7 +72,7 @@ fn view_layout<T, D: Dimension>(arg: &CoreArg<'_>) -> ViewLayout<T, D> {
         *st = s.unsigned_abs();
         if s < 0 && n > 0 {
             offset += (n as isize - 1) * s * size_of::<T>() as isize;
-            flipped |= 1 << k;
+            flipped.push(k);
         }
     }
     ViewLayout {

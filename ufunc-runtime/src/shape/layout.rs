@@ -55,14 +55,24 @@ pub fn element_count(shape: &[usize]) -> Result<usize> {
 }
 
 /// The bytes of an array of `shape` with elements of `elem_size` bytes: `Error::TooLarge`
-/// unless it fits in `isize` (the most one allocation, host or device, may hold).
+/// unless they fit in `isize` (the most one allocation, host or device, may hold). The
+/// product of the non-zero lengths must fit too, even when a zero length makes the array
+/// empty: ndarray refuses (panics on) shapes that break that rule.
 pub(crate) fn byte_size(shape: &[usize], elem_size: usize) -> Result<usize> {
-    element_count(shape)?
-        .checked_mul(elem_size)
+    let too_large = || Error::TooLarge {
+        shape: shape.to_vec(),
+    };
+    let nonzero_bytes = shape
+        .iter()
+        .filter(|&&n| n != 0)
+        .try_fold(elem_size.max(1), |acc, &n| acc.checked_mul(n))
         .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| Error::TooLarge {
-            shape: shape.to_vec(),
-        })
+        .ok_or_else(too_large)?;
+    Ok(if shape.contains(&0) {
+        0
+    } else {
+        nonzero_bytes / elem_size.max(1) * elem_size
+    })
 }
 
 /// The sub-space of `shape` made of `axes` (in the order given), with each operand's strides
@@ -123,6 +133,10 @@ mod tests {
             byte_size(&[usize::MAX / 2 + 1], 1).is_err(),
             "beyond isize::MAX"
         );
-        assert_eq!(byte_size(&[0, usize::MAX], 8).unwrap(), 0);
+        assert_eq!(byte_size(&[0, 5], 8).unwrap(), 0);
+        // Empty, but ndarray would refuse it: the non-zero lengths overflow isize.
+        assert!(byte_size(&[0, 1 << 32, 1 << 32], 4).is_err());
+        assert!(byte_size(&[0, usize::MAX], 8).is_err());
+        assert_eq!(byte_size(&[3, 0], 0).unwrap(), 0);
     }
 }

@@ -5,7 +5,7 @@
 //! blocks and threads checks that they split the work correctly.
 
 use super::super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
-use super::super::cache::{cache_key, kernel_cache_dir, publish, COMPILES};
+use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
 use super::{foreign, Backend};
 use crate::error::{Error, Result};
@@ -104,11 +104,7 @@ impl Backend for Sim {
     }
 
     fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle> {
-        let path = build(source, kernel.fast_math)?;
-        // SAFETY: the library is ours: its initialisers only set up the C++ runtime.
-        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| Error::Cuda {
-            what: format!("loading the simulated module of `{}`: {e}", kernel.name),
-        })?;
+        let lib = load_library(&build(source, kernel.fast_math)?, kernel.name)?;
         Ok(ModuleHandle(Arc::new(SimModule {
             lib,
             lock: Mutex::new(()),
@@ -140,9 +136,9 @@ fn compiler() -> String {
     std::env::var("CXX").unwrap_or_else(|_| "c++".into())
 }
 
-/// Builds `source` into a shared library in the kernel cache (or the temporary directory),
-/// unless an earlier build of the same source with the same compiler and flags is there.
-fn build(source: &str, fast_math: bool) -> Result<PathBuf> {
+/// The shared library of `source`: a verified entry of the kernel cache, or built by the host
+/// compiler in a private temporary directory and stored in the cache.
+fn build(source: &str, fast_math: bool) -> Result<Vec<u8>> {
     let cxx = compiler();
     let contract = if fast_math {
         "-ffp-contract=fast"
@@ -152,9 +148,7 @@ fn build(source: &str, fast_math: bool) -> Result<PathBuf> {
     let flags = ["-std=c++17", "-O2", "-shared", "-fPIC", contract];
     let full = format!("{SIM_H}\n{source}");
     let key = cache_key(&full, &format!("host-sim {cxx}"), &flags);
-    let dir = kernel_cache_dir().unwrap_or_else(|| std::env::temp_dir().join("ufunc-sim"));
-    let lib = dir.join(format!("{key:016x}.sim.so"));
-    if lib.exists() {
+    if let Some(lib) = read_entry(key, "sim.so") {
         return Ok(lib);
     }
     COMPILES.fetch_add(1, Ordering::Relaxed);
@@ -163,35 +157,53 @@ fn build(source: &str, fast_math: bool) -> Result<PathBuf> {
         log,
         source: full.clone(),
     };
-    let cpp = dir.join(format!("{key:016x}.{}.cpp", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .and_then(|_| std::fs::write(&cpp, &full))
+    let dir = private_dir().map_err(|e| failed(format!("no temporary directory: {e}")))?;
+    let cpp = unique_path(&dir, "cpp");
+    let lib = unique_path(&dir, "so");
+    std::fs::write(&cpp, &full)
         .map_err(|e| failed(format!("cannot write {}: {e}", cpp.display())))?;
-    let mut log = String::new();
-    let built = publish(&lib, |tmp| {
-        match std::process::Command::new(&cxx)
-            .args(flags)
-            .arg("-o")
-            .arg(tmp)
-            .arg(&cpp)
-            .output()
-        {
-            Ok(out) => {
-                log = String::from_utf8_lossy(&out.stderr).into_owned();
-                out.status.success()
-            }
-            Err(e) => {
-                log = format!("cannot run `{cxx}`: {e}");
-                false
-            }
-        }
-    });
+    let out = std::process::Command::new(&cxx)
+        .args(flags)
+        .arg("-o")
+        .arg(&lib)
+        .arg(&cpp)
+        .output();
     let _ = std::fs::remove_file(&cpp);
-    if built {
-        Ok(lib)
-    } else {
-        Err(failed(log))
-    }
+    let built = match out {
+        Ok(out) if out.status.success() => {
+            std::fs::read(&lib).map_err(|e| failed(format!("cannot read {}: {e}", lib.display())))
+        }
+        Ok(out) => Err(failed(String::from_utf8_lossy(&out.stderr).into_owned())),
+        Err(e) => Err(failed(format!("cannot run `{cxx}`: {e}"))),
+    };
+    let _ = std::fs::remove_file(&lib);
+    let bytes = built?;
+    write_entry(key, "sim.so", &bytes);
+    Ok(bytes)
+}
+
+/// This process's own directory for building and loading simulated modules.
+fn private_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("ufunc-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Loads library bytes that were verified (or just built): they are written to a fresh file
+/// of this process, loaded, and the file removed, so the loader never reads a file that
+/// anyone else could have changed.
+fn load_library(bytes: &[u8], name: &str) -> Result<libloading::Library> {
+    let failed = |what: String| Error::Cuda {
+        what: format!("loading the simulated module of `{name}`: {what}"),
+    };
+    let dir = private_dir().map_err(|e| failed(e.to_string()))?;
+    let path = unique_path(&dir, "so");
+    std::fs::write(&path, bytes).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+    // SAFETY: the library is ours (built from our generated source): its initialisers only
+    // set up the C++ runtime.
+    let lib = unsafe { libloading::Library::new(&path) };
+    let _ = std::fs::remove_file(&path);
+    lib.map_err(|e| failed(e.to_string()))
 }
 
 impl SimModule {
