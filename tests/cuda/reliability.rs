@@ -167,3 +167,50 @@ fn an_empty_cache_variable_means_unset() {
         "{stdout}"
     );
 }
+
+#[test]
+fn each_launch_reports_its_own_panic() {
+    on_gpu("each_launch_reports_its_own_panic", || {
+        use ndarray::Array1;
+        use ufunc::cuda::Stream;
+        let a = Array1::from_shape_fn(64, |i| i as i32 + 1);
+        let good = Array1::from_elem(64, 3i32);
+        let mut bad = good.clone();
+        bad[17] = 0;
+        let expected = int_ops::on(Target::Cpu, &a, &good).unwrap();
+        // Many threads, panicking and good calls of the same kernel interleaved.
+        std::thread::scope(|s| {
+            for t in 0..6 {
+                let (a, good, bad, expected) = (&a, &good, &bad, &expected);
+                s.spawn(move || {
+                    for k in 0..12 {
+                        let panics = (t + k) % 3 == 0;
+                        let r = int_ops::on(Target::Cuda, a, if panics { bad } else { good });
+                        match r {
+                            Err(Error::KernelPanic { message, .. }) if panics => {
+                                assert_eq!(message, "attempt to divide by zero")
+                            }
+                            Ok(y) if !panics => assert_eq!(&y, expected),
+                            other => panic!("thread {t} call {k} (panics: {panics}): {other:?}"),
+                        }
+                    }
+                });
+            }
+        });
+        // A panic queued on one stream belongs to that stream alone.
+        let (s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap());
+        int_ops::on_stream(&s1, &a, &bad).unwrap();
+        assert_eq!(int_ops::on(Target::Cuda, &a, &good).unwrap(), expected);
+        let y = int_ops::on_stream(&s2, &a, &good).unwrap();
+        s2.synchronize().unwrap();
+        assert_eq!(y.copy_to_host().unwrap(), expected);
+        assert!(matches!(s1.synchronize(), Err(Error::KernelPanic { .. })));
+        s1.synchronize().unwrap();
+        // A stream dropped with a pending panic poisons nothing.
+        {
+            let s3 = Stream::new().unwrap();
+            int_ops::on_stream(&s3, &a, &bad).unwrap();
+        }
+        assert_eq!(int_ops::on(Target::Cuda, &a, &good).unwrap(), expected);
+    });
+}

@@ -17,13 +17,6 @@ pub(crate) struct StreamHandle(pub(crate) Option<Arc<dyn Any + Send + Sync>>);
 #[derive(Clone)]
 pub(crate) struct ModuleHandle(pub(crate) Arc<dyn Any + Send + Sync>);
 
-impl ModuleHandle {
-    /// Whether both handles are the same loaded module.
-    pub(crate) fn same(&self, other: &ModuleHandle) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
 /// A kernel argument, in the order of the kernel's C++ parameters.
 pub(crate) enum Arg<'a> {
     I64(i64),

@@ -85,7 +85,8 @@ pub(crate) fn panic_message(code: i32) -> &'static str {
 
 /// Self-contained C++ (NVRTC has no system headers) giving translated bodies Rust's scalar
 /// semantics: element typedefs, tuples, complex numbers, math overloads, wrapping integers,
-/// panicking division, saturating casts, and the `__ufunc_status` panic flag.
+/// panicking division, saturating casts, and `__ufunc_panic`, which stores a panic code in the
+/// launch's status word.
 ///
 /// ```
 /// let prelude = ufunc_runtime::cuda_prelude();

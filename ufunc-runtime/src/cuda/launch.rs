@@ -48,20 +48,22 @@ fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle> {
     Ok(m)
 }
 
-/// Launches `entry` of `kernel` on `queue`; on a waiting queue, waits and reports a panic.
+/// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
+/// kernel parameter); on a waiting queue, waits and reports a panic.
 fn run(
     queue: &Queue,
     function: &'static str,
     kernel: &CudaKernel,
     entry: &str,
     shape: LaunchShape,
-    args: &mut [Arg<'_>],
+    mut args: Vec<Arg<'_>>,
 ) -> Result<()> {
     let module = module(queue, kernel)?;
+    let mut status = queue.status_word()?;
     queue
         .backend
-        .launch(&queue.stream, &module, entry, shape, args)?;
-    queue.finish_launch(function, module)
+        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
+    queue.finish_launch(function, status)
 }
 
 /// Launches the contiguous or the strided kernel of `kernel` over `shape`: inputs with any
@@ -95,7 +97,7 @@ pub(crate) fn launch_elementwise(
         args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
         args.extend(outs.iter_mut().map(|m| Arg::Out(m)));
         let entry = format!("{}_contig", kernel.name);
-        return run(queue, function, kernel, &entry, launch, &mut args);
+        return run(queue, function, kernel, &entry, launch, args);
     }
     let shape_i64: Vec<i64> = plan.shape.iter().map(|&d| d as i64).collect();
     let strides_i64: Vec<i64> = plan.strides.iter().flatten().map(|&s| s as i64).collect();
@@ -107,7 +109,7 @@ pub(crate) fn launch_elementwise(
     args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
     args.extend(outs.iter_mut().map(|m| Arg::Out(m)));
     let entry = format!("{}_strided", kernel.name);
-    run(queue, function, kernel, &entry, launch, &mut args)
+    run(queue, function, kernel, &entry, launch, args)
 }
 
 /// Launches `<name>_gufunc` over the loop items of `binding`, operands in device memory.
@@ -168,5 +170,5 @@ pub(crate) fn launch_gufunc(
         threads: 128,
     };
     let entry = format!("{}_gufunc", kernel.name);
-    run(queue, function, kernel, &entry, launch, &mut args)
+    run(queue, function, kernel, &entry, launch, args)
 }

@@ -17,9 +17,11 @@ typedef long long isize;
 // The panic codes, written here by the runtime from its one list (cuda/kernel.rs).
 // @PANIC_CODES@
 
-// The first panic code raised by any thread; read and reset by the runtime after a launch.
-__device__ int __ufunc_status;
-__device__ inline void __ufunc_panic(int code) { atomicCAS(&__ufunc_status, 0, code); }
+// This launch's status word (0, or the first panic code raised by any of its threads): every
+// kernel takes it as its last parameter and stores it here on entry, so that device functions
+// report to their own launch. The runtime reads it once, for the call or stream that launched.
+__shared__ int* __ufunc_status;
+__device__ inline void __ufunc_panic(int code) { atomicCAS(__ufunc_status, 0, code); }
 
 template <class A, class B> struct __ufunc_tuple2 { A f0; B f1; };
 template <class A, class B, class C> struct __ufunc_tuple3 { A f0; B f1; C f2; };
@@ -231,7 +233,7 @@ template <> struct __ufunc_cast_t<u64, float> { __device__ static u64 run(float 
 template <class To, class From> __device__ inline To __ufunc_cast(From x) { return __ufunc_cast_t<To, From>::run(x); }
 
 // A gufunc core operand: `N` dimensions with element strides; indexing checks bounds as Rust's
-// does (an out-of-bounds access raises the panic flag and touches a dummy element instead).
+// does (an out-of-bounds access raises the index panic and touches a dummy element instead).
 template <class T> struct __ufunc_remove_const { typedef T type; };
 template <class T> struct __ufunc_remove_const<const T> { typedef T type; };
 template <class T> __device__ T __ufunc_sink;

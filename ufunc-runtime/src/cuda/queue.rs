@@ -1,8 +1,9 @@
 //! Queues of device work: a stream of the backend, and, for a `Stream` the user holds, the
-//! modules whose panic flags `synchronize` must read. Every copy between host and device goes
-//! through here and is counted.
+//! status words of the launches that `synchronize` must read. Each launch owns its status word
+//! and reports it exactly once, to its own call or stream. Every copy of operand data between
+//! host and device goes through here and is counted.
 
-use super::args::{Buffer, ModuleHandle, StreamHandle};
+use super::args::{Buffer, StreamHandle};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
 use super::kernel::panic_message;
@@ -48,8 +49,8 @@ pub(crate) struct Queue {
     pub(crate) backend: &'static dyn Backend,
     pub(crate) stream: StreamHandle,
     /// `None`: every call waits and reports its panics. `Some`: launches return at once and
-    /// their modules wait here until `synchronize` reads their panic flags.
-    pub(crate) deferred: Option<Mutex<Vec<(&'static str, ModuleHandle)>>>,
+    /// their status words wait here until `synchronize` reads them.
+    pub(crate) deferred: Option<Mutex<Vec<(&'static str, Buffer)>>>,
 }
 
 impl Queue {
@@ -108,26 +109,29 @@ impl Queue {
         self.backend.synchronize(&self.stream)
     }
 
-    /// After a launch of `module`: a waiting queue waits and reports a panic of the body; a
-    /// deferred one remembers the module for `synchronize`.
-    pub(crate) fn finish_launch(&self, function: &'static str, module: ModuleHandle) -> Result<()> {
+    /// A zeroed status word for one launch (see the prelude's `__ufunc_panic`).
+    pub(crate) fn status_word(&self) -> Result<Buffer> {
+        self.backend.alloc_zeroed(&self.stream, 4)
+    }
+
+    /// After a launch with `status`: a waiting queue waits and reports a panic of the body; a
+    /// deferred one keeps the word for `synchronize`.
+    pub(crate) fn finish_launch(&self, function: &'static str, status: Buffer) -> Result<()> {
         match &self.deferred {
             None => {
                 self.wait()?;
-                self.check_panic(function, &module)
+                self.check_panic(function, &status)
             }
             Some(pending) => {
                 let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
-                if !pending.iter().any(|(_, m)| m.same(&module)) {
-                    pending.push((function, module));
-                }
+                pending.push((function, status));
                 Ok(())
             }
         }
     }
 
     /// Waits for the queue, then reports the first panic of any kernel launched on it since
-    /// the last synchronisation.
+    /// the last synchronisation (each launch's word is read once, then dropped).
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.wait()?;
         let pending = match &self.deferred {
@@ -135,22 +139,30 @@ impl Queue {
             None => Vec::new(),
         };
         let mut first = Ok(());
-        for (function, module) in pending {
-            let status = self.check_panic(function, &module);
+        for (function, status) in pending {
+            let checked = self.check_panic(function, &status);
             if first.is_ok() {
-                first = status;
+                first = checked;
             }
         }
         first
     }
 
-    /// Reads and clears the module's panic flag: a body that panicked is an `Err`.
-    fn check_panic(&self, function: &'static str, module: &ModuleHandle) -> Result<()> {
-        match self.backend.take_status(&self.stream, module)? {
-            0 => Ok(()),
-            code => Err(Error::KernelPanic {
+    /// Reads a launch's status word (not counted as a transfer): a body that panicked is an
+    /// `Err`.
+    fn check_panic(&self, function: &'static str, status: &Buffer) -> Result<()> {
+        let bytes = self.backend.download(&self.stream, status)?;
+        match bytes
+            .get(..4)
+            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        {
+            Some(0) => Ok(()),
+            Some(code) => Err(Error::KernelPanic {
                 function,
                 message: panic_message(code).into(),
+            }),
+            None => Err(Error::Cuda {
+                what: format!("reading the status of `{function}`: {} bytes", bytes.len()),
             }),
         }
     }

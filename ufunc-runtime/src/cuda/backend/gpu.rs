@@ -130,6 +130,7 @@ impl Backend for Gpu {
         entry: &str,
         shape: LaunchShape,
         args: &mut [Arg<'_>],
+        status: &mut Buffer,
     ) -> Result<()> {
         let func = module(m)?
             .load_function(entry)
@@ -160,6 +161,7 @@ impl Backend for Gpu {
                 (Arg::Out(b), _) => builder.arg(slice_mut(b)?),
             };
         }
+        builder.arg(slice_mut(status)?);
         // SAFETY: the callers build `args` from the kernel's C++ signature (see `launch.rs`):
         // 64-bit counts and 32-bit ranks by value, device pointers to buffers of the operand
         // types that cover every offset the shapes and strides reach.
@@ -172,22 +174,5 @@ impl Backend for Gpu {
         stream(s)?
             .synchronize()
             .map_err(|e| driver_error("running the queued kernels", e))
-    }
-
-    fn take_status(&self, s: &StreamHandle, m: &ModuleHandle) -> Result<i32> {
-        let stream = stream(s)?;
-        let mut status = module(m)?
-            .get_global("__ufunc_status", stream)
-            .map_err(|e| driver_error("finding the panic flag", e))?;
-        let bytes = stream
-            .clone_dtoh(&status)
-            .map_err(|e| driver_error("reading the panic flag", e))?;
-        let code = i32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        if code != 0 {
-            stream
-                .memcpy_htod(&[0u8; 4], &mut status)
-                .map_err(|e| driver_error("clearing the panic flag", e))?;
-        }
-        Ok(code)
     }
 }

@@ -10,7 +10,7 @@ use super::kernel::CudaKernel;
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
 
-/// What the runtime needs of a device: memory, streams, modules, launches and the panic flag.
+/// What the runtime needs of a device: memory, streams, modules and launches.
 pub(crate) trait Backend: Send + Sync {
     /// The stream that calls without a `Stream` use.
     fn default_stream(&self) -> StreamHandle;
@@ -26,7 +26,8 @@ pub(crate) trait Backend: Send + Sync {
     fn copy(&self, stream: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()>;
     /// Compiles (or finds in the disk cache) and loads `source`, the source of `kernel`.
     fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle>;
-    /// Queues `entry` of `module` on `stream` over `shape`.
+    /// Queues `entry` of `module` on `stream` over `shape`, with `args` then the launch's
+    /// `status` word as the kernel's parameters.
     fn launch(
         &self,
         stream: &StreamHandle,
@@ -34,11 +35,10 @@ pub(crate) trait Backend: Send + Sync {
         entry: &str,
         shape: LaunchShape,
         args: &mut [Arg<'_>],
+        status: &mut Buffer,
     ) -> Result<()>;
     /// Waits for the work queued on `stream`.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
-    /// Reads and clears the panic flag of `module` (0: no panic), after the work on `stream`.
-    fn take_status(&self, stream: &StreamHandle, module: &ModuleHandle) -> Result<i32>;
 }
 
 /// Whether the `cuda` target runs on the host simulator: `UFUNC_CUDA_SIM=1`, read once. The

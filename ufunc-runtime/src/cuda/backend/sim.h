@@ -6,6 +6,8 @@
 #define __global__
 #define __host__
 #define __forceinline__ inline
+// Per block in CUDA; here launches of one module run one at a time, thread after thread.
+#define __shared__ static thread_local
 struct __ufunc_sim_uint3 { unsigned x, y, z; };
 static thread_local __ufunc_sim_uint3 threadIdx, blockIdx, blockDim, gridDim;
 extern "C" void __ufunc_sim_grid(unsigned block, unsigned blocks, unsigned thread, unsigned threads) {

@@ -57,7 +57,7 @@ pub(super) struct Sim;
 /// One generated source, built and loaded.
 struct SimModule {
     lib: libloading::Library,
-    /// Serialises launches: the panic flag and the grid coordinates are per library.
+    /// Serialises launches: the grid coordinates and the status pointer are per library.
     lock: Mutex<()>,
 }
 
@@ -118,16 +118,13 @@ impl Backend for Sim {
         entry: &str,
         shape: LaunchShape,
         args: &mut [Arg<'_>],
+        status: &mut Buffer,
     ) -> Result<()> {
-        module(m)?.launch(entry, shape, args)
+        module(m)?.launch(entry, shape, args, status)
     }
 
     fn synchronize(&self, _: &StreamHandle) -> Result<()> {
         Ok(())
-    }
-
-    fn take_status(&self, _: &StreamHandle, m: &ModuleHandle) -> Result<i32> {
-        Ok(module(m)?.take_status())
     }
 }
 
@@ -218,7 +215,13 @@ impl SimModule {
     }
 
     /// Runs `entry` over a small grid, thread after thread.
-    fn launch(&self, entry: &str, _launch: LaunchShape, args: &mut [Arg<'_>]) -> Result<()> {
+    fn launch(
+        &self,
+        entry: &str,
+        _launch: LaunchShape,
+        args: &mut [Arg<'_>],
+        status: &mut Buffer,
+    ) -> Result<()> {
         let words = args
             .iter_mut()
             .map(|a| match a {
@@ -227,6 +230,9 @@ impl SimModule {
                 Arg::In(b, offset) => Ok(buffer(b)?.bytes().as_ptr() as usize + *offset),
                 Arg::Out(b) => Ok(buffer_mut(b)?.bytes_mut().as_mut_ptr() as usize),
             })
+            .chain(std::iter::once(Ok(
+                buffer_mut(status)?.bytes_mut().as_mut_ptr() as usize,
+            )))
             .collect::<Result<Vec<usize>>>()?;
         let kernel = self.symbol(entry)?;
         let grid = self.symbol("__ufunc_sim_grid")?;
@@ -246,17 +252,6 @@ impl SimModule {
             }
         }
         Ok(())
-    }
-
-    /// Reads and clears the panic flag.
-    fn take_status(&self) -> i32 {
-        let Ok(flag) = self.symbol("__ufunc_status") else {
-            return 0;
-        };
-        let flag = flag as *mut i32;
-        // SAFETY: `__ufunc_status` is the prelude's `int`; launches are serialised by `lock`.
-        let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        unsafe { std::ptr::replace(flag, 0) }
     }
 }
 

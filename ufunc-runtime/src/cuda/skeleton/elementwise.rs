@@ -2,7 +2,7 @@
 //! and `{name}_strided` over any (planned) shape and strides, both grid-stride loops with
 //! 64-bit indexing.
 
-use super::grid_stride_offsets;
+use super::{grid_stride_offsets, STATUS_ENTRY, STATUS_PARAM};
 
 /// The two kernels calling `device_fn` with one element of each input and storing its result
 /// (`r`, or `r.f0`.. for several outputs).
@@ -15,7 +15,11 @@ pub(super) fn emit(name: &str, device_fn: &str, inputs: &[&str], outputs: &[&str
         .iter()
         .enumerate()
         .map(|(k, t)| format!("{t}* __restrict__ out{k}"));
-    let params = in_params.chain(out_params).collect::<Vec<_>>().join(", ");
+    let params = in_params
+        .chain(out_params)
+        .chain(std::iter::once(STATUS_PARAM.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let nops = inputs.len() + outputs.len();
     let args = |index: &dyn Fn(usize) -> String| -> String {
         (0..inputs.len())
@@ -40,6 +44,7 @@ pub(super) fn emit(name: &str, device_fn: &str, inputs: &[&str], outputs: &[&str
     let strided_loop = grid_stride_offsets("i", nops, "ndim", "shape", "strides");
     format!(
         r#"extern "C" __global__ void {name}_contig(long long n, {params}) {{
+{STATUS_ENTRY}
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {{
         auto r = {device_fn}({contig_args});
@@ -48,6 +53,7 @@ pub(super) fn emit(name: &str, device_fn: &str, inputs: &[&str], outputs: &[&str
 }}
 extern "C" __global__ void {name}_strided(long long n, int ndim, const long long* __restrict__ shape,
                                           const long long* __restrict__ strides, {params}) {{
+{STATUS_ENTRY}
 {strided_loop}
         auto r = {device_fn}({strided_args});
         {strided_stores}

@@ -3,7 +3,9 @@
 //! the core's device function; with `mapped_axes > 0`, one thread per loop item and index of
 //! the output view's leading axes, passed to the core (whose mapped loops then run once).
 
-use super::{grid_stride_head, grid_stride_offsets, offsets_of, GuOperand};
+use super::{
+    grid_stride_head, grid_stride_offsets, offsets_of, GuOperand, STATUS_ENTRY, STATUS_PARAM,
+};
 
 /// `<name>_gufunc` calling `core_fn` with the operands `call_order` lists.
 pub(super) fn emit(
@@ -75,6 +77,7 @@ pub(super) fn emit(
             c
         }
     };
+    params.push(STATUS_PARAM.to_string());
     let params = params.join(", ");
     let item_loop = if mapped_axes == 0 {
         grid_stride_offsets("item", nops, "loop_ndim", "loop_shape", "loop_strides")
@@ -103,6 +106,7 @@ pub(super) fn emit(
         const long long* __restrict__ loop_shape, const long long* __restrict__ loop_strides,
         const long long* __restrict__ core_shapes, const long long* __restrict__ core_strides,
         {params}) {{
+{STATUS_ENTRY}
 {item_loop}
 {setup}{call}    }}
 }}

@@ -83,6 +83,11 @@ pub fn kernel_source(name: &str, kind: &KernelKind, translated: &str) -> String 
     format!("{}{translated}{skeleton}", cuda_prelude())
 }
 
+/// The last parameter of every kernel: the launch's status word (see the prelude).
+const STATUS_PARAM: &str = "int* __restrict__ __ufunc_status_word";
+/// The first statement of every kernel: device functions report panics to this launch.
+const STATUS_ENTRY: &str = "    __ufunc_status = __ufunc_status_word;";
+
 /// `for (long long index = ...; index < total; ...) {`, spread over the whole grid.
 fn grid_stride_head(index: &str, total: &str) -> String {
     format!(
