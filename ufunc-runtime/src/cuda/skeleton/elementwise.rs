@@ -68,9 +68,13 @@ mod tests {
     #[test]
     fn several_outputs_store_tuple_fields() {
         let src = super::emit("k", "body", &["f32", "f32"], &["f32", "bool"]);
-        assert!(src.contains(
-            "const f32* __restrict__ in1, f32* __restrict__ out0, bool* __restrict__ out1)"
-        ));
+        assert!(
+            src.contains(&format!(
+                "const f32* __restrict__ in1, f32* __restrict__ out0, bool* __restrict__ out1, {})",
+                super::STATUS_PARAM
+            )),
+            "{src}"
+        );
         assert!(src.contains("out0[i] = r.f0; out1[i] = r.f1;"), "{src}");
         assert!(
             src.contains("auto r = body(in0[off[0]], in1[off[1]]);"),
