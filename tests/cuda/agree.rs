@@ -174,6 +174,7 @@ fn independent_core_loops_get_a_thread_per_output_element() {
         (true, gu_matmul::cuda_source()),
         (true, gu_lower_cumsum::cuda_source()),
         (true, gu_overrun::cuda_source()),
+        (true, gu_guarded::cuda_source()),
         (false, gu_histogram::cuda_source()),
         (false, gu_dot_and_norm::cuda_source()),
         (false, gu_inside::cuda_source()),
@@ -214,6 +215,36 @@ fn independent_core_loops_get_a_thread_per_output_element() {
                 matches!(&e, Error::KernelPanic { message, .. } if message.contains("index out of bounds")),
                 "{e}"
             );
+        },
+    );
+}
+
+#[test]
+fn a_mapped_loop_past_the_output_does_what_the_serial_loop_does() {
+    on_gpu(
+        "a_mapped_loop_past_the_output_does_what_the_serial_loop_does",
+        || {
+            // Threads past the output's extent do nothing; the guard keeps the tail harmless.
+            for (n, m) in [(1, 0), (1, 3), (5, 1), (300, 7), (2, 300)] {
+                let a = Array2::from_shape_fn((3, n), |(q, i)| (q * 7 + i) as f32);
+                let extra = Array1::from_shape_fn(m, |k| 0.5 + k as f32);
+                let cpu = gu_guarded::on(Target::Cpu, &a, &extra).unwrap();
+                assert_eq!(
+                    gu_guarded::on(Target::Cuda, &a, &extra).unwrap(),
+                    cpu,
+                    "n={n} m={m}"
+                );
+            }
+            // An empty output axis: only the iterations past the output run, on one thread.
+            let (a, extra) = (Array2::<f32>::zeros((4, 0)), Array1::from_elem(2, 1.0f32));
+            assert_eq!(
+                gu_guarded::on(Target::Cuda, &a, &extra).unwrap().shape(),
+                &[4, 0]
+            );
+            // And there the unguarded loop's first write is out of bounds, as on the CPU.
+            assert!(gu_overrun::on(Target::Cpu, &Array1::<f32>::zeros(0)).is_err());
+            let e = gu_overrun::on(Target::Cuda, &Array1::<f32>::zeros(0)).unwrap_err();
+            assert!(matches!(&e, Error::KernelPanic { .. }), "{e}");
         },
     );
 }

@@ -220,6 +220,16 @@ pub(crate) fn gu_overrun(a: ArrayView1<f32>, mut c: ArrayViewMut1<f32>) {
     }
 }
 
+/// A mapped loop that runs past the output but guards its writes: fine on every target.
+#[guvectorize("(n),(m)->(n)", targets = ["cpu", "cuda"])]
+pub(crate) fn gu_guarded(a: ArrayView1<f32>, extra: ArrayView1<f32>, mut c: ArrayViewMut1<f32>) {
+    for i in 0..a.len() + extra.len() {
+        if i < a.len() {
+            c[[i]] = a[[i]] * 2.0 + extra.len() as f32;
+        }
+    }
+}
+
 /// Every cuda ufunc above: name and source.
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -243,5 +253,6 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("gu_inside", gu_inside::cuda_source()),
         ("gu_lower_cumsum", gu_lower_cumsum::cuda_source()),
         ("gu_overrun", gu_overrun::cuda_source()),
+        ("gu_guarded", gu_guarded::cuda_source()),
     ]
 }

@@ -160,9 +160,12 @@ pub(crate) fn launch_gufunc(
     ];
     args.extend(ins.iter().map(|op| Arg::In(op.mem, op.offset)));
     args.extend(outs.iter_mut().map(|o| Arg::Out(&mut *o.mem)));
-    // A mapped kernel has a thread per loop item and index of the output's leading axes.
+    // A mapped kernel has a thread per loop item and index of the output's leading axes (one
+    // for an empty axis, as the kernel counts them).
     let per_item: usize = match binding.core_shapes.last() {
-        Some(out_core) if kernel.mapped_axes > 0 => out_core[..kernel.mapped_axes].iter().product(),
+        Some(out_core) if kernel.mapped_axes > 0 => out_core[..kernel.mapped_axes]
+            .iter()
+            .fold(1usize, |n, &len| n.saturating_mul(len.max(1))),
         _ => 1,
     };
     let launch = LaunchShape {

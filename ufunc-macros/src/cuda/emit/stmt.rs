@@ -119,20 +119,26 @@ impl Emitter {
         let var = local(&name);
         let t = ty.cpp();
         if let Some(k) = self.mapped.iter().position(|&p| std::ptr::eq(p, f)) {
-            // This thread's index; a range past the output's extent is an index error, as the
-            // serial loop's write there would be.
-            let past = match r.limits {
-                syn::RangeLimits::HalfOpen(_) => ">",
-                syn::RangeLimits::Closed(_) => ">=",
-            };
+            // Each thread runs the iteration of its own index; the thread of the last index (or
+            // the only thread, for an empty axis) also runs the iterations past the output's
+            // extent, in order, so a mapped loop does exactly what the serial loop does.
             return Ok(format!(
                 "{{
 const {t} __start_{var} = {s};
 const {t} __end_{var} = {e};
-                 if ((long long)__end_{var} {past} __ufunc_mapped_len[{k}]) __ufunc_panic(__UFUNC_PANIC_INDEX);
-                 const {t} {var} = ({t})__ufunc_mapped[{k}];
-                 if ({var} >= __start_{var} && {var} {cmp} __end_{var}) {{
+const long long __len_{var} = __ufunc_mapped_len[{k}];
+const long long __own_{var} = __ufunc_mapped[{k}];
+if (__own_{var} < __len_{var}) {{
+const {t} {var} = ({t})__own_{var};
+if ({var} >= __start_{var} && {var} {cmp} __end_{var}) {{
 {body}}}
+}}
+if (__own_{var} == (__len_{var} > 0 ? __len_{var} - 1 : 0)) {{
+{t} __tail_{var} = ({t})__len_{var};
+if (__tail_{var} < __start_{var}) __tail_{var} = __start_{var};
+for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
+{body}}}
+}}
 }}
 "
             ));

@@ -82,19 +82,21 @@ pub(super) fn emit(
     let item_loop = if mapped_axes == 0 {
         grid_stride_offsets("item", nops, "loop_ndim", "loop_shape", "loop_strides")
     } else {
-        // Thread `t` is loop item `t / inner` and output index `t % inner` (C order).
+        // Thread `t` is loop item `t / inner` and output index `t % inner` (C order); an empty
+        // axis still gets one thread, which runs what the serial loop would past its end.
         format!(
             r#"    const long long* out_core = core_shapes + {mapped_base};
     long long inner = 1;
-    for (int k = 0; k < {mapped_axes}; ++k) inner *= out_core[k];
+    for (int k = 0; k < {mapped_axes}; ++k) inner *= out_core[k] > 0 ? out_core[k] : 1;
     const long long threads = n * inner;
 {head}
         long long item = t / inner;
         long long mapped[{mapped_axes}], mapped_len[{mapped_axes}];
         for (long long k = {mapped_axes} - 1, m = t % inner; k >= 0; --k) {{
+            const long long extent = out_core[k] > 0 ? out_core[k] : 1;
             mapped_len[k] = out_core[k];
-            mapped[k] = m % out_core[k];
-            m /= out_core[k];
+            mapped[k] = m % extent;
+            m /= extent;
         }}
 {offsets}"#,
             head = grid_stride_head("t", "threads"),
