@@ -22,3 +22,6 @@ cargo test --release --test cuda -- --nocapture --test-threads=1 2>&1 |
 # generated CUDA C++ is built by the host C++ compiler and its results compared with the CPU's.
 echo "test.sh: CUDA tests on the host simulator (UFUNC_CUDA_SIM=1)"
 UFUNC_CUDA_SIM=1 UFUNC_REQUIRE_GPU=1 cargo test --release --test cuda
+# A subset under valgrind memcheck (host paths, the simulator's device paths, the fuzz corpus).
+echo "test.sh: valgrind memcheck subset"
+bash scripts/valgrind.sh

@@ -214,3 +214,40 @@ fn each_launch_reports_its_own_panic() {
         assert_eq!(int_ops::on(Target::Cuda, &a, &good).unwrap(), expected);
     });
 }
+
+#[test]
+fn many_threads_with_their_own_streams_each_get_their_own_results() {
+    on_gpu("many_threads_with_their_own_streams", || {
+        use ndarray::Array1;
+        use ufunc::cuda::Stream;
+        let a = Array1::from_shape_fn(257, |i| i as i32 - 100);
+        std::thread::scope(|s| {
+            for t in 0..8i32 {
+                let a = &a;
+                s.spawn(move || {
+                    let stream = Stream::new().unwrap();
+                    // Each call is queued with its own divisor; every third one divides by zero.
+                    let mut queued = Vec::new();
+                    for k in 0..9i32 {
+                        let divisor = if (t + k) % 3 == 0 { 0 } else { t + k };
+                        let b = Array1::from_elem(a.len(), divisor);
+                        let y = int_ops::on_stream(&stream, a, &b).unwrap();
+                        let panics = divisor == 0;
+                        if panics {
+                            // The panic is the stream's, reported once by its synchronize.
+                            let e = stream.synchronize().unwrap_err();
+                            assert!(matches!(e, Error::KernelPanic { .. }), "{e:?}");
+                            stream.synchronize().unwrap();
+                        } else {
+                            queued.push((y, int_ops::on(Target::Cpu, a, &b).unwrap()));
+                        }
+                    }
+                    stream.synchronize().unwrap();
+                    for (device, host) in queued {
+                        assert_eq!(device.copy_to_host().unwrap(), host, "thread {t}");
+                    }
+                });
+            }
+        });
+    });
+}

@@ -36,6 +36,14 @@ impl Parser<'_> {
         })
     }
 
+    /// The character at the current position (whole, even where it is not ASCII).
+    fn current(&self) -> char {
+        std::str::from_utf8(&self.text[self.pos..])
+            .ok()
+            .and_then(|rest| rest.chars().next())
+            .unwrap_or(char::REPLACEMENT_CHARACTER)
+    }
+
     fn skip_spaces(&mut self) {
         while self.pos < self.text.len() && self.text[self.pos].is_ascii_whitespace() {
             self.pos += 1;
@@ -53,7 +61,7 @@ impl Parser<'_> {
                 self.pos += 1;
                 Ok(())
             }
-            Some(x) => self.error(format!("expected {what}, found `{}`", x as char)),
+            Some(_) => self.error(format!("expected {what}, found `{}`", self.current())),
             None => self.error(format!("expected {what}, found the end")),
         }
     }
@@ -74,8 +82,8 @@ impl Parser<'_> {
                     self.pos += 1;
                     return Ok(dims);
                 }
-                Some(x) => {
-                    return self.error(format!("expected `,` or `)`, found `{}`", x as char))
+                Some(_) => {
+                    return self.error(format!("expected `,` or `)`, found `{}`", self.current()))
                 }
                 None => return self.error("expected `)`, found the end"),
             }
@@ -115,12 +123,12 @@ impl Parser<'_> {
                 }
                 Ok(Dim::Named { name, optional })
             }
-            Some(x) => {
+            Some(_) => {
                 self.pos = start;
                 self.skip_spaces();
                 self.error(format!(
                     "expected a dimension name or a fixed size, found `{}`",
-                    x as char
+                    self.current()
                 ))
             }
             None => self.error("expected a dimension, found the end"),
@@ -148,14 +156,14 @@ pub(crate) fn parse_layout(text: &str) -> Result<Layout, LayoutError> {
     p.skip_spaces();
     if !text[p.pos..].starts_with("->") {
         return match p.peek() {
-            Some(x) => p.error(format!("expected `,` or `->`, found `{}`", x as char)),
+            Some(_) => p.error(format!("expected `,` or `->`, found `{}`", p.current())),
             None => p.error("expected `->` and the outputs, found the end"),
         };
     }
     p.pos += 2;
     let outputs = p.list()?;
-    if let Some(x) = p.peek() {
-        return p.error(format!("unexpected `{}` after the outputs", x as char));
+    if p.peek().is_some() {
+        return p.error(format!("unexpected `{}` after the outputs", p.current()));
     }
     check_optional_consistency(text)?;
     Ok(Layout { inputs, outputs })
@@ -285,6 +293,77 @@ mod tests {
                 7,
                 "dimension `m` is optional (`m?`) in one place and required in another".into()
             )
+        );
+    }
+
+    fn render(cores: &[Vec<Dim>]) -> String {
+        let core = |dims: &Vec<Dim>| {
+            let parts: Vec<String> = dims
+                .iter()
+                .map(|d| match d {
+                    Dim::Named { name, optional } => {
+                        format!("{name}{}", if *optional { "?" } else { "" })
+                    }
+                    Dim::Fixed(n) => n.to_string(),
+                })
+                .collect();
+            format!("({})", parts.join(", "))
+        };
+        cores.iter().map(core).collect::<Vec<_>>().join(",")
+    }
+
+    fn dim() -> impl proptest::strategy::Strategy<Value = Dim> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "[a-z_][a-z0-9_]{0,3}".prop_map(|name| Dim::Named {
+                name,
+                optional: false
+            }),
+            any::<usize>().prop_map(Dim::Fixed),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// Hostile text: any string, and strings made of the grammar's own characters.
+        #[test]
+        fn any_text_parses_or_names_a_column(
+            text in proptest::prop_oneof![".{0,40}", "[(),\\->?mn0-9 é]{0,40}"]
+        ) {
+            if let Err(e) = parse_layout(&text) {
+                proptest::prop_assert!(e.column >= 1 && e.column <= text.len() + 1, "{e:?}");
+                proptest::prop_assert!(!e.message.is_empty());
+            }
+        }
+
+        #[test]
+        fn written_layouts_parse_back(
+            inputs in proptest::collection::vec(proptest::collection::vec(dim(), 0..4), 1..4),
+            outputs in proptest::collection::vec(proptest::collection::vec(dim(), 0..4), 1..3),
+        ) {
+            let text = format!("{}->{}", render(&inputs), render(&outputs));
+            let layout = parse_layout(&text).unwrap();
+            proptest::prop_assert_eq!(layout, Layout { inputs, outputs });
+        }
+    }
+
+    #[test]
+    fn non_ascii_is_named_whole() {
+        assert_eq!(
+            err("(m,é)->()"),
+            (
+                4,
+                "expected a dimension name or a fixed size, found `é`".into()
+            )
+        );
+        assert_eq!(
+            err("(m)→(m)"),
+            (4, "expected `,` or `->`, found `→`".into())
         );
     }
 }

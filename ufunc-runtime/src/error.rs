@@ -95,6 +95,17 @@ pub enum Error {
         /// Each operand's name and loop shape.
         shapes: Vec<(&'static str, Vec<usize>)>,
     },
+    /// A gufunc layout was bound to another number of inputs or outputs than it names.
+    OperandCount {
+        /// The layout, e.g. `(m,n),(n)->(m)`.
+        layout: &'static str,
+        /// `"inputs"` or `"outputs"`.
+        kind: &'static str,
+        /// How many the layout names.
+        expected: usize,
+        /// How many were given.
+        found: usize,
+    },
     /// The `cuda` target was asked for, but there is no usable CUDA device.
     NoCudaDevice {
         /// Why: no driver library, no device, ...
@@ -248,6 +259,15 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::OperandCount {
+                layout,
+                kind,
+                expected,
+                found,
+            } => write!(
+                f,
+                "layout `{layout}` has {expected} {kind}, but {found} were given"
+            ),
             Error::NoCudaDevice { reason } => write!(f, "no CUDA device: {reason}"),
             Error::Cuda { what } => write!(f, "CUDA error while {what}"),
             Error::NvrtcUnavailable => f.write_str(

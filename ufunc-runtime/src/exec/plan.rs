@@ -20,7 +20,13 @@ pub struct LoopPlan {
 impl LoopPlan {
     /// The number of elements visited.
     pub fn len(&self) -> usize {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.shape
+            .iter()
+            .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+            .unwrap_or(usize::MAX)
     }
 
     /// Whether no element is visited.
@@ -31,6 +37,8 @@ impl LoopPlan {
 
 /// Plans the loop over `shape` for operands with the given broadcast `strides` (inputs then
 /// outputs; `first_output` is the index of the first output, whose layout decides the order).
+/// Each operand has one stride per axis of `shape` (a shorter list panics). Any lengths and
+/// strides are accepted: where a merge or a flip would overflow `isize`, it is not done.
 ///
 /// ```
 /// use ufunc_runtime::{plan_loop, LoopPlan};
@@ -51,9 +59,21 @@ pub fn plan_loop<S: AsRef<[isize]>>(
     // Flip axes the first output walks backwards, so that its memory is visited forwards.
     if first_output < nops && shape.iter().all(|&n| n > 0) {
         for &a in &axes {
-            if st[first_output][a] < 0 {
-                for (op, s) in st.iter_mut().enumerate() {
-                    offsets[op] += (shape[a] as isize - 1) * s[a];
+            if st[first_output][a] >= 0 {
+                continue;
+            }
+            let last = isize::try_from(shape[a] - 1).ok();
+            let flipped: Option<Vec<isize>> = st
+                .iter()
+                .zip(&offsets)
+                .map(|(s, &o)| {
+                    s[a].checked_neg()?;
+                    o.checked_add(last?.checked_mul(s[a])?)
+                })
+                .collect();
+            if let Some(flipped) = flipped {
+                offsets = flipped;
+                for s in st.iter_mut() {
                     s[a] = -s[a];
                 }
             }
@@ -75,14 +95,17 @@ pub fn plan_loop<S: AsRef<[isize]>>(
     let mut plan_shape: Vec<usize> = Vec::with_capacity(axes.len());
     let mut plan_strides: Vec<Vec<isize>> = vec![Vec::with_capacity(axes.len()); nops];
     for &a in &axes {
-        let mergeable = plan_shape.last().is_some_and(|_| {
-            st.iter().enumerate().all(|(op, s)| {
+        let merged_len = plan_shape.last().and_then(|n| n.checked_mul(shape[a]));
+        let mergeable = merged_len.is_some()
+            && st.iter().enumerate().all(|(op, s)| {
                 let outer = *plan_strides[op].last().unwrap();
-                outer == s[a] * shape[a] as isize
-            })
-        });
-        if mergeable {
-            *plan_shape.last_mut().unwrap() *= shape[a];
+                isize::try_from(shape[a])
+                    .ok()
+                    .and_then(|n| s[a].checked_mul(n))
+                    == Some(outer)
+            });
+        if let (true, Some(n)) = (mergeable, merged_len) {
+            *plan_shape.last_mut().unwrap() = n;
             for (op, s) in st.iter().enumerate() {
                 *plan_strides[op].last_mut().unwrap() = s[a];
             }

@@ -81,6 +81,23 @@ impl Signature {
     /// ```
     pub fn bind(&self, inputs: &[&[usize]], outputs: Option<&[&[usize]]>) -> Result<CoreBinding> {
         let n_in = self.inputs.len();
+        let counts = [
+            ("inputs", n_in, Some(inputs.len())),
+            ("outputs", self.outputs.len(), outputs.map(<[_]>::len)),
+        ];
+        for (kind, expected, found) in counts {
+            match found {
+                Some(found) if found != expected => {
+                    return Err(Error::OperandCount {
+                        layout: self.text,
+                        kind,
+                        expected,
+                        found,
+                    })
+                }
+                _ => {}
+            }
+        }
         let all_dims: Vec<&[CoreDim]> = self.inputs.iter().chain(self.outputs).copied().collect();
         // 1. Optional dimensions an input lacks are missing everywhere.
         let mut missing: Vec<&str> = Vec::new();
@@ -260,6 +277,25 @@ mod tests {
         outputs: &[&[opt("m"), opt("p")]],
         names: &["a", "b", "c"],
     };
+
+    #[test]
+    fn wrong_operand_counts_are_errors() {
+        let err = MATMUL.bind(&[&[2, 3]], None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "layout `(m?,n),(n,p?)->(m?,p?)` has 2 inputs, but 1 were given"
+        );
+        let err = MATMUL.bind(&[&[2, 3], &[3, 4]], Some(&[])).unwrap_err();
+        assert!(matches!(
+            err,
+            Error::OperandCount {
+                kind: "outputs",
+                expected: 1,
+                found: 0,
+                ..
+            }
+        ));
+    }
 
     #[test]
     fn optional_dims_follow_np_matmul() {

@@ -37,15 +37,20 @@ pub(crate) fn is_c_contiguous(shape: &[usize], strides: &[isize]) -> bool {
     true
 }
 
-/// The number of elements of `shape`, or `Error::TooLarge` if it overflows `usize`.
+/// The number of elements of `shape` (0 if any length is 0), or `Error::TooLarge` if it
+/// overflows `usize`.
 ///
 /// ```
 /// use ufunc_runtime::element_count;
 /// assert_eq!(element_count(&[2, 3, 4]).unwrap(), 24);
 /// assert_eq!(element_count(&[]).unwrap(), 1);
+/// assert_eq!(element_count(&[usize::MAX, 2, 0]).unwrap(), 0);
 /// assert!(element_count(&[usize::MAX, 2]).is_err());
 /// ```
 pub fn element_count(shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &n| acc.checked_mul(n))
