@@ -106,6 +106,29 @@ pub enum Error {
         /// How many were given.
         found: usize,
     },
+    /// Two arrays that must have the same shape do not.
+    ShapeMismatch {
+        /// What was being done, e.g. `phase_cross_correlation`.
+        context: &'static str,
+        /// The names of the two arrays.
+        names: [&'static str; 2],
+        /// Their shapes.
+        shapes: [Vec<usize>; 2],
+    },
+    /// An option or argument has a value that is not allowed.
+    InvalidArgument {
+        /// The option's name, e.g. `upsample_factor`.
+        name: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// An input holds NaN where the computation needs finite values.
+    NotFinite {
+        /// What was being done.
+        context: &'static str,
+        /// The input's name.
+        name: &'static str,
+    },
     /// The `cuda` target was asked for, but there is no usable CUDA device.
     NoCudaDevice {
         /// Why: no driver library, no device, ...
@@ -268,6 +291,22 @@ impl fmt::Display for Error {
                 f,
                 "layout `{layout}` has {expected} {kind}, but {found} were given"
             ),
+            Error::ShapeMismatch {
+                context,
+                names,
+                shapes,
+            } => write!(
+                f,
+                "{context}: `{}` has shape {} but `{}` has shape {}",
+                names[0],
+                ShapeDisplay(&shapes[0]),
+                names[1],
+                ShapeDisplay(&shapes[1])
+            ),
+            Error::InvalidArgument { name, message } => write!(f, "invalid `{name}`: {message}"),
+            Error::NotFinite { context, name } => {
+                write!(f, "{context}: `{name}` holds NaN values")
+            }
             Error::NoCudaDevice { reason } => write!(f, "no CUDA device: {reason}"),
             Error::Cuda { what } => write!(f, "CUDA error while {what}"),
             Error::NvrtcUnavailable => f.write_str(

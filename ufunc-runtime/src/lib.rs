@@ -16,6 +16,7 @@ mod math;
 mod operand;
 mod panic;
 mod parallel;
+pub mod registration;
 mod shape;
 mod target;
 

@@ -1,0 +1,301 @@
+//! Phase correlation: known shifts on exactly periodic images (2-d and 3-d, odd and even sizes,
+//! shifts near half the image), the real 2-d path against the general n-d path, the error and
+//! phasediff formulas, and the errors.
+
+use ndarray::{Array, Array2, Array3, ArrayD, Dimension, IxDyn};
+use num_complex::Complex;
+use std::f64::consts::PI;
+use ufunc::registration::{phase_cross_correlation, Normalization, PccOptions, Space};
+use ufunc::{Error, Target};
+
+/// A deterministic pseudo-random stream in [0, 1).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A periodic image of `shape` with a full spectrum: a wave of random phase and 1/(1+|k|)
+/// amplitude at every integer frequency short of Nyquist, sampled at positions moved by
+/// `shift`, so that `image(shape, s)` is exactly `image(shape, 0)` translated by `s` and
+/// registering it back needs `-s`.
+fn image(shape: &[usize], shift: &[f64], seed: u64) -> ArrayD<f64> {
+    let mut rng = Lcg(seed);
+    // Frequencies with |k_d| < n_d / 2 on every axis.
+    let ranges: Vec<Vec<i64>> = shape
+        .iter()
+        .map(|&n| {
+            let h = (n as i64 - 1) / 2;
+            (-h..=h).collect()
+        })
+        .collect();
+    let mut waves: Vec<(Vec<f64>, f64, f64)> = vec![(vec![], 1.0, 0.0)];
+    for r in &ranges {
+        waves = waves
+            .into_iter()
+            .flat_map(|(k, _, _)| {
+                r.iter().map(move |&v| {
+                    let mut k = k.clone();
+                    k.push(v as f64);
+                    (k, 0.0, 0.0)
+                })
+            })
+            .collect();
+    }
+    for (k, a, phase) in &mut waves {
+        *a = 1.0 / (1.0 + k.iter().map(|v| v * v).sum::<f64>().sqrt());
+        *phase = rng.next() * 2.0 * PI;
+    }
+    ArrayD::from_shape_fn(IxDyn(shape), |ix| {
+        let ix = ix.slice();
+        10.0 + waves
+            .iter()
+            .map(|(k, a, phase)| {
+                let arg: f64 = (0..shape.len())
+                    .map(|d| k[d] * (ix[d] as f64 - shift[d]) / shape[d] as f64)
+                    .sum();
+                a * (2.0 * PI * arg + phase).cos()
+            })
+            .sum::<f64>()
+    })
+}
+
+fn options(u: u32) -> PccOptions {
+    PccOptions {
+        upsample_factor: u,
+        ..Default::default()
+    }
+}
+
+fn assert_shift(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= tol, "{what}: got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn known_subpixel_shifts_in_two_dimensions() {
+    for (shape, shift) in [
+        ([64, 64], [3.37, -5.81]),
+        ([63, 70], [-10.52, 7.26]),
+        ([48, 33], [23.4, -16.15]), // near half the image
+        ([40, 41], [-19.6, 20.35]),
+    ] {
+        let reference = image(&shape, &[0.0, 0.0], 7);
+        let moving = image(&shape, &shift, 7);
+        let want: Vec<f64> = shift.iter().map(|s| -s).collect();
+        for target in [Target::Cpu, Target::Parallel] {
+            let r = phase_cross_correlation(
+                &reference,
+                &moving,
+                &PccOptions {
+                    target,
+                    ..options(100)
+                },
+            )
+            .unwrap();
+            assert_shift(&r.shift, &want, 0.05, &format!("{shape:?} {target:?}"));
+            // Whole pixels: the nearest integer (the peak wraps to (-n/2, n/2]).
+            let r = phase_cross_correlation(&reference, &moving, &options(1)).unwrap();
+            let rounded: Vec<f64> = want.iter().map(|s| s.round()).collect();
+            assert_shift(&r.shift, &rounded, 0.0, &format!("{shape:?} integer"));
+        }
+        // float32 images register just as well.
+        let r = phase_cross_correlation(
+            &reference.mapv(|v| v as f32),
+            &moving.mapv(|v| v as f32),
+            &options(20),
+        )
+        .unwrap();
+        assert_shift(
+            &r.shift,
+            &want,
+            0.05 + 1.0 / 20.0,
+            &format!("{shape:?} f32"),
+        );
+    }
+}
+
+#[test]
+fn known_subpixel_shifts_in_three_dimensions() {
+    let shape = [12, 17, 16];
+    let shift = [2.3, -4.55, 6.9];
+    let reference = image(&shape, &[0.0; 3], 3);
+    let moving = image(&shape, &shift, 3);
+    let r = phase_cross_correlation(&reference, &moving, &options(50)).unwrap();
+    assert_shift(&r.shift, &[-2.3, 4.55, -6.9], 0.05, "3-d");
+    // A 3-d array typed as such works too, and an axis of length 1 carries no shift.
+    let flat: Array3<f64> = image(&[1, 20, 24], &[0.0; 3], 5)
+        .into_dimensionality()
+        .unwrap();
+    let moved: Array3<f64> = image(&[1, 20, 24], &[0.4, 3.0, -2.0], 5)
+        .into_dimensionality()
+        .unwrap();
+    let r = phase_cross_correlation(&flat, &moved, &options(10)).unwrap();
+    assert_shift(&r.shift, &[0.0, -3.0, 2.0], 0.051, "length-1 axis");
+}
+
+#[test]
+fn noisy_images_still_register() {
+    let shape = [96, 80];
+    let reference = image(&shape, &[0.0, 0.0], 11);
+    let mut moving = image(&shape, &[-6.3, 2.7], 11);
+    let mut rng = Lcg(5);
+    moving.mapv_inplace(|v| v + 0.05 * (rng.next() - 0.5));
+    let r = phase_cross_correlation(&reference, &moving, &options(100)).unwrap();
+    assert_shift(&r.shift, &[6.3, -2.7], 0.05, "noisy");
+}
+
+/// The real 2-d path (half spectra) and the general complex path agree on everything.
+#[test]
+fn the_real_path_agrees_with_the_general_path() {
+    for shape in [[32, 32], [31, 45], [30, 17]] {
+        let a: Array2<f64> = image(&shape, &[0.0, 0.0], 21)
+            .into_dimensionality()
+            .unwrap();
+        let b: Array2<f64> = image(&shape, &[4.2, -3.3], 21)
+            .into_dimensionality()
+            .unwrap();
+        let want = [-4.2, 3.3];
+        // Make the images different in more than a shift, so that the error is not trivial.
+        let other: Array2<f64> = image(&shape, &[0.0, 0.0], 99)
+            .into_dimensionality()
+            .unwrap();
+        let b = b.mapv(|v| 1.3 * v + 2.0) + other.mapv(|v| 0.2 * v);
+        for normalization in [Normalization::Phase, Normalization::Off] {
+            for u in [1, 7, 20] {
+                let o = PccOptions {
+                    normalization,
+                    ..options(u)
+                };
+                let real = phase_cross_correlation(&a, &b, &o).unwrap();
+                let general = phase_cross_correlation(
+                    &a.mapv(|v| Complex::new(v, 0.0)),
+                    &b.mapv(|v| Complex::new(v, 0.0)),
+                    &o,
+                )
+                .unwrap();
+                assert_eq!(
+                    real.shift, general.shift,
+                    "{shape:?} {normalization:?} U={u}"
+                );
+                let tol = 0.5 / u as f64 + 0.05;
+                assert_shift(&real.shift, &want, tol, &format!("{shape:?} U={u}"));
+                assert!(
+                    (real.error - general.error).abs() < 1e-9,
+                    "{real:?} {general:?}"
+                );
+                let dphase = (real.phasediff - general.phasediff).rem_euclid(2.0 * PI);
+                assert!(dphase.min(2.0 * PI - dphase) < 1e-6, "{real:?} {general:?}");
+            }
+        }
+    }
+}
+
+/// Spectra in, the same answer as images in.
+#[test]
+fn fourier_space_inputs() {
+    let shape = [24, 30];
+    let a = image(&shape, &[0.0, 0.0], 2);
+    let b = image(&shape, &[1.5, -2.25], 2);
+    let spectrum = |x: &ArrayD<f64>| -> ArrayD<Complex<f64>> {
+        // The 2-d DFT by definition (small sizes).
+        Array::from_shape_fn(IxDyn(&shape), |k| {
+            x.indexed_iter()
+                .map(|(p, &v)| {
+                    let phase = -2.0
+                        * PI
+                        * (k[0] as f64 * p[0] as f64 / shape[0] as f64
+                            + k[1] as f64 * p[1] as f64 / shape[1] as f64);
+                    Complex::from_polar(v, phase)
+                })
+                .sum()
+        })
+    };
+    let o = PccOptions {
+        space: Space::Fourier,
+        ..options(4)
+    };
+    let from_spectra = phase_cross_correlation(&spectrum(&a), &spectrum(&b), &o).unwrap();
+    let from_images = phase_cross_correlation(&a, &b, &options(4)).unwrap();
+    assert_eq!(from_spectra.shift, from_images.shift);
+    assert_shift(&from_spectra.shift, &[-1.5, 2.25], 0.0, "fourier");
+    assert!((from_spectra.error - from_images.error).abs() < 1e-9);
+}
+
+#[test]
+fn identical_images_have_zero_error_and_phase() {
+    let a = image(&[20, 22], &[0.0, 0.0], 8);
+    for u in [1, 10] {
+        for normalization in [Normalization::Phase, Normalization::Off] {
+            let r = phase_cross_correlation(
+                &a,
+                &a,
+                &PccOptions {
+                    normalization,
+                    ..options(u)
+                },
+            )
+            .unwrap();
+            assert_eq!(r.shift, vec![0.0, 0.0]);
+            assert!(r.phasediff.abs() < 1e-12, "{r:?}");
+            if normalization == Normalization::Off {
+                assert!(r.error < 1e-6, "{r:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let a = Array2::<f32>::zeros((8, 9));
+    let b = Array2::<f32>::zeros((9, 8));
+    let e = phase_cross_correlation(&a, &b, &options(1)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "phase_cross_correlation: `reference` has shape (8,9) but `moving` has shape (9,8)"
+    );
+    let e = phase_cross_correlation(&a, &a, &options(0)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                name: "upsample_factor",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut nan = Array2::<f32>::ones((8, 9));
+    nan[[3, 4]] = f32::NAN;
+    let e = phase_cross_correlation(&a, &nan, &options(1)).unwrap_err();
+    assert!(matches!(e, Error::NotFinite { .. }), "{e}");
+    let e = phase_cross_correlation(&nan, &a, &options(5)).unwrap_err();
+    assert!(matches!(e, Error::NotFinite { .. }), "{e}");
+    let empty = Array2::<f64>::zeros((0, 4));
+    assert!(phase_cross_correlation(&empty, &empty, &options(1)).is_err());
+    let cuda = PccOptions {
+        target: Target::Cuda,
+        ..options(1)
+    };
+    assert!(matches!(
+        phase_cross_correlation(&a, &a, &cuda).unwrap_err(),
+        Error::InvalidArgument { name: "target", .. }
+    ));
+}
+
+/// The integer peak's wrap rule: an index up to n/2 is a positive shift, past it negative.
+#[test]
+fn a_shift_of_half_the_image_stays_positive() {
+    let shape = [16, 15];
+    let a = image(&shape, &[0.0, 0.0], 4);
+    let b = image(&shape, &[8.0, 7.0], 4);
+    let r = phase_cross_correlation(&a, &b, &options(1)).unwrap();
+    // -8 wraps to +8 (index 8 is not past 16/2); -7 wraps to index 8, past 15/2, so -7.
+    assert_eq!(r.shift, vec![8.0, -7.0]);
+}

@@ -1,0 +1,163 @@
+//! Image registration by phase correlation, with scikit-image's semantics, and the alignment of
+//! movies (stacks of frames) built on it.
+//!
+//! [`phase_cross_correlation`] follows `skimage.registration.phase_cross_correlation`: the
+//! returned `shift` is what to apply to `moving` to register it onto `reference`, in axis order
+//! ((row, col) for images); the integer peak wraps to `(-n/2, n/2]`; with `upsample_factor` U > 1
+//! the peak is refined on a grid of `ceil(1.5 U)` points spaced `1/U` pixel around it by the
+//! upsampled matrix-multiply DFT of Guizar-Sicairos, Thurman and Fienup (2008), so the result is
+//! quantised to `1/U`; `error` and `phasediff` use their formulas.
+//!
+//! ```
+//! use ndarray::Array2;
+//! use ufunc_runtime::registration::{phase_cross_correlation, PccOptions};
+//! # fn main() -> Result<(), ufunc_runtime::Error> {
+//! // A blob, and the same blob moved by (+3, -2) pixels (periodically).
+//! let blob = |y: f64, x: f64| (-((y - 16.0).powi(2) + (x - 20.0).powi(2)) / 18.0).exp();
+//! let reference = Array2::from_shape_fn((40, 48), |(y, x)| blob(y as f64, x as f64));
+//! let moving = Array2::from_shape_fn((40, 48), |(y, x)| blob(y as f64 - 3.0, x as f64 + 2.0));
+//! let r = phase_cross_correlation(&reference, &moving, &PccOptions::default())?;
+//! assert_eq!(r.shift, vec![-3.0, 2.0]); // move `moving` back by (-3, +2) to register it
+//! # Ok(())
+//! # }
+//! ```
+
+mod pcc;
+mod spectra;
+mod upsample;
+
+pub use pcc::phase_cross_correlation;
+
+use crate::Target;
+use num_complex::Complex;
+
+/// How the cross-power spectrum is normalised before the inverse transform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Normalization {
+    /// Phase correlation: each frequency divided by its magnitude (scikit-image's `"phase"`).
+    #[default]
+    Phase,
+    /// Plain cross-correlation (scikit-image's `None`).
+    Off,
+}
+
+/// Whether the inputs are images or their spectra.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Space {
+    /// Images: they are transformed first.
+    #[default]
+    Real,
+    /// Spectra, already transformed with `fft::fftn` (full, complex, unshifted).
+    Fourier,
+}
+
+/// Options of [`phase_cross_correlation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PccOptions {
+    /// Register to within `1 / upsample_factor` of a pixel (1: whole pixels). Must be >= 1.
+    pub upsample_factor: u32,
+    /// Phase correlation (default) or plain cross-correlation.
+    pub normalization: Normalization,
+    /// Images (default) or spectra.
+    pub space: Space,
+    /// `Cpu` or `Parallel` (default).
+    pub target: Target,
+}
+
+impl Default for PccOptions {
+    fn default() -> Self {
+        PccOptions {
+            upsample_factor: 1,
+            normalization: Normalization::Phase,
+            space: Space::Real,
+            target: Target::Parallel,
+        }
+    }
+}
+
+/// The result of [`phase_cross_correlation`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pcc {
+    /// The shift to apply to `moving` to register it onto `reference`, per axis.
+    pub shift: Vec<f64>,
+    /// The translation-invariant normalised RMS error between the two inputs.
+    pub error: f64,
+    /// The global phase difference of the two inputs (0 for non-negative images).
+    pub phasediff: f64,
+}
+
+/// Element types the registration works on: `f32` and `f64` images, and their complex
+/// counterparts (complex images, or spectra with [`Space::Fourier`]).
+pub trait PccElement: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The real type of the computation: `f32` stays `f32`.
+    type Real: Real;
+    /// Whether the element is complex.
+    const COMPLEX: bool;
+    /// The value as a complex number.
+    fn to_complex(self) -> Complex<Self::Real>;
+    /// The real part.
+    fn real(self) -> Self::Real;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for num_complex::Complex<f32> {}
+    impl Sealed for num_complex::Complex<f64> {}
+}
+
+macro_rules! impl_element {
+    ($t:ty, $complex:ty) => {
+        impl PccElement for $t {
+            type Real = $t;
+            const COMPLEX: bool = false;
+            fn to_complex(self) -> Complex<$t> {
+                Complex::new(self, 0.0)
+            }
+            fn real(self) -> $t {
+                self
+            }
+        }
+        impl PccElement for $complex {
+            type Real = $t;
+            const COMPLEX: bool = true;
+            fn to_complex(self) -> Complex<$t> {
+                self
+            }
+            fn real(self) -> $t {
+                self.re
+            }
+        }
+    };
+}
+impl_element!(f32, Complex<f32>);
+impl_element!(f64, Complex<f64>);
+
+/// The floating-point types of the computation.
+pub trait Real:
+    rustfft::FftNum + num_traits::Float + Default + Send + Sync + std::fmt::Debug + 'static
+{
+    /// The value as `f64`.
+    fn as_f64(self) -> f64;
+    /// The nearest value to an `f64`.
+    fn of_f64(x: f64) -> Self;
+}
+
+impl Real for f32 {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+    fn of_f64(x: f64) -> Self {
+        x as f32
+    }
+}
+
+impl Real for f64 {
+    fn as_f64(self) -> f64 {
+        self
+    }
+    fn of_f64(x: f64) -> Self {
+        x
+    }
+}
