@@ -2,23 +2,13 @@
 //! shifts near half the image), the real 2-d path against the general n-d path, the error and
 //! phasediff formulas, and the errors.
 
+mod common;
+use common::Lcg;
 use ndarray::{Array, Array2, Array3, ArrayD, Dimension, IxDyn};
 use num_complex::Complex;
 use std::f64::consts::PI;
 use ufunc::registration::{phase_cross_correlation, Normalization, PccOptions, Space};
 use ufunc::{Error, Target};
-
-/// A deterministic pseudo-random stream in [0, 1).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// A periodic image of `shape` with a full spectrum: a wave of random phase and 1/(1+|k|)
 /// amplitude at every integer frequency short of Nyquist, sampled at positions moved by

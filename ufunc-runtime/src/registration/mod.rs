@@ -22,10 +22,12 @@
 //! # }
 //! ```
 
+mod align;
 mod pcc;
 mod spectra;
 mod upsample;
 
+pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
 pub use pcc::phase_cross_correlation;
 
 use crate::Target;

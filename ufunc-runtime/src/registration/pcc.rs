@@ -108,16 +108,10 @@ pub(super) struct Peak {
 }
 
 impl Peak {
-    fn finish(self, shape: &[usize], upsample: u32) -> Result<Pcc> {
-        let (a, b) = self.amplitudes;
-        if self.value.re.is_nan() || self.value.im.is_nan() || a.is_nan() || b.is_nan() {
-            return Err(Error::NotFinite {
-                context: CONTEXT,
-                name: "reference` or `moving",
-            });
-        }
+    /// The shift to apply to the moving input (an axis of length 1 carries none).
+    pub(super) fn shift(&self, shape: &[usize], upsample: u32) -> Vec<f64> {
         let u = upsample as f64;
-        let mut shift = match &self.refinement {
+        let mut shift: Vec<f64> = match &self.refinement {
             None => self.coarse.clone(),
             Some(r) => self
                 .coarse
@@ -126,15 +120,31 @@ impl Peak {
                 .map(|(c, d)| (c * u).round() / u + d)
                 .collect(),
         };
-        // An axis of length 1 carries no shift.
         for (s, &n) in shift.iter_mut().zip(shape) {
             if n == 1 {
                 *s = 0.0;
             }
         }
+        shift
+    }
+
+    /// The peak's height relative to the inputs' energies: 1 for inputs equal up to a shift.
+    pub(super) fn correlation(&self) -> f64 {
+        let (a, b) = self.amplitudes;
+        self.value.norm() / (a * b).sqrt()
+    }
+
+    fn finish(self, shape: &[usize], upsample: u32) -> Result<Pcc> {
+        let (a, b) = self.amplitudes;
+        if self.value.re.is_nan() || self.value.im.is_nan() || a.is_nan() || b.is_nan() {
+            return Err(Error::NotFinite {
+                context: CONTEXT,
+                name: "reference` or `moving",
+            });
+        }
         let error = (1.0 - self.value.norm_sqr() / (a * b)).abs().sqrt();
         Ok(Pcc {
-            shift,
+            shift: self.shift(shape, upsample),
             error,
             phasediff: self.value.im.atan2(self.value.re),
         })
@@ -187,7 +197,7 @@ fn wrap(index: &[usize], shape: &[usize]) -> Vec<f64> {
         .collect()
 }
 
-fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
+pub(super) fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
     match normalization {
         Normalization::Phase => {
             let floor = T::epsilon() * T::of_f64(100.0);
@@ -266,20 +276,33 @@ fn half_spectrum_peak<T: Real>(
     let mut spec_m = Array2::zeros((ny, m));
     plan.forward(reference, &mut spec_r, threads);
     plan.forward(moving, &mut spec_m, threads);
-    // Σ|S|² over the full spectrum from the half: the columns that have a mirror count twice.
-    let power = |s: &Array2<Complex<T>>| -> f64 {
-        s.indexed_iter()
-            .map(|((_, c), z)| {
-                let twice = c > 0 && !(nx % 2 == 0 && c == nx / 2);
-                z.to_f64_norm_sqr() * if twice { 2.0 } else { 1.0 }
-            })
-            .sum()
-    };
-    let amplitudes = (power(&spec_r), power(&spec_m));
     let mut product = spec_r;
+    let amplitudes = (half_power(&product, nx), half_power(&spec_m, nx));
     Zip::from(&mut product)
         .and(&spec_m)
         .for_each(|p, &s| *p = normalise(*p * s.conj(), options.normalization));
+    half_product_peak(&plan, product, options.upsample_factor, amplitudes, threads)
+}
+
+/// `Σ|S|²` over the full spectrum, from the half: the columns that have a mirror count twice.
+pub(super) fn half_power<T: Real>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
+    s.indexed_iter()
+        .map(|((_, c), z)| {
+            let twice = c > 0 && !(nx % 2 == 0 && c == nx / 2);
+            z.to_f64_norm_sqr() * if twice { 2.0 } else { 1.0 }
+        })
+        .sum()
+}
+
+/// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
+pub(super) fn half_product_peak<T: Real>(
+    plan: &RealPlan2<T>,
+    product: Array2<Complex<T>>,
+    upsample: u32,
+    amplitudes: (f64, f64),
+    threads: Threads,
+) -> Peak {
+    let (ny, nx) = (product.nrows(), plan.width());
     let mut spectrum = product.clone();
     let mut cc = Array2::<T>::zeros((ny, nx));
     plan.inverse(&mut spectrum, &mut cc, threads);
@@ -287,7 +310,7 @@ fn half_spectrum_peak<T: Real>(
     let index = unravel(flat, &[ny, nx]);
     let coarse = wrap(&index, &[ny, nx]);
     let size = (ny * nx) as f64;
-    if options.upsample_factor == 1 {
+    if upsample == 1 {
         return Peak {
             value: Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0),
             coarse,
@@ -295,8 +318,8 @@ fn half_spectrum_peak<T: Real>(
             amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
         };
     }
-    let u = options.upsample_factor as f64;
-    let (region, centre) = region_of(options.upsample_factor);
+    let u = upsample as f64;
+    let (region, centre) = region_of(upsample);
     let offsets = [
         centre - (coarse[0] * u).round(),
         centre - (coarse[1] * u).round(),

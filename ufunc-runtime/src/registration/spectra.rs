@@ -63,6 +63,14 @@ impl<T: Real> RealPlan2<T> {
         }
     }
 
+    pub(crate) fn width(&self) -> usize {
+        self.nx
+    }
+
+    pub(crate) fn height(&self) -> usize {
+        self.ny
+    }
+
     pub(crate) fn half_width(&self) -> usize {
         self.nx / 2 + 1
     }

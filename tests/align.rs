@@ -1,0 +1,245 @@
+//! Movie alignment: a low-dose synthetic movie with a known drift, the `sum` reference against
+//! the `first`, cpu against parallel, frame sources that fail, and bad options.
+
+mod common;
+use common::Lcg;
+use ndarray::{Array2, Array3, ArrayViewMut2};
+use ufunc::registration::{align_movie, AlignOptions, FrameSource, Reference};
+use ufunc::{Error, Target};
+
+/// A specimen of Gaussian blobs, sampled at `(y, x) - shift` (so the frame shows the specimen
+/// moved by `shift`), scaled to a mean of about `dose` counts per pixel, with shot noise.
+fn frame(
+    shape: (usize, usize),
+    shift: [f64; 2],
+    dose: f64,
+    blobs: &[(f64, f64, f64, f64)],
+    rng: &mut Lcg,
+) -> Array2<f32> {
+    Array2::from_shape_fn(shape, |(y, x)| {
+        let (y, x) = (y as f64 - shift[0], x as f64 - shift[1]);
+        // Periodic: each blob at its nearest image, so that a shifted frame is exactly the
+        // specimen translated (no edges that stay put while the content moves).
+        let near = |d: f64, n: usize| d - n as f64 * (d / n as f64).round();
+        let v: f64 = blobs
+            .iter()
+            .map(|&(cy, cx, s, a)| {
+                let (dy, dx) = (near(y - cy, shape.0), near(x - cx, shape.1));
+                a * (-(dy * dy + dx * dx) / (2.0 * s * s)).exp()
+            })
+            .sum();
+        rng.poisson(dose * (0.3 + v)) as f32
+    })
+}
+
+/// A drift like beam-induced motion: fast at first, then slowing; frame 0 at the origin.
+fn drift(i: usize) -> [f64; 2] {
+    let t = 1.0 - (-(i as f64) / 6.0).exp();
+    [3.7 * t + 0.05 * i as f64, -2.9 * t + 0.11 * i as f64]
+}
+
+fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> Array3<f32> {
+    let mut rng = Lcg(seed);
+    let blobs: Vec<(f64, f64, f64, f64)> = (0..60)
+        .map(|_| {
+            (
+                rng.next() * shape.0 as f64,
+                rng.next() * shape.1 as f64,
+                1.5 + 3.0 * rng.next(),
+                0.5 + rng.next(),
+            )
+        })
+        .collect();
+    let mut m = Array3::zeros((frames, shape.0, shape.1));
+    for i in 0..frames {
+        m.index_axis_mut(ndarray::Axis(0), i).assign(&frame(
+            shape,
+            drift(i),
+            dose,
+            &blobs,
+            &mut rng,
+        ));
+    }
+    m
+}
+
+/// RMS distance between the measured shifts and the truth (registering frame i needs -drift).
+fn rms_error(shifts: &[[f64; 2]]) -> f64 {
+    let sq: f64 = shifts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let t = drift(i);
+            (s[0] + t[0]).powi(2) + (s[1] + t[1]).powi(2)
+        })
+        .sum();
+    (sq / shifts.len() as f64).sqrt()
+}
+
+#[test]
+fn the_sum_reference_beats_the_first_frame_at_low_dose() {
+    let mut m = movie(24, (128, 128), 0.6, 1);
+    let sum = align_movie(&mut m, &AlignOptions::default()).unwrap();
+    let first = align_movie(
+        &mut m,
+        &AlignOptions {
+            reference: Reference::First,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (e_sum, e_first) = (rms_error(&sum.shifts), rms_error(&first.shifts));
+    println!("low dose (0.6 counts/px/frame): rms error sum {e_sum:.3} px, first {e_first:.3} px, {} iterations", sum.iterations);
+    assert_eq!(sum.shifts[0], [0.0, 0.0]);
+    assert_eq!(first.shifts[0], [0.0, 0.0]);
+    assert!(e_sum < 0.25, "sum reference: rms error {e_sum}");
+    assert!(3.0 * e_sum <= e_first, "sum {e_sum} vs first {e_first}");
+    assert!(sum.iterations >= 2 && sum.iterations <= AlignOptions::default().max_iterations);
+    assert_eq!(sum.sum.shape(), &[128, 128]);
+    // The aligned sum keeps the counts: its mean is the frames' summed mean.
+    let mean_counts = m.mean().unwrap() as f64 * 24.0;
+    assert!((sum.sum.mean().unwrap() as f64 - mean_counts).abs() < 1e-3 * mean_counts);
+}
+
+#[test]
+fn a_clean_movie_is_aligned_to_a_twentieth_of_a_pixel() {
+    let mut m = movie(10, (96, 80), 400.0, 2);
+    for reference in [Reference::Sum, Reference::First] {
+        let a = align_movie(
+            &mut m,
+            &AlignOptions {
+                reference,
+                upsample_factor: 50,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let e = rms_error(&a.shifts);
+        assert!(e < 0.05, "{reference:?}: rms error {e}: {:?}", a.shifts);
+    }
+}
+
+#[test]
+fn cpu_and_parallel_agree() {
+    let mut m = movie(7, (64, 60), 5.0, 3);
+    let cpu = align_movie(
+        &mut m,
+        &AlignOptions {
+            target: Target::Cpu,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let par = align_movie(
+        &mut m,
+        &AlignOptions {
+            target: Target::Parallel,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(cpu.shifts, par.shifts);
+    assert_eq!(cpu.iterations, par.iterations);
+    // A view of the movie is a frame source too.
+    let view = align_movie(
+        &mut m.view(),
+        &AlignOptions {
+            target: Target::Cpu,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(view, cpu);
+}
+
+/// A source that fails on one frame.
+struct Broken(Array3<f32>);
+impl FrameSource for Broken {
+    fn frame_shape(&self) -> (usize, usize) {
+        (self.0.shape()[1], self.0.shape()[2])
+    }
+    fn len(&self) -> usize {
+        self.0.shape()[0]
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        out: ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if index == 2 {
+            return Err("truncated file: frame 2 ends at byte 4096".into());
+        }
+        self.0.read_frame(index, out)
+    }
+}
+
+#[test]
+fn bad_movies_and_options_are_errors() {
+    let e = align_movie(
+        &mut Broken(Array3::zeros((4, 8, 8))),
+        &AlignOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid `frames`: frame 2 could not be read: truncated file: frame 2 ends at byte 4096"
+    );
+    let e = align_movie(
+        &mut Array3::<f32>::zeros((0, 8, 8)),
+        &AlignOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { name: "frames", .. }),
+        "{e}"
+    );
+    let mut m = Array3::<f32>::ones((3, 8, 8));
+    for (o, name) in [
+        (
+            AlignOptions {
+                upsample_factor: 0,
+                ..Default::default()
+            },
+            "upsample_factor",
+        ),
+        (
+            AlignOptions {
+                bfactor: f64::NAN,
+                ..Default::default()
+            },
+            "bfactor",
+        ),
+        (
+            AlignOptions {
+                max_iterations: 0,
+                ..Default::default()
+            },
+            "tolerance",
+        ),
+        (
+            AlignOptions {
+                target: Target::Cuda,
+                ..Default::default()
+            },
+            "target",
+        ),
+    ] {
+        let e = align_movie(&mut m, &o).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { name: n, .. } if n == name),
+            "{e}"
+        );
+    }
+    m[[1, 2, 3]] = f32::NAN;
+    assert!(matches!(
+        align_movie(&mut m, &AlignOptions::default()).unwrap_err(),
+        Error::NotFinite { .. }
+    ));
+    // One frame: nothing to align, frame 0 is the origin.
+    let a = align_movie(
+        &mut Array3::<f32>::ones((1, 8, 8)),
+        &AlignOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(a.shifts, vec![[0.0, 0.0]]);
+}
