@@ -3,7 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
-use super::pcc::{half_power, half_product_peak, normalise, threads_of};
+use super::pcc::{half_power, half_product_peak, normalise, threads_of, Scratch};
 use super::spectra::RealPlan2;
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
@@ -293,8 +293,8 @@ fn register(
 ) -> ([f64; 2], f64) {
     let (ny, nx) = (plan.height(), plan.width());
     let amplitudes = (half_power(reference, nx), half_power(moving, nx));
-    let mut product = Array2::zeros(reference.raw_dim());
-    ndarray::Zip::indexed(&mut product)
+    let mut scratch = Scratch::new(plan);
+    ndarray::Zip::indexed(scratch.product_mut())
         .and(reference)
         .and(moving)
         .for_each(|(ky, kx), p, &r, &m| {
@@ -305,7 +305,13 @@ fn register(
             }
             *p = z;
         });
-    let peak = half_product_peak(plan, product, pcc.upsample_factor, amplitudes, Threads::One);
+    let peak = half_product_peak(
+        plan,
+        &mut scratch,
+        pcc.upsample_factor,
+        amplitudes,
+        Threads::One,
+    );
     let s = peak.shift(&[ny, nx], pcc.upsample_factor);
     ([s[0], s[1]], peak.correlation())
 }

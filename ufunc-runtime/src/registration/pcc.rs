@@ -202,9 +202,11 @@ fn wrap(index: &[usize], shape: &[usize]) -> Vec<f64> {
 
 pub(super) fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
     match normalization {
+        // |z| as sqrt(re² + im²): num-complex's `norm` calls `hypot`, many times slower, and
+        // the cross-power values are far from overflow.
         Normalization::Phase => {
             let floor = T::epsilon() * T::of_f64(100.0);
-            z / z.norm().max(floor)
+            z / (z.re * z.re + z.im * z.im).sqrt().max(floor)
         }
         Normalization::Off => z,
     }
@@ -301,6 +303,31 @@ pub struct Correlator<T: Real> {
     reference_power: f64,
     options: PccOptions,
     threads: Threads,
+    /// Buffers of finished calls, reused by the next ones (one per concurrent caller).
+    scratch: std::sync::Mutex<Vec<Scratch<T>>>,
+}
+
+/// A registration's buffers: the cross-power spectrum, its copy the inverse transform
+/// overwrites, and the cross-correlation.
+pub(super) struct Scratch<T: Real> {
+    product: Array2<Complex<T>>,
+    spectrum: Array2<Complex<T>>,
+    cc: Array2<T>,
+}
+
+impl<T: Real> Scratch<T> {
+    pub(super) fn new(plan: &RealPlan2<T>) -> Self {
+        let (ny, nx, m) = (plan.height(), plan.width(), plan.half_width());
+        Scratch {
+            product: Array2::zeros((ny, m)),
+            spectrum: Array2::zeros((ny, m)),
+            cc: Array2::zeros((ny, nx)),
+        }
+    }
+
+    pub(super) fn product_mut(&mut self) -> &mut Array2<Complex<T>> {
+        &mut self.product
+    }
 }
 
 impl<T: Real> Correlator<T> {
@@ -332,6 +359,7 @@ impl<T: Real> Correlator<T> {
             plan,
             options: *options,
             threads,
+            scratch: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -352,18 +380,24 @@ impl<T: Real> Correlator<T> {
 
     fn peak(&self, moving: ArrayView2<'_, T>) -> Peak {
         let nx = self.plan.width();
-        let mut product = Array2::zeros(self.reference.raw_dim());
-        self.plan.forward(moving, &mut product, self.threads);
+        let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = pool().pop();
+        let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
+        self.plan
+            .forward(moving, &mut scratch.product, self.threads);
+        let normalization = self.options.normalization;
         let moving_power = cross_power(
             &self.reference,
-            &mut product,
+            &mut scratch.product,
             nx,
-            self.options.normalization,
+            normalization,
             self.threads,
         );
         let amplitudes = (self.reference_power, moving_power);
         let upsample = self.options.upsample_factor;
-        half_product_peak(&self.plan, product, upsample, amplitudes, self.threads)
+        let peak = half_product_peak(&self.plan, &mut scratch, upsample, amplitudes, self.threads);
+        pool().push(scratch);
+        peak
     }
 }
 
@@ -450,15 +484,19 @@ fn argmax_abs<T: Real>(values: &[T], threads: Threads) -> usize {
 /// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
 pub(super) fn half_product_peak<T: Real>(
     plan: &RealPlan2<T>,
-    product: Array2<Complex<T>>,
+    scratch: &mut Scratch<T>,
     upsample: u32,
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Peak {
-    let (ny, nx) = (product.nrows(), plan.width());
-    let mut spectrum = product.clone();
-    let mut cc = Array2::<T>::zeros((ny, nx));
-    plan.inverse(&mut spectrum, &mut cc, threads);
+    let (ny, nx) = (plan.height(), plan.width());
+    let Scratch {
+        product,
+        spectrum,
+        cc,
+    } = scratch;
+    spectrum.assign(product);
+    plan.inverse(spectrum, cc, threads);
     let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let index = unravel(flat, &[ny, nx]);
     let coarse = wrap(&index, &[ny, nx]);
