@@ -4,5 +4,9 @@
 
 #[allow(dead_code)] // Until the driver uses every reader method.
 mod io;
+#[allow(dead_code)]
+mod output;
+#[allow(dead_code)]
+mod plot;
 
 fn main() {}
