@@ -8,5 +8,7 @@ mod io;
 mod output;
 #[allow(dead_code)]
 mod plot;
+#[allow(dead_code)]
+mod synth;
 
 fn main() {}
