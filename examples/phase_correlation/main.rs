@@ -1,14 +1,34 @@
 //! The drift-correction program: aligns the frames of electron-microscopy movies by phase
 //! correlation (`ufunc::registration`) and writes the shifts, the aligned sum and previews.
-//! See `--help`, and the README's section on it.
+//! `cargo run --release --example phase_correlation -- --help`; with no movie it runs on a
+//! built-in synthetic movie.
 
-#[allow(dead_code)] // Until the driver uses every reader method.
+mod cli;
+mod demo;
 mod io;
-#[allow(dead_code)]
 mod output;
-#[allow(dead_code)]
 mod plot;
-#[allow(dead_code)]
+mod run;
+mod summary;
 mod synth;
 
-fn main() {}
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    match run::run(&args, run::Progress::auto()) {
+        Ok(summary) => {
+            let _ = summary.print(&mut std::io::stdout().lock());
+            if summary.failed() > 0 {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -89,7 +89,8 @@ pub fn synth_movie(options: &SynthOptions) -> SynthMovie {
                 }
             }
         });
-    let truth = drift.iter().map(|p| [-p[0], -p[1]]).collect();
+    // `0.0 - p` rather than `-p`: frame 0 gets 0.0, not -0.0.
+    let truth = drift.iter().map(|p| [0.0 - p[0], 0.0 - p[1]]).collect();
     SynthMovie { frames, truth }
 }
 

@@ -65,11 +65,6 @@ impl Movie {
         Ok(self)
     }
 
-    /// The file it reads.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// `(rows, cols)` of every frame.
     pub fn frame_shape(&self) -> (usize, usize) {
         self.reader.frame_shape()
