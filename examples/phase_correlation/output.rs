@@ -1,0 +1,338 @@
+//! A movie's results on disk: the five output names, files staged under temporary names and
+//! renamed together when all are written (so a failure leaves nothing partial behind), and the
+//! CSV, JSON and PNG-preview writers.
+
+use anyhow::{Context, Result};
+use ndarray::ArrayView2;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// The five results of one movie `NAME.ext` in an output folder.
+#[derive(Debug, Clone)]
+pub struct OutputPaths {
+    pub csv: PathBuf,
+    pub json: PathBuf,
+    pub mrc: PathBuf,
+    pub png: PathBuf,
+    pub drift: PathBuf,
+}
+
+impl OutputPaths {
+    /// `NAME.shifts.csv`, `NAME.shifts.json`, `NAME.aligned.mrc`, `NAME.aligned.png`,
+    /// `NAME.drift.png` in `dir`.
+    pub fn new(dir: &Path, name: &str) -> OutputPaths {
+        let at = |suffix: &str| dir.join(format!("{name}.{suffix}"));
+        OutputPaths {
+            csv: at("shifts.csv"),
+            json: at("shifts.json"),
+            mrc: at("aligned.mrc"),
+            png: at("aligned.png"),
+            drift: at("drift.png"),
+        }
+    }
+
+    /// All five paths.
+    pub fn all(&self) -> [&Path; 5] {
+        [&self.csv, &self.json, &self.mrc, &self.png, &self.drift]
+    }
+
+    /// Whether every result exists (a finished movie, skipped unless `--force`).
+    pub fn complete(&self) -> bool {
+        self.all().iter().all(|p| p.is_file())
+    }
+}
+
+/// Files written under temporary names beside their final ones; [`Staging::commit`] renames
+/// them all, and dropping an uncommitted staging removes them.
+#[derive(Default)]
+pub struct Staging {
+    staged: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Staging {
+    /// Writes `path`'s content, under a temporary name, with `write`.
+    pub fn write(
+        &mut self,
+        path: &Path,
+        write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+    ) -> Result<()> {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let temp = path.with_file_name(format!(".{name}.part-{}", std::process::id()));
+        let file =
+            File::create(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
+        // Registered before writing, so that a failure below still removes it.
+        self.staged.push((temp.clone(), path.to_owned()));
+        let mut out = BufWriter::new(file);
+        write(&mut out)
+            .and_then(|()| Ok(out.into_inner()?.sync_all()?))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Renames every staged file to its final name.
+    pub fn commit(mut self) -> Result<()> {
+        for (temp, path) in std::mem::take(&mut self.staged) {
+            if let Err(e) = std::fs::rename(&temp, &path) {
+                let _ = std::fs::remove_file(&temp);
+                return Err(e).with_context(|| {
+                    format!("cannot rename {} to {}", temp.display(), path.display())
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        for (temp, _) in &self.staged {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+/// One frame's row of the shifts table.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FrameRow {
+    /// Frame index, from 0.
+    pub frame: usize,
+    /// The shift (rows) that registers the frame onto frame 0.
+    pub dy: f64,
+    /// The shift (columns) that registers the frame onto frame 0.
+    pub dx: f64,
+    /// The correlation peak's height (see `Alignment::peaks`).
+    pub peak: f64,
+    /// The distance moved since the previous frame, in pixels.
+    pub step: f64,
+    /// The true shift, when it is known (the synthetic movie).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truth: Option<[f64; 2]>,
+}
+
+/// The rows of the shifts table from the alignment's shifts and peaks.
+pub fn frame_rows(shifts: &[[f64; 2]], peaks: &[f64], truth: Option<&[[f64; 2]]>) -> Vec<FrameRow> {
+    shifts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let prev = if i == 0 { *s } else { shifts[i - 1] };
+            FrameRow {
+                frame: i,
+                dy: s[0],
+                dx: s[1],
+                peak: peaks.get(i).copied().unwrap_or(f64::NAN),
+                step: (s[0] - prev[0]).hypot(s[1] - prev[1]),
+                truth: truth.and_then(|t| t.get(i).copied()),
+            }
+        })
+        .collect()
+}
+
+/// Writes the shifts table: a header line, then one row per frame.
+pub fn write_csv(out: &mut impl Write, rows: &[FrameRow]) -> Result<()> {
+    let with_truth = rows.iter().any(|r| r.truth.is_some());
+    write!(out, "frame,dy,dx,peak,step")?;
+    if with_truth {
+        write!(out, ",true_dy,true_dx")?;
+    }
+    writeln!(out)?;
+    for r in rows {
+        write!(
+            out,
+            "{},{:.4},{:.4},{:.6},{:.4}",
+            r.frame, r.dy, r.dx, r.peak, r.step
+        )?;
+        if let Some([ty, tx]) = r.truth {
+            write!(out, ",{ty:.4},{tx:.4}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Writes any report as pretty JSON.
+pub fn write_json(out: &mut impl Write, report: &impl Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The longest side of the PNG preview; larger images are binned down by a whole factor.
+pub const PREVIEW_SIZE: usize = 1024;
+
+/// Writes an 8-bit grayscale preview of `image`: binned to at most [`PREVIEW_SIZE`] pixels a
+/// side, contrast-stretched between the 0.5th and 99.5th percentiles.
+pub fn write_preview(out: &mut impl Write, image: ArrayView2<'_, f32>) -> Result<()> {
+    let binned = bin(
+        image,
+        image
+            .nrows()
+            .max(image.ncols())
+            .div_ceil(PREVIEW_SIZE)
+            .max(1),
+    );
+    let (lo, hi) = percentiles(binned.view(), 0.005, 0.995);
+    let scale = if hi > lo { 255.0 / (hi - lo) } else { 0.0 };
+    let pixels: Vec<u8> = binned
+        .iter()
+        .map(|&v| {
+            if v.is_finite() {
+                ((v - lo) * scale).clamp(0.0, 255.0).round() as u8
+            } else {
+                0
+            }
+        })
+        .collect();
+    write_png(
+        out,
+        binned.ncols(),
+        binned.nrows(),
+        png::ColorType::Grayscale,
+        &pixels,
+    )
+}
+
+/// Writes 8-bit pixels (gray or RGB, row-major) as a PNG.
+pub fn write_png(
+    out: &mut impl Write,
+    width: usize,
+    height: usize,
+    color: png::ColorType,
+    pixels: &[u8],
+) -> Result<()> {
+    let mut encoder = png::Encoder::new(out, u32::try_from(width)?, u32::try_from(height)?);
+    encoder.set_color(color);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// The mean of each `factor` x `factor` block (partial blocks at the edges are dropped, unless
+/// the image is smaller than one block).
+fn bin(image: ArrayView2<'_, f32>, factor: usize) -> ndarray::Array2<f32> {
+    if factor == 1 {
+        return image.to_owned();
+    }
+    let (ny, nx) = (
+        (image.nrows() / factor).max(1),
+        (image.ncols() / factor).max(1),
+    );
+    ndarray::Array2::from_shape_fn((ny, nx), |(y, x)| {
+        let block = image.slice(ndarray::s![
+            y * factor..((y + 1) * factor).min(image.nrows()),
+            x * factor..((x + 1) * factor).min(image.ncols())
+        ]);
+        block.mean().unwrap_or(0.0)
+    })
+}
+
+/// The `low` and `high` quantiles (0..1) of the finite values of `image`.
+fn percentiles(image: ArrayView2<'_, f32>, low: f64, high: f64) -> (f32, f32) {
+    let mut values: Vec<f32> = image.iter().copied().filter(|v| v.is_finite()).collect();
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut at = |q: f64| {
+        let k = ((values.len() - 1) as f64 * q).round() as usize;
+        *values.select_nth_unstable_by(k, f32::total_cmp).1
+    };
+    (at(low), at(high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ufunc-output-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn staged_files_appear_only_on_commit() {
+        let dir = temp_dir("commit");
+        let paths = OutputPaths::new(&dir, "m");
+        let mut staging = Staging::default();
+        staging
+            .write(&paths.csv, |w| Ok(w.write_all(b"a")?))
+            .unwrap();
+        staging
+            .write(&paths.json, |w| Ok(w.write_all(b"b")?))
+            .unwrap();
+        assert_eq!(entries(&dir).len(), 2);
+        assert!(!paths.csv.exists());
+        staging.commit().unwrap();
+        assert_eq!(entries(&dir), ["m.shifts.csv", "m.shifts.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failure_leaves_nothing_behind() {
+        let dir = temp_dir("failure");
+        let paths = OutputPaths::new(&dir, "m");
+        let result = (|| {
+            let mut staging = Staging::default();
+            staging.write(&paths.csv, |w| Ok(w.write_all(b"a")?))?;
+            staging.write(&paths.mrc, |_| anyhow::bail!("disk on fire"))?;
+            staging.commit()
+        })();
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(
+            err.contains("m.aligned.mrc") && err.contains("disk on fire"),
+            "{err}"
+        );
+        assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn csv_has_a_header_and_a_row_per_frame() {
+        let rows = frame_rows(
+            &[[0.0, 0.0], [0.5, -1.25], [3.5, -1.25]],
+            &[1.0, 0.5, 0.25],
+            None,
+        );
+        let mut out = Vec::new();
+        write_csv(&mut out, &rows).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "frame,dy,dx,peak,step");
+        assert_eq!(lines[2], "1,0.5000,-1.2500,0.500000,1.3463");
+        assert_eq!(lines[3], "2,3.5000,-1.2500,0.250000,3.0000");
+        let with_truth = frame_rows(&[[0.0, 0.0]], &[1.0], Some(&[[0.0, 0.0]]));
+        let mut out = Vec::new();
+        write_csv(&mut out, &with_truth).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .starts_with("frame,dy,dx,peak,step,true_dy,true_dx\n0,"));
+    }
+
+    #[test]
+    fn previews_are_stretched_and_binned() {
+        let image = Array2::from_shape_fn((2100, 300), |(y, x)| (y + x) as f32);
+        let mut out = Vec::new();
+        write_preview(&mut out, image.view()).unwrap();
+        let decoder = png::Decoder::new(std::io::Cursor::new(out));
+        let mut reader = decoder.read_info().unwrap();
+        let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut pixels).unwrap();
+        assert_eq!((info.width, info.height), (100, 700));
+        assert_eq!(info.color_type, png::ColorType::Grayscale);
+        assert_eq!((pixels[0], pixels[pixels.len() - 1]), (0, 255));
+    }
+}

@@ -1,0 +1,148 @@
+//! The outcome of a run: per movie done (with its numbers), skipped or failed, printed as a
+//! table at the end, and the process's peak memory.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// A movie aligned and written.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub frames: usize,
+    pub shape: (usize, usize),
+    /// Seconds reading and aligning.
+    pub align_s: f64,
+    pub iterations: usize,
+    /// The largest shift of any frame from frame 0, in pixels.
+    pub max_shift: f64,
+    /// The rms distance to the true shifts, when known.
+    pub rms_error: Option<f64>,
+}
+
+/// What happened to one movie.
+#[derive(Debug, Clone)]
+pub enum Status {
+    Done(Done),
+    /// Its results already existed (no `--force`).
+    Skipped,
+    /// The error, naming the file and the problem.
+    Failed(String),
+}
+
+impl Status {
+    /// One line for the log.
+    pub fn describe(&self) -> String {
+        match self {
+            Status::Done(d) => format!(
+                "done in {:.2} s ({:.1} ms per frame, {} iterations, largest shift {:.2} px)",
+                d.align_s,
+                1e3 * d.align_s / d.frames.max(1) as f64,
+                d.iterations,
+                d.max_shift
+            ),
+            Status::Skipped => "skipped: its results exist (--force to redo)".into(),
+            Status::Failed(e) => format!("FAILED: {e}"),
+        }
+    }
+}
+
+/// One movie's outcome.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The movie (or the demo's name for the synthetic one).
+    pub movie: PathBuf,
+    pub status: Status,
+}
+
+/// Every movie's outcome and the peak memory.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub outcomes: Vec<Outcome>,
+    /// Peak resident memory in bytes (Linux), measured when the summary was made.
+    pub peak_rss: Option<u64>,
+}
+
+impl Summary {
+    pub fn new(outcomes: Vec<Outcome>) -> Summary {
+        Summary {
+            outcomes,
+            peak_rss: peak_rss(),
+        }
+    }
+
+    /// The number of movies that failed.
+    pub fn failed(&self) -> usize {
+        self.count(|s| matches!(s, Status::Failed(_)))
+    }
+
+    /// The number of movies skipped.
+    pub fn skipped(&self) -> usize {
+        self.count(|s| matches!(s, Status::Skipped))
+    }
+
+    /// The number of movies done.
+    pub fn done(&self) -> usize {
+        self.count(|s| matches!(s, Status::Done(_)))
+    }
+
+    fn count(&self, f: impl Fn(&Status) -> bool) -> usize {
+        self.outcomes.iter().filter(|o| f(&o.status)).count()
+    }
+
+    /// Prints the table: one row per movie, then the totals and the memory.
+    pub fn print(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let width = self
+            .outcomes
+            .iter()
+            .map(|o| o.movie.display().to_string().len())
+            .max()
+            .unwrap_or(5)
+            .clamp(5, 60);
+        writeln!(
+            out,
+            "{:<width$}  {:>7}  {:>11}  {:>8}  {:>9}  {:>5}  {:>10}",
+            "movie", "status", "size", "time s", "ms/frame", "iters", "rms err px"
+        )?;
+        for o in &self.outcomes {
+            let name = o.movie.display().to_string();
+            match &o.status {
+                Status::Done(d) => writeln!(
+                    out,
+                    "{name:<width$}  {:>7}  {:>11}  {:>8.2}  {:>9.1}  {:>5}  {:>10}",
+                    "done",
+                    format!("{}x{}x{}", d.frames, d.shape.0, d.shape.1),
+                    d.align_s,
+                    1e3 * d.align_s / d.frames.max(1) as f64,
+                    d.iterations,
+                    d.rms_error.map(|e| format!("{e:.3}")).unwrap_or("-".into())
+                )?,
+                Status::Skipped => {
+                    writeln!(out, "{name:<width$}  {:>7}  (results exist)", "skipped")?
+                }
+                Status::Failed(e) => writeln!(out, "{name:<width$}  {:>7}  {e}", "FAILED")?,
+            }
+        }
+        write!(
+            out,
+            "{} done, {} skipped, {} failed",
+            self.done(),
+            self.skipped(),
+            self.failed()
+        )?;
+        match self.peak_rss {
+            Some(bytes) => writeln!(
+                out,
+                "; peak memory {:.0} MiB",
+                bytes as f64 / (1 << 20) as f64
+            ),
+            None => writeln!(out),
+        }
+    }
+}
+
+/// The process's peak resident set size (VmHWM in /proc/self/status), on Linux.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
