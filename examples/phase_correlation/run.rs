@@ -276,7 +276,8 @@ pub fn align_and_write(
     let (ny, nx) = source.frame_shape();
     let n = source.len();
     let start = Instant::now();
-    let alignment = align_movie(source, options).context("alignment failed")?;
+    let alignment = align_movie(source, options)
+        .with_context(|| format!("{}: alignment failed", meta.movie))?;
     let align_s = start.elapsed().as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
