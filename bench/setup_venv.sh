@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates bench/.venv with pinned NumPy, numexpr and Numba for peers.py; idempotent, non-interactive.
+# Creates bench/.venv with pinned NumPy, numexpr and Numba for peers.py, and SciPy, scikit-image,
+# pyFFTW and mkl_fft for peers_registration.py; idempotent, non-interactive.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -9,7 +10,11 @@ stamp="$venv/.bench-requirements"
 reqs="numpy==2.4.6
 numexpr==2.14.2
 llvmlite==0.50.0
-numba==0.68.1"
+numba==0.68.1
+scipy==1.17.1
+scikit-image==0.26.0
+pyfftw==0.15.1
+mkl_fft==2.3.2"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     echo "setup_venv: creating $venv"

@@ -243,3 +243,39 @@ fn bad_movies_and_options_are_errors() {
     .unwrap();
     assert_eq!(a.shifts, vec![[0.0, 0.0]]);
 }
+
+/// Large frames aligned on cropped spectra: the same drift, the same full-size sum.
+#[test]
+fn frames_aligned_at_a_smaller_size_give_the_same_drift() {
+    let mut m = movie(8, (128, 96), 300.0, 4);
+    let full = align_movie(&mut m, &AlignOptions::default()).unwrap();
+    let binned = align_movie(
+        &mut m,
+        &AlignOptions {
+            max_size: 64,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(full.alignment_shape, (128, 96));
+    assert_eq!(binned.alignment_shape, (64, 64));
+    let e = rms_error(&binned.shifts);
+    assert!(e < 0.1, "rms error {e}: {:?}", binned.shifts);
+    assert_eq!(binned.sum.shape(), &[128, 96]);
+    let diff = (&binned.sum - &full.sum).mapv(f32::abs).mean().unwrap();
+    assert!(
+        diff < 0.05 * full.sum.mean().unwrap(),
+        "mean difference {diff}"
+    );
+    let bad = AlignOptions {
+        max_size: 1,
+        ..Default::default()
+    };
+    assert!(matches!(
+        align_movie(&mut m, &bad).unwrap_err(),
+        Error::InvalidArgument {
+            name: "max_size",
+            ..
+        }
+    ));
+}

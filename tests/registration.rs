@@ -289,3 +289,27 @@ fn a_shift_of_half_the_image_stays_positive() {
     // -8 wraps to +8 (index 8 is not past 16/2); -7 wraps to index 8, past 15/2, so -7.
     assert_eq!(r.shift, vec![8.0, -7.0]);
 }
+
+/// A correlator made once gives, frame after frame, what the one-off function gives.
+#[test]
+fn a_correlator_registers_like_the_function() {
+    use ufunc::registration::Correlator;
+    let shape = [36, 44];
+    let reference: Array2<f64> = image(&shape, &[0.0, 0.0], 6).into_dimensionality().unwrap();
+    let o = options(20);
+    let c64 = Correlator::new(&reference, &o).unwrap();
+    let c32 = Correlator::new(&reference.mapv(|v| v as f32), &o).unwrap();
+    for k in 0..3 {
+        let shift = [1.3 * k as f64, -2.1 * k as f64];
+        let moving: Array2<f64> = image(&shape, &shift, 6).into_dimensionality().unwrap();
+        assert_eq!(
+            c64.register(&moving).unwrap(),
+            phase_cross_correlation(&reference, &moving, &o).unwrap()
+        );
+        let r32 = c32.register(&moving.mapv(|v| v as f32)).unwrap();
+        assert_shift(&r32.shift, &[-shift[0], -shift[1]], 0.1, "f32 correlator");
+    }
+    let e = c64.register(&Array2::<f64>::zeros((36, 45))).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
+    assert!(Correlator::new(&Array2::<f64>::zeros((0, 3)), &o).is_err());
+}

@@ -119,6 +119,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let mut source = Ticking {
                     movie: &mut movie,
                     bar: &frame_bar,
+                    reads: 0,
                 };
                 align_and_write(&mut source, &meta, &outputs, &options, None)
             })();
@@ -192,10 +193,12 @@ fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
-/// A movie that advances a progress bar as its frames are read.
+/// A movie that advances a progress bar as its frames are read (once to align them, and once
+/// more for the sum when they were aligned Fourier-binned).
 struct Ticking<'a> {
     movie: &'a mut Movie,
     bar: &'a ProgressBar,
+    reads: u64,
 }
 
 impl FrameSource for Ticking<'_> {
@@ -211,9 +214,13 @@ impl FrameSource for Ticking<'_> {
         out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.movie.read_frame(index, out)?;
-        self.bar.inc(1);
-        if self.bar.position() == self.movie.len() as u64 {
-            self.bar.set_message("aligning");
+        self.reads += 1;
+        let n = self.movie.len() as u64;
+        self.bar.set_position((self.reads - 1) % n + 1);
+        match self.reads {
+            r if r == n => self.bar.set_message("aligning"),
+            r if r > n => self.bar.set_message("summing"),
+            _ => {}
         }
         Ok(())
     }
@@ -235,6 +242,8 @@ struct Report<'a> {
     gain: Option<&'a str>,
     frames: usize,
     frame_shape: [usize; 2],
+    /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
+    alignment_shape: [usize; 2],
     options: OptionsReport,
     iterations: usize,
     timing: Timing,
@@ -251,6 +260,7 @@ struct OptionsReport {
     bfactor: f64,
     max_iterations: usize,
     tolerance: f64,
+    max_size: usize,
     target: String,
 }
 
@@ -309,6 +319,7 @@ pub fn align_and_write(
         gain: meta.gain.as_deref(),
         frames: n,
         frame_shape: [ny, nx],
+        alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
         options: OptionsReport {
             reference: format!("{:?}", options.reference).to_lowercase(),
             upsample_factor: options.upsample_factor,
@@ -316,6 +327,7 @@ pub fn align_and_write(
             bfactor: options.bfactor,
             max_iterations: options.max_iterations,
             tolerance: options.tolerance,
+            max_size: options.max_size,
             target: options.target.name().to_owned(),
         },
         iterations: alignment.iterations,
@@ -553,6 +565,27 @@ mod tests {
             &["--gain", &fixture("gain.tif")],
         );
         assert_eq!(good.done(), 1);
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn max_size_bins_the_alignment_and_keeps_the_full_size_sum() {
+        let out = temp_dir("max-size");
+        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--max-size", "8"]);
+        assert_eq!(summary.done(), 1);
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("movie_u16.shifts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["frame_shape"], serde_json::json!([16, 20]));
+        assert_eq!(json["options"]["max_size"], 8);
+        assert!(
+            json["alignment_shape"][1].as_u64().unwrap() <= 8,
+            "{}",
+            json["alignment_shape"]
+        );
+        let sum = crate::io::Movie::open(&out.join("movie_u16.aligned.mrc")).unwrap();
+        assert_eq!((sum.len(), sum.frame_shape()), (1, (16, 20)));
         std::fs::remove_dir_all(&out).unwrap();
     }
 

@@ -3,7 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
-use super::pcc::{half_power, half_product_peak, normalise, threads_of};
+use super::pcc::{half_power, half_product_peak, normalise, threads_of, Scratch};
 use super::spectra::RealPlan2;
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
@@ -43,6 +43,12 @@ pub struct AlignOptions {
     pub max_iterations: usize,
     /// Stop when no frame's shift changes by more than this many pixels in a pass.
     pub tolerance: f64,
+    /// Frames larger than this on an axis are aligned on their spectra cropped to this size
+    /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
+    /// back, so they are quantised to `binning / upsample_factor`). The cropped spectra are all
+    /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most); the full-size
+    /// aligned sum is made by reading the frames once more.
+    pub max_size: usize,
     /// `Cpu` or `Parallel` (frames are registered in parallel).
     pub target: Target,
 }
@@ -56,6 +62,7 @@ impl Default for AlignOptions {
             bfactor: 150.0,
             max_iterations: 10,
             tolerance: 0.05,
+            max_size: 4096,
             target: Target::Parallel,
         }
     }
@@ -73,6 +80,9 @@ pub struct Alignment {
     pub iterations: usize,
     /// The aligned sum: every frame moved by its shift (a Fourier shift) and added.
     pub sum: Array2<f32>,
+    /// The `(rows, cols)` the frames were aligned at (smaller than theirs where cropped by
+    /// [`AlignOptions::max_size`]).
+    pub alignment_shape: (usize, usize),
 }
 
 /// Frames read one at a time: a 3-d array in memory, or a file that streams them.
@@ -156,9 +166,10 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     let threads = threads_of(options.target)?;
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
-    let n = frames.len();
-    let plan = RealPlan2::<f32>::new(ny, nx);
-    let spectra = read_spectra(frames, &plan, threads)?;
+    let (cy, cx) = (ny.min(options.max_size), nx.min(options.max_size));
+    let full = RealPlan2::<f32>::new(ny, nx);
+    let plan = RealPlan2::<f32>::new(cy, cx);
+    let spectra = read_spectra(frames, &full, (cy, cx), threads)?;
     let pcc = PccOptions {
         upsample_factor: options.upsample_factor,
         normalization: options.normalization,
@@ -173,17 +184,75 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         Reference::Sum => iterate_on_sum(&spectra, &plan, &pcc, options, threads),
     };
     let origin = shifts[0];
+    let scale = [ny as f64 / cy as f64, nx as f64 / cx as f64];
     for s in &mut shifts {
-        *s = [s[0] - origin[0], s[1] - origin[1]];
+        *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
     }
-    let sum = aligned_sum(&spectra, &shifts, &plan, threads);
-    debug_assert_eq!(shifts.len(), n);
+    let sum = if (cy, cx) == (ny, nx) {
+        aligned_sum(&spectra, &shifts, &full, threads)
+    } else {
+        drop(spectra);
+        streamed_sum(frames, &shifts, &full, threads)?
+    };
     Ok(Alignment {
         shifts,
         peaks,
         iterations,
         sum,
+        alignment_shape: (cy, cx),
     })
+}
+
+/// The half spectrum of a `(cy, cx)` image made of the low frequencies of a larger one's
+/// (amplitudes are not rescaled: the correlation does not need it).
+fn crop_half(spectrum: &Array2<Complex<f32>>, (cy, cx): (usize, usize)) -> Array2<Complex<f32>> {
+    let ny = spectrum.nrows();
+    Array2::from_shape_fn((cy, cx / 2 + 1), |(r, c)| {
+        let source_row = if r < cy.div_ceil(2) { r } else { ny - (cy - r) };
+        spectrum[[source_row, c]]
+    })
+}
+
+/// Reads every frame again, moves it by its shift and adds it: the full-size aligned sum
+/// with one frame's spectrum in memory per thread.
+fn streamed_sum<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    plan: &RealPlan2<f32>,
+    threads: Threads,
+) -> Result<Array2<f32>> {
+    let (ny, nx) = (plan.height(), plan.width());
+    let mut total = Array2::<Complex<f32>>::zeros((ny, plan.half_width()));
+    let mut image = Array2::<f32>::zeros((ny, nx));
+    let mut spectrum = total.clone();
+    for (i, &shift) in shifts.iter().enumerate() {
+        read_one(frames, i, &mut image)?;
+        plan.forward(image.view(), &mut spectrum, threads);
+        total += &fourier_shift(&spectrum, shift, nx);
+    }
+    let mut sum = Array2::zeros((ny, nx));
+    plan.inverse(&mut total, &mut sum, threads);
+    Ok(sum)
+}
+
+fn read_one<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    index: usize,
+    image: &mut Array2<f32>,
+) -> Result<()> {
+    frames
+        .read_frame(index, image.view_mut())
+        .map_err(|e| Error::InvalidArgument {
+            name: "frames",
+            message: format!("frame {index} could not be read: {e}"),
+        })?;
+    if image.iter().any(|v| v.is_nan()) {
+        return Err(Error::NotFinite {
+            context: CONTEXT,
+            name: "frames",
+        });
+    }
+    Ok(())
 }
 
 fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<()> {
@@ -201,6 +270,15 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
         return Err(Error::InvalidArgument {
             name: "upsample_factor",
             message: "must be at least 1 (1: whole pixels), got 0".into(),
+        });
+    }
+    if options.max_size < 2 {
+        return Err(Error::InvalidArgument {
+            name: "max_size",
+            message: format!(
+                "frames cannot be aligned at fewer than 2 pixels, got {}",
+                options.max_size
+            ),
         });
     }
     if !(options.bfactor >= 0.0 && options.bfactor.is_finite()) {
@@ -221,10 +299,12 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
     Ok(())
 }
 
-/// Every frame's half spectrum, read in order and transformed in parallel batches.
+/// Every frame's half spectrum (cropped to `crop`), read in order and transformed in parallel
+/// batches.
 fn read_spectra<S: FrameSource + ?Sized>(
     frames: &mut S,
     plan: &RealPlan2<f32>,
+    crop: (usize, usize),
     threads: Threads,
 ) -> Result<Vec<Array2<Complex<f32>>>> {
     let (ny, nx) = frames.frame_shape();
@@ -239,23 +319,16 @@ fn read_spectra<S: FrameSource + ?Sized>(
     for start in (0..frames.len()).step_by(batch) {
         let count = batch.min(frames.len() - start);
         for (k, image) in images.iter_mut().take(count).enumerate() {
-            frames
-                .read_frame(start + k, image.view_mut())
-                .map_err(|e| Error::InvalidArgument {
-                    name: "frames",
-                    message: format!("frame {} could not be read: {e}", start + k),
-                })?;
-            if image.iter().any(|v| v.is_nan()) {
-                return Err(Error::NotFinite {
-                    context: CONTEXT,
-                    name: "frames",
-                });
-            }
+            read_one(frames, start + k, image)?;
         }
         let transform = |image: &Array2<f32>| {
             let mut s = Array2::zeros((ny, plan.half_width()));
             plan.forward(image.view(), &mut s, Threads::One);
-            s
+            if crop == (ny, nx) {
+                s
+            } else {
+                crop_half(&s, crop)
+            }
         };
         let batch_spectra: Vec<_> = match threads {
             Threads::One => images[..count].iter().map(transform).collect(),
@@ -293,8 +366,8 @@ fn register(
 ) -> ([f64; 2], f64) {
     let (ny, nx) = (plan.height(), plan.width());
     let amplitudes = (half_power(reference, nx), half_power(moving, nx));
-    let mut product = Array2::zeros(reference.raw_dim());
-    ndarray::Zip::indexed(&mut product)
+    let mut scratch = Scratch::new(plan);
+    ndarray::Zip::indexed(scratch.product_mut())
         .and(reference)
         .and(moving)
         .for_each(|(ky, kx), p, &r, &m| {
@@ -305,7 +378,13 @@ fn register(
             }
             *p = z;
         });
-    let peak = half_product_peak(plan, product, pcc.upsample_factor, amplitudes, Threads::One);
+    let peak = half_product_peak(
+        plan,
+        &mut scratch,
+        pcc.upsample_factor,
+        amplitudes,
+        Threads::One,
+    );
     let s = peak.shift(&[ny, nx], pcc.upsample_factor);
     ([s[0], s[1]], peak.correlation())
 }

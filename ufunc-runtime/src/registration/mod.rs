@@ -28,7 +28,7 @@ mod spectra;
 mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
-pub use pcc::phase_cross_correlation;
+pub use pcc::{phase_cross_correlation, Correlator};
 
 use crate::Target;
 use num_complex::Complex;

@@ -11,6 +11,7 @@ use crate::parallel::Threads;
 use crate::Target;
 use ndarray::{Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
 use num_complex::Complex;
+use rayon::prelude::*;
 
 const CONTEXT: &str = "phase_cross_correlation";
 
@@ -37,22 +38,8 @@ where
             shapes: [reference.shape().to_vec(), moving.shape().to_vec()],
         });
     }
-    if options.upsample_factor == 0 {
-        return Err(Error::InvalidArgument {
-            name: "upsample_factor",
-            message: "must be at least 1 (1: whole pixels), got 0".into(),
-        });
-    }
+    check_options(reference.shape(), options)?;
     let threads = threads_of(options.target)?;
-    if reference.is_empty() {
-        return Err(Error::InvalidArgument {
-            name: "reference",
-            message: format!(
-                "an empty array of shape {:?} has no peak",
-                reference.shape()
-            ),
-        });
-    }
     let peak = if !A::COMPLEX && options.space == Space::Real && reference.ndim() == 2 {
         let r = reference.view().into_dimensionality::<Ix2>().expect("2-d");
         let m = moving.view().into_dimensionality::<Ix2>().expect("2-d");
@@ -70,6 +57,22 @@ where
         )
     };
     peak.finish(reference.shape(), options.upsample_factor)
+}
+
+fn check_options(shape: &[usize], options: &PccOptions) -> Result<()> {
+    if options.upsample_factor == 0 {
+        return Err(Error::InvalidArgument {
+            name: "upsample_factor",
+            message: "must be at least 1 (1: whole pixels), got 0".into(),
+        });
+    }
+    if shape.contains(&0) {
+        return Err(Error::InvalidArgument {
+            name: "reference",
+            message: format!("an empty array of shape {shape:?} has no peak"),
+        });
+    }
+    Ok(())
 }
 
 /// The full complex spectrum of an image (or the spectrum itself, in Fourier space).
@@ -199,9 +202,11 @@ fn wrap(index: &[usize], shape: &[usize]) -> Vec<f64> {
 
 pub(super) fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
     match normalization {
+        // |z| as sqrt(re² + im²): num-complex's `norm` calls `hypot`, many times slower, and
+        // the cross-power values are far from overflow.
         Normalization::Phase => {
             let floor = T::epsilon() * T::of_f64(100.0);
-            z / z.norm().max(floor)
+            z / (z.re * z.re + z.im * z.im).sqrt().max(floor)
         }
         Normalization::Off => z,
     }
@@ -269,44 +274,230 @@ fn half_spectrum_peak<T: Real>(
     options: &PccOptions,
     threads: Threads,
 ) -> Peak {
-    let (ny, nx) = reference.dim();
-    let plan = RealPlan2::<T>::new(ny, nx);
-    let m = plan.half_width();
-    let mut spec_r = Array2::zeros((ny, m));
-    let mut spec_m = Array2::zeros((ny, m));
-    plan.forward(reference, &mut spec_r, threads);
-    plan.forward(moving, &mut spec_m, threads);
-    let mut product = spec_r;
-    let amplitudes = (half_power(&product, nx), half_power(&spec_m, nx));
-    Zip::from(&mut product)
-        .and(&spec_m)
-        .for_each(|p, &s| *p = normalise(*p * s.conj(), options.normalization));
-    half_product_peak(&plan, product, options.upsample_factor, amplitudes, threads)
+    Correlator::with_threads(reference, options, threads).peak(moving)
+}
+
+/// Registers many images onto one reference: the reference's spectrum and the transform plans
+/// are made once, so each [`register`](Correlator::register) costs one forward and one inverse
+/// real FFT, the cross-power product and the refinement. Real 2-d images, `f32` or `f64`.
+///
+/// ```
+/// use ndarray::Array2;
+/// use ufunc_runtime::registration::{Correlator, PccOptions};
+/// # fn main() -> Result<(), ufunc_runtime::Error> {
+/// let spot = |cy: f32| Array2::from_shape_fn((32, 32), |(y, x)| {
+///     (-((y as f32 - cy).powi(2) + (x as f32 - 9.0).powi(2)) / 4.0).exp()
+/// });
+/// let options = PccOptions { upsample_factor: 10, ..Default::default() };
+/// let correlator = Correlator::new(&spot(10.0), &options)?;
+/// for k in 1..4 {
+///     let r = correlator.register(&spot(10.0 + k as f32))?;
+///     assert!((r.shift[0] + k as f64).abs() < 0.11 && r.shift[1].abs() < 0.11);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct Correlator<T: Real> {
+    plan: RealPlan2<T>,
+    reference: Array2<Complex<T>>,
+    reference_power: f64,
+    options: PccOptions,
+    threads: Threads,
+    /// Buffers of finished calls, reused by the next ones (one per concurrent caller).
+    scratch: std::sync::Mutex<Vec<Scratch<T>>>,
+}
+
+/// A registration's buffers: the cross-power spectrum, its copy the inverse transform
+/// overwrites, and the cross-correlation.
+pub(super) struct Scratch<T: Real> {
+    product: Array2<Complex<T>>,
+    spectrum: Array2<Complex<T>>,
+    cc: Array2<T>,
+}
+
+impl<T: Real> Scratch<T> {
+    pub(super) fn new(plan: &RealPlan2<T>) -> Self {
+        let (ny, nx, m) = (plan.height(), plan.width(), plan.half_width());
+        Scratch {
+            product: Array2::zeros((ny, m)),
+            spectrum: Array2::zeros((ny, m)),
+            cc: Array2::zeros((ny, nx)),
+        }
+    }
+
+    pub(super) fn product_mut(&mut self) -> &mut Array2<Complex<T>> {
+        &mut self.product
+    }
+}
+
+impl<T: Real> Correlator<T> {
+    /// Prepares registration onto `reference` (errors: an empty image, an `upsample_factor` of
+    /// 0, a target other than `cpu` or `parallel`, NaN in the reference).
+    pub fn new<S: Data<Elem = T>>(
+        reference: &ArrayBase<S, Ix2>,
+        options: &PccOptions,
+    ) -> Result<Self> {
+        check_options(reference.shape(), options)?;
+        let threads = threads_of(options.target)?;
+        if reference.iter().any(|v| v.is_nan()) {
+            return Err(Error::NotFinite {
+                context: CONTEXT,
+                name: "reference",
+            });
+        }
+        Ok(Self::with_threads(reference.view(), options, threads))
+    }
+
+    fn with_threads(reference: ArrayView2<'_, T>, options: &PccOptions, threads: Threads) -> Self {
+        let (ny, nx) = reference.dim();
+        let plan = RealPlan2::<T>::new(ny, nx);
+        let mut spectrum = Array2::zeros((ny, plan.half_width()));
+        plan.forward(reference, &mut spectrum, threads);
+        Correlator {
+            reference_power: half_power(&spectrum, nx),
+            reference: spectrum,
+            plan,
+            options: *options,
+            threads,
+            scratch: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The shift that registers `moving` onto the reference, as [`phase_cross_correlation`]
+    /// gives it.
+    pub fn register<S: Data<Elem = T>>(&self, moving: &ArrayBase<S, Ix2>) -> Result<Pcc> {
+        let shape = [self.plan.height(), self.plan.width()];
+        if moving.shape() != shape {
+            return Err(Error::ShapeMismatch {
+                context: CONTEXT,
+                names: ["reference", "moving"],
+                shapes: [shape.to_vec(), moving.shape().to_vec()],
+            });
+        }
+        self.peak(moving.view())
+            .finish(&shape, self.options.upsample_factor)
+    }
+
+    fn peak(&self, moving: ArrayView2<'_, T>) -> Peak {
+        let nx = self.plan.width();
+        let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = pool().pop();
+        let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
+        self.plan
+            .forward(moving, &mut scratch.product, self.threads);
+        let normalization = self.options.normalization;
+        let moving_power = cross_power(
+            &self.reference,
+            &mut scratch.product,
+            nx,
+            normalization,
+            self.threads,
+        );
+        let amplitudes = (self.reference_power, moving_power);
+        let upsample = self.options.upsample_factor;
+        let peak = half_product_peak(&self.plan, &mut scratch, upsample, amplitudes, self.threads);
+        pool().push(scratch);
+        peak
+    }
 }
 
 /// `Σ|S|²` over the full spectrum, from the half: the columns that have a mirror count twice.
 pub(super) fn half_power<T: Real>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
-    s.indexed_iter()
-        .map(|((_, c), z)| {
-            let twice = c > 0 && !(nx % 2 == 0 && c == nx / 2);
+    s.rows()
+        .into_iter()
+        .map(|row| row_power(row.iter(), nx))
+        .sum()
+}
+
+fn row_power<'a, T: Real>(row: impl Iterator<Item = &'a Complex<T>>, nx: usize) -> f64 {
+    let m = nx / 2 + 1;
+    row.enumerate()
+        .map(|(c, z)| {
+            let twice = c > 0 && !(nx % 2 == 0 && c == m - 1);
             z.to_f64_norm_sqr() * if twice { 2.0 } else { 1.0 }
         })
         .sum()
 }
 
+/// Replaces the half spectrum `moving` by its cross-power spectrum with `reference`
+/// (`R conj(M)`, normalised), and returns `Σ|M|²` over the full spectrum; rows split across
+/// threads.
+fn cross_power<T: Real>(
+    reference: &Array2<Complex<T>>,
+    moving: &mut Array2<Complex<T>>,
+    nx: usize,
+    normalization: Normalization,
+    threads: Threads,
+) -> f64 {
+    let m = nx / 2 + 1;
+    let rows_per_piece = 64 * m;
+    let reference = reference.as_slice().expect("a standard-layout spectrum");
+    let moving = moving.as_slice_mut().expect("a standard-layout spectrum");
+    let piece = |(r, p): (&[Complex<T>], &mut [Complex<T>])| -> f64 {
+        let mut power = 0.0;
+        for (r_row, p_row) in r.chunks_exact(m).zip(p.chunks_exact_mut(m)) {
+            power += row_power(p_row.iter(), nx);
+            for (z, &r) in p_row.iter_mut().zip(r_row) {
+                *z = normalise(r * z.conj(), normalization);
+            }
+        }
+        power
+    };
+    let pieces = reference
+        .chunks(rows_per_piece)
+        .zip(moving.chunks_mut(rows_per_piece));
+    match threads {
+        Threads::One => pieces.map(piece).sum(),
+        Threads::All => pieces.par_bridge().map(piece).sum(),
+    }
+}
+
+/// Index of the largest `|value|` of a contiguous image, the first on ties (NumPy's
+/// `argmax`), pieces split across threads.
+fn argmax_abs<T: Real>(values: &[T], threads: Threads) -> usize {
+    const PIECE: usize = 1 << 16;
+    let piece = |(p, chunk): (usize, &[T])| -> (usize, T) {
+        let mut best = (0, T::neg_infinity());
+        for (i, &v) in chunk.iter().enumerate() {
+            if v.abs() > best.1 {
+                best = (i, v.abs());
+            }
+        }
+        (p * PIECE + best.0, best.1)
+    };
+    let better = |a: (usize, T), b: (usize, T)| {
+        if b.1 > a.1 || (b.1 == a.1 && b.0 < a.0) {
+            b
+        } else {
+            a
+        }
+    };
+    let start = (0, T::neg_infinity());
+    let pieces = values.chunks(PIECE).enumerate();
+    match threads {
+        Threads::One => pieces.map(piece).fold(start, better),
+        Threads::All => pieces.par_bridge().map(piece).reduce(|| start, better),
+    }
+    .0
+}
+
 /// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
 pub(super) fn half_product_peak<T: Real>(
     plan: &RealPlan2<T>,
-    product: Array2<Complex<T>>,
+    scratch: &mut Scratch<T>,
     upsample: u32,
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Peak {
-    let (ny, nx) = (product.nrows(), plan.width());
-    let mut spectrum = product.clone();
-    let mut cc = Array2::<T>::zeros((ny, nx));
-    plan.inverse(&mut spectrum, &mut cc, threads);
-    let flat = argmax(cc.iter().enumerate(), |v| v.as_f64().abs());
+    let (ny, nx) = (plan.height(), plan.width());
+    let Scratch {
+        product,
+        spectrum,
+        cc,
+    } = scratch;
+    spectrum.assign(product);
+    plan.inverse(spectrum, cc, threads);
+    let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let index = unravel(flat, &[ny, nx]);
     let coarse = wrap(&index, &[ny, nx]);
     let size = (ny * nx) as f64;

@@ -39,7 +39,8 @@ pub(crate) fn fftn_inplace<T: Real>(a: &mut ArrayD<Complex<T>>, inverse: bool) {
 }
 
 /// A 2-D real transform of one shape: `forward` gives the `(ny, nx/2+1)` half spectrum,
-/// `inverse` takes it back (divided by the size).
+/// `inverse` takes it back (divided by the size). Rows go through realfft, columns through
+/// rustfft in blocks gathered into contiguous scratch, both split across threads.
 pub(crate) struct RealPlan2<T: Real> {
     ny: usize,
     nx: usize,
@@ -48,6 +49,9 @@ pub(crate) struct RealPlan2<T: Real> {
     columns_forward: Arc<dyn Fft<T>>,
     columns_inverse: Arc<dyn Fft<T>>,
 }
+
+/// Rows per piece of a row pass.
+const ROWS_PER_PIECE: usize = 16;
 
 impl<T: Real> RealPlan2<T> {
     pub(crate) fn new(ny: usize, nx: usize) -> Self {
@@ -75,32 +79,36 @@ impl<T: Real> RealPlan2<T> {
         self.nx / 2 + 1
     }
 
-    /// The half spectrum of `image` (any strides) into `out`.
+    /// The half spectrum of `image` (any strides) into `out` (standard layout).
     pub(crate) fn forward(
         &self,
         image: ArrayView2<'_, T>,
         out: &mut Array2<Complex<T>>,
         threads: Threads,
     ) {
-        let m = self.half_width();
-        let rows = |(mut dst, src): (
-            ndarray::ArrayViewMut1<'_, Complex<T>>,
-            ndarray::ArrayView1<'_, T>,
-        )| {
-            let mut line: Vec<T> = src.iter().copied().collect();
-            let mut spec = vec![Complex::default(); m];
-            let _ = self.rows_forward.process(&mut line, &mut spec);
-            dst.iter_mut().zip(&spec).for_each(|(d, s)| *d = *s);
+        let (nx, m) = (self.nx, self.half_width());
+        let out_rows = out.as_slice_mut().expect("a standard-layout spectrum");
+        let piece = |(p, rows): (usize, &mut [Complex<T>])| {
+            let mut line = vec![T::zero(); nx];
+            let mut scratch = self.rows_forward.make_scratch_vec();
+            for (k, dst) in rows.chunks_exact_mut(m).enumerate() {
+                let src = image.row(p * ROWS_PER_PIECE + k);
+                line.iter_mut().zip(src.iter()).for_each(|(d, s)| *d = *s);
+                let _ = self
+                    .rows_forward
+                    .process_with_scratch(&mut line, dst, &mut scratch);
+            }
         };
-        let pairs: Vec<_> = out.rows_mut().into_iter().zip(image.rows()).collect();
-        match threads {
-            Threads::One => pairs.into_iter().for_each(rows),
-            Threads::All => pairs.into_par_iter().for_each(rows),
-        }
+        for_each_piece(
+            out_rows.chunks_mut(ROWS_PER_PIECE * m).enumerate(),
+            threads,
+            piece,
+        );
         self.columns(out, &self.columns_forward, threads);
     }
 
-    /// The image of the half spectrum `spectrum` (overwritten) into `out`, divided by the size.
+    /// The image of the half spectrum `spectrum` (overwritten) into `out` (standard layout),
+    /// divided by the size.
     pub(crate) fn inverse(
         &self,
         spectrum: &mut Array2<Complex<T>>,
@@ -108,50 +116,64 @@ impl<T: Real> RealPlan2<T> {
         threads: Threads,
     ) {
         self.columns(spectrum, &self.columns_inverse, threads);
+        let (nx, m) = (self.nx, self.half_width());
         let scale = T::one() / T::of_f64((self.nx * self.ny) as f64);
-        let rows = |(mut dst, src): (
-            ndarray::ArrayViewMut1<'_, T>,
-            ndarray::ArrayViewMut1<'_, Complex<T>>,
-        )| {
-            let mut spec: Vec<Complex<T>> = src.iter().copied().collect();
-            // A real signal's spectrum has real DC and Nyquist terms: drop rounding residue.
-            spec[0].im = T::zero();
-            if self.nx % 2 == 0 {
-                spec[self.nx / 2].im = T::zero();
+        let spec_rows = spectrum.as_slice_mut().expect("a standard-layout spectrum");
+        let out_rows = out.as_slice_mut().expect("a standard-layout image");
+        let piece = |(specs, images): (&mut [Complex<T>], &mut [T])| {
+            let mut scratch = self.rows_inverse.make_scratch_vec();
+            for (spec, line) in specs.chunks_exact_mut(m).zip(images.chunks_exact_mut(nx)) {
+                // A real signal's spectrum has real DC and Nyquist terms: drop rounding residue.
+                spec[0].im = T::zero();
+                if nx % 2 == 0 {
+                    spec[nx / 2].im = T::zero();
+                }
+                let _ = self
+                    .rows_inverse
+                    .process_with_scratch(spec, line, &mut scratch);
+                line.iter_mut().for_each(|v| *v = *v * scale);
             }
-            let mut line = vec![T::zero(); self.nx];
-            let _ = self.rows_inverse.process(&mut spec, &mut line);
-            dst.iter_mut().zip(&line).for_each(|(d, s)| *d = *s * scale);
         };
-        let pairs: Vec<_> = out
-            .rows_mut()
-            .into_iter()
-            .zip(spectrum.rows_mut())
-            .collect();
-        match threads {
-            Threads::One => pairs.into_iter().for_each(rows),
-            Threads::All => pairs.into_par_iter().for_each(rows),
-        }
+        let pieces = spec_rows
+            .chunks_mut(ROWS_PER_PIECE * m)
+            .zip(out_rows.chunks_mut(ROWS_PER_PIECE * nx));
+        for_each_piece(pieces, threads, piece);
     }
 
-    /// Transforms every column of `a` in place, blocks of columns gathered into scratch.
+    /// Transforms every column of `a` in place: blocks of columns gathered into contiguous
+    /// scratch, transformed as one batch, scattered back.
     fn columns(&self, a: &mut Array2<Complex<T>>, fft: &Arc<dyn Fft<T>>, threads: Threads) {
         let ny = self.ny;
         let block = |mut cols: ndarray::ArrayViewMut2<'_, Complex<T>>| {
             let w = cols.ncols();
             let mut buf = vec![Complex::default(); ny * w];
-            for ((y, c), v) in cols.indexed_iter() {
-                buf[c * ny + y] = *v;
+            let mut scratch = vec![Complex::default(); fft.get_inplace_scratch_len()];
+            for (y, row) in cols.rows().into_iter().enumerate() {
+                for (c, v) in row.iter().enumerate() {
+                    buf[c * ny + y] = *v;
+                }
             }
-            fft.process(&mut buf);
-            for ((y, c), v) in cols.indexed_iter_mut() {
-                *v = buf[c * ny + y];
+            fft.process_with_scratch(&mut buf, &mut scratch);
+            for (y, mut row) in cols.rows_mut().into_iter().enumerate() {
+                for (c, v) in row.iter_mut().enumerate() {
+                    *v = buf[c * ny + y];
+                }
             }
         };
         let blocks: Vec<_> = a.axis_chunks_iter_mut(Axis(1), COLUMN_BLOCK).collect();
-        match threads {
-            Threads::One => blocks.into_iter().for_each(block),
-            Threads::All => blocks.into_par_iter().for_each(block),
-        }
+        for_each_piece(blocks.into_iter(), threads, block);
+    }
+}
+
+/// Runs `work` on each item: in order on this thread, or on rayon's pool.
+fn for_each_piece<I, F>(items: I, threads: Threads, work: F)
+where
+    I: Iterator + Send,
+    I::Item: Send,
+    F: Fn(I::Item) + Sync + Send,
+{
+    match threads {
+        Threads::One => items.for_each(work),
+        Threads::All => items.par_bridge().for_each(work),
     }
 }

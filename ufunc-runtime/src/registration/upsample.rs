@@ -166,17 +166,19 @@ fn accumulate<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
         // SAFETY: the CPU supports AVX2 and FMA (active_isa never reports more than it has).
         return unsafe { accumulate_avx2(piece) };
     }
-    accumulate_portable(piece)
+    accumulate_portable::<T, false>(piece)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn accumulate_avx2<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
-    accumulate_portable(piece)
+    accumulate_portable::<T, true>(piece)
 }
 
+/// With `FMA`, the multiply-adds are fused (only where the entry is compiled with FMA: elsewhere
+/// `mul_add` would be a library call).
 #[inline(always)]
-fn accumulate_portable<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
+fn accumulate_portable<T: Real, const FMA: bool>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
     const W: usize = COLUMNS_PER_PIECE;
     let Piece {
         w_re,
@@ -202,11 +204,17 @@ fn accumulate_portable<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
         }
         for r in 0..region {
             let (wr, wi) = (w_re[r * ny + ky], w_im[r * ny + ky]);
-            let acc_re = &mut re[r * W..(r + 1) * W];
-            let acc_im = &mut im[r * W..(r + 1) * W];
+            // Fixed-size rows, so the inner loop has no bounds checks and vectorizes.
+            let acc_re: &mut [T; W] = (&mut re[r * W..(r + 1) * W]).try_into().expect("W long");
+            let acc_im: &mut [T; W] = (&mut im[r * W..(r + 1) * W]).try_into().expect("W long");
             for j in 0..W {
-                acc_re[j] = acc_re[j] + (wr * h_re[j] - wi * h_im[j]);
-                acc_im[j] = acc_im[j] + (wr * h_im[j] + wi * h_re[j]);
+                if FMA {
+                    acc_re[j] = wr.mul_add(h_re[j], (-wi).mul_add(h_im[j], acc_re[j]));
+                    acc_im[j] = wr.mul_add(h_im[j], wi.mul_add(h_re[j], acc_im[j]));
+                } else {
+                    acc_re[j] = acc_re[j] + (wr * h_re[j] - wi * h_im[j]);
+                    acc_im[j] = acc_im[j] + (wr * h_im[j] + wi * h_re[j]);
+                }
             }
         }
     }

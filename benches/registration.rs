@@ -1,0 +1,76 @@
+//! Phase-correlation benchmarks, side by side with the Python pipelines of `bench/peers_registration.py`.
+//!
+//! `cargo bench --bench registration -- [--json] [--quick]`: per frame at 2048x2048 float32
+//! against a fixed reference (its spectrum made once), with the upsampled refinement at
+//! U = 20, after warm-up; and the start-up (plans, reference spectrum).
+
+mod common;
+use ndarray::Array2;
+use std::hint::black_box;
+use std::time::Instant;
+use ufunc::registration::{Correlator, PccOptions};
+use ufunc::Target;
+
+/// A deterministic image with structure at every scale, and the same moved by `(dy, dx)`.
+fn images(n: usize) -> (Array2<f32>, Array2<f32>) {
+    let mut s = 12345u64;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let noise = Array2::from_shape_simple_fn((n, n), &mut next);
+    // A crude blur for large-scale structure, plus the noise for fine structure.
+    let smooth = Array2::from_shape_fn((n, n), |(y, x)| {
+        let (a, b) = ((y / 16) as f32, (x / 16) as f32);
+        (a * 0.37 + b * 0.61).sin() + (a * 0.13 - b * 0.29).cos()
+    });
+    let reference = &smooth + &noise;
+    let moving = Array2::from_shape_fn((n, n), |(y, x)| reference[[(y + n - 7) % n, (x + 3) % n]]);
+    (reference, moving)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let json = args.iter().any(|a| a == "--json");
+    let reps = if args.iter().any(|a| a == "--quick") {
+        3
+    } else {
+        15
+    };
+    let n = 2048;
+    let (reference, moving) = images(n);
+    for target in [Target::Cpu, Target::Parallel] {
+        let options = PccOptions {
+            upsample_factor: 20,
+            target,
+            ..Default::default()
+        };
+        let start = Instant::now();
+        let correlator = Correlator::new(&reference, &options).unwrap();
+        let first = correlator.register(&moving).unwrap();
+        let startup_ms = start.elapsed().as_secs_f64() * 1e3;
+        assert!(
+            (first.shift[0] + 7.0).abs() < 0.06 && (first.shift[1] - 3.0).abs() < 0.06,
+            "{first:?}"
+        );
+        let ms = common::median_ms(reps, || {
+            black_box(correlator.register(black_box(&moving)).unwrap());
+        });
+        let imp = format!(
+            "ufunc {}",
+            if target == Target::Cpu {
+                "cpu"
+            } else {
+                "parallel"
+            }
+        );
+        if json {
+            println!("{{\"case\": \"pcc_frame_2048_u20\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {ms:.3}}}");
+            println!("{{\"case\": \"pcc_startup_2048_u20\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {startup_ms:.3}}}");
+        } else {
+            println!("{imp:16} per frame {ms:8.2} ms   start-up (plans, reference, first frame) {startup_ms:8.2} ms");
+        }
+    }
+}
