@@ -40,10 +40,10 @@ pub struct Args {
     /// Stop iterating when no shift changes by more than this many pixels [default: 0.05].
     #[arg(long, value_name = "PX")]
     pub tolerance: Option<f64>,
-    /// Frames larger than this on an axis are aligned on Fourier-binned spectra of this size
-    /// (bounds memory; the aligned sum stays full size) [default: 4096].
+    /// Frames larger than this (pixels, per axis) are aligned on their Fourier-cropped spectra,
+    /// which bounds the memory the alignment keeps per frame [default: 4096].
     #[arg(long, value_name = "PX")]
-    pub max_size: Option<usize>,
+    pub align_size: Option<usize>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
     pub target: TargetArg,
@@ -134,7 +134,7 @@ impl Args {
             bfactor: self.bfactor.unwrap_or(defaults.bfactor),
             max_iterations: self.iterations.unwrap_or(defaults.max_iterations),
             tolerance: self.tolerance.unwrap_or(defaults.tolerance),
-            max_size: self.max_size.unwrap_or(defaults.max_size),
+            max_size: self.align_size.unwrap_or(defaults.max_size),
             target: match self.target {
                 TargetArg::Cpu => Target::Cpu,
                 TargetArg::Parallel => Target::Parallel,

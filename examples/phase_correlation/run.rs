@@ -569,9 +569,9 @@ mod tests {
     }
 
     #[test]
-    fn max_size_bins_the_alignment_and_keeps_the_full_size_sum() {
+    fn align_size_bins_the_alignment_and_keeps_the_full_size_sum() {
         let out = temp_dir("max-size");
-        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--max-size", "8"]);
+        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--align-size", "8"]);
         assert_eq!(summary.done(), 1);
         let json: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(out.join("movie_u16.shifts.json")).unwrap(),
