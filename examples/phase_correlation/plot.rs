@@ -101,14 +101,27 @@ fn draw(
         .label("measured shift (frame 0 at the origin)")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2)));
     chart.draw_series(measured.iter().map(|&p| Circle::new(p, 3, blue.filled())))?;
-    // Frame numbers at about a dozen points, always the first and the last.
+    // Frame numbers at about a dozen points, first and last always, none closer than 24 pixels
+    // on the plot to one already written (the last one wins over its neighbours).
     let every = measured.len().div_ceil(12).max(1);
-    let marked = measured
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % every == 0 || *i + 1 == measured.len());
-    chart.draw_series(marked.map(|(i, &p)| {
-        EmptyElement::at(p)
+    let mut marked: Vec<(usize, (i32, i32))> = Vec::new();
+    for (i, p) in measured.iter().enumerate() {
+        let last = i + 1 == measured.len();
+        if i % every != 0 && !last {
+            continue;
+        }
+        let at = chart.backend_coord(p);
+        let near =
+            |m: &(usize, (i32, i32))| (m.1 .0 - at.0).pow(2) + (m.1 .1 - at.1).pow(2) < 24 * 24;
+        if last {
+            marked.retain(|m| m.0 == 0 || !near(m));
+            marked.push((i, at));
+        } else if !marked.iter().any(near) {
+            marked.push((i, at));
+        }
+    }
+    chart.draw_series(marked.iter().map(|&(i, _)| {
+        EmptyElement::at(measured[i])
             + Circle::new((0, 0), 4, RED.filled())
             + Text::new(
                 i.to_string(),

@@ -119,6 +119,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let mut source = Ticking {
                     movie: &mut movie,
                     bar: &frame_bar,
+                    reads: 0,
                 };
                 align_and_write(&mut source, &meta, &outputs, &options, None)
             })();
@@ -192,10 +193,12 @@ fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
-/// A movie that advances a progress bar as its frames are read.
+/// A movie that advances a progress bar as its frames are read (once to align them, and once
+/// more for the sum when they were aligned Fourier-binned).
 struct Ticking<'a> {
     movie: &'a mut Movie,
     bar: &'a ProgressBar,
+    reads: u64,
 }
 
 impl FrameSource for Ticking<'_> {
@@ -211,9 +214,13 @@ impl FrameSource for Ticking<'_> {
         out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.movie.read_frame(index, out)?;
-        self.bar.inc(1);
-        if self.bar.position() == self.movie.len() as u64 {
-            self.bar.set_message("aligning");
+        self.reads += 1;
+        let n = self.movie.len() as u64;
+        self.bar.set_position((self.reads - 1) % n + 1);
+        match self.reads {
+            r if r == n => self.bar.set_message("aligning"),
+            r if r > n => self.bar.set_message("summing"),
+            _ => {}
         }
         Ok(())
     }
@@ -235,6 +242,8 @@ struct Report<'a> {
     gain: Option<&'a str>,
     frames: usize,
     frame_shape: [usize; 2],
+    /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
+    alignment_shape: [usize; 2],
     options: OptionsReport,
     iterations: usize,
     timing: Timing,
@@ -251,6 +260,7 @@ struct OptionsReport {
     bfactor: f64,
     max_iterations: usize,
     tolerance: f64,
+    max_size: usize,
     target: String,
 }
 
@@ -276,7 +286,8 @@ pub fn align_and_write(
     let (ny, nx) = source.frame_shape();
     let n = source.len();
     let start = Instant::now();
-    let alignment = align_movie(source, options).context("alignment failed")?;
+    let alignment = align_movie(source, options)
+        .with_context(|| format!("{}: alignment failed", meta.movie))?;
     let align_s = start.elapsed().as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
@@ -308,6 +319,7 @@ pub fn align_and_write(
         gain: meta.gain.as_deref(),
         frames: n,
         frame_shape: [ny, nx],
+        alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
         options: OptionsReport {
             reference: format!("{:?}", options.reference).to_lowercase(),
             upsample_factor: options.upsample_factor,
@@ -315,6 +327,7 @@ pub fn align_and_write(
             bfactor: options.bfactor,
             max_iterations: options.max_iterations,
             tolerance: options.tolerance,
+            max_size: options.max_size,
             target: options.target.name().to_owned(),
         },
         iterations: alignment.iterations,
@@ -348,4 +361,253 @@ pub fn rms_error(measured: &[[f64; 2]], truth: &[[f64; 2]]) -> f64 {
         .map(|(m, t)| (m[0] - t[0]).powi(2) + (m[1] - t[1]).powi(2))
         .sum();
     (sum / n).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::Status;
+    use clap::Parser;
+
+    fn fixture(name: &str) -> String {
+        format!("{}/tests/fixtures/movie/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// A fresh, empty folder under the system's temporary folder.
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ufunc-run-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn run_with(out: &Path, movies: &[String], extra: &[&str]) -> Summary {
+        let mut argv = vec![
+            "phase_correlation".to_owned(),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        argv.extend(movies.iter().cloned());
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        run(&Args::parse_from(argv), Progress::Quiet).unwrap()
+    }
+
+    fn statuses(summary: &Summary) -> Vec<(String, &'static str)> {
+        summary
+            .outcomes
+            .iter()
+            .map(|o| {
+                let name = o.movie.file_name().unwrap().to_string_lossy().into_owned();
+                let status = match o.status {
+                    Status::Done(_) => "done",
+                    Status::Skipped => "skipped",
+                    Status::Failed(_) => "failed",
+                };
+                (name, status)
+            })
+            .collect()
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_batch_writes_results_skips_them_on_rerun_and_rewrites_them_with_force() {
+        let out = temp_dir("batch");
+        let movies: Vec<String> = [
+            "movie_u16.npy",
+            "bad_mode.mrc",
+            "movie_mode1.mrc",
+            "movie_u8_lzw.tif",
+        ]
+        .iter()
+        .map(|m| fixture(m))
+        .collect();
+        let first = run_with(&out, &movies, &["--upsample", "10"]);
+        assert_eq!(
+            statuses(&first),
+            [
+                ("movie_u16.npy".into(), "done"),
+                ("bad_mode.mrc".into(), "failed"),
+                ("movie_mode1.mrc".into(), "done"),
+                ("movie_u8_lzw.tif".into(), "done"),
+            ]
+        );
+        let Status::Failed(error) = &first.outcomes[1].status else {
+            unreachable!()
+        };
+        assert!(
+            error.contains("bad_mode.mrc") && error.contains("unknown MRC mode 7"),
+            "{error}"
+        );
+        // Five results per good movie, nothing (not even a temporary file) for the bad one.
+        let written = files(&out);
+        assert_eq!(written.len(), 15, "{written:?}");
+        assert!(
+            written
+                .iter()
+                .all(|f| !f.starts_with("bad_mode") && !f.starts_with('.')),
+            "{written:?}"
+        );
+        for name in ["movie_u16", "movie_mode1", "movie_u8_lzw"] {
+            assert!(OutputPaths::new(&out, name).complete(), "{name}");
+        }
+        // The same frames in two formats give the same shifts.
+        let csv =
+            |name: &str| std::fs::read_to_string(out.join(format!("{name}.shifts.csv"))).unwrap();
+        assert_eq!(csv("movie_u16"), csv("movie_mode1"));
+        assert!(csv("movie_u16").starts_with("frame,dy,dx,peak,step\n0,0.0000,0.0000,"));
+        assert_eq!(csv("movie_u16").lines().count(), 4);
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("movie_u16.shifts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["frames"], 3);
+        assert_eq!(json["options"]["upsample_factor"], 10);
+        assert_eq!(json["shifts"].as_array().unwrap().len(), 3);
+
+        // A rerun skips the finished movies (their files untouched) and fails the bad one again.
+        let csv_path = out.join("movie_u16.shifts.csv");
+        std::fs::write(&csv_path, "kept\n").unwrap();
+        let again = run_with(&out, &movies, &[]);
+        assert_eq!(
+            statuses(&again).iter().map(|s| s.1).collect::<Vec<_>>(),
+            ["skipped", "failed", "skipped", "skipped"]
+        );
+        assert_eq!(std::fs::read_to_string(&csv_path).unwrap(), "kept\n");
+        assert_eq!((again.done(), again.skipped(), again.failed()), (0, 3, 1));
+
+        // --force rewrites them.
+        let forced = run_with(&out, &movies, &["--force"]);
+        assert_eq!((forced.done(), forced.failed()), (3, 1));
+        assert!(std::fs::read_to_string(&csv_path)
+            .unwrap()
+            .starts_with("frame,"));
+        let mut table = Vec::new();
+        forced.print(&mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(
+            table.contains("FAILED") && table.contains("3 done, 0 skipped, 1 failed"),
+            "{table}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn shards_split_the_sorted_movies_between_jobs() {
+        let out = temp_dir("shard");
+        let pattern = vec![fixture("movie_mode*.mrc")];
+        let all = find_movies(&pattern).unwrap();
+        let names: Vec<_> = all
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "movie_mode0.mrc",
+                "movie_mode1.mrc",
+                "movie_mode12.mrc",
+                "movie_mode1_be.mrc",
+                "movie_mode2.mrc",
+                "movie_mode6.mrc"
+            ]
+        );
+        let shard = run_with(&out, &pattern, &["--shard", "1/4", "--upsample", "1"]);
+        assert_eq!(
+            statuses(&shard),
+            [
+                ("movie_mode1.mrc".into(), "done"),
+                ("movie_mode6.mrc".into(), "done")
+            ]
+        );
+        assert_eq!(files(&out).len(), 10);
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn inputs_are_files_folders_and_globs() {
+        let folder = find_movies(&[format!(
+            "{}/tests/fixtures/movie",
+            env!("CARGO_MANIFEST_DIR")
+        )])
+        .unwrap();
+        assert!(folder.len() > 30 && folder.windows(2).all(|w| w[0] < w[1]));
+        let twice = find_movies(&[fixture("movie_u16.npy"), fixture("movie_u16.npy")]).unwrap();
+        assert_eq!(twice.len(), 1);
+        let err = find_movies(&[fixture("nothing_*.mrc")]).unwrap_err();
+        assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    #[test]
+    fn a_gain_of_the_wrong_shape_fails_every_movie() {
+        let out = temp_dir("gain");
+        let gain = fixture("gain_wrong_shape.mrc");
+        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--gain", &gain]);
+        let Status::Failed(error) = &summary.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(
+            error.contains("gain_wrong_shape.mrc")
+                && error.contains("8x10")
+                && error.contains("16x20"),
+            "{error}"
+        );
+        let good = run_with(
+            &out,
+            &[fixture("movie_u16.npy")],
+            &["--gain", &fixture("gain.tif")],
+        );
+        assert_eq!(good.done(), 1);
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn align_size_bins_the_alignment_and_keeps_the_full_size_sum() {
+        let out = temp_dir("max-size");
+        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--align-size", "8"]);
+        assert_eq!(summary.done(), 1);
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("movie_u16.shifts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["frame_shape"], serde_json::json!([16, 20]));
+        assert_eq!(json["options"]["max_size"], 8);
+        assert!(
+            json["alignment_shape"][1].as_u64().unwrap() <= 8,
+            "{}",
+            json["alignment_shape"]
+        );
+        let sum = crate::io::Movie::open(&out.join("movie_u16.aligned.mrc")).unwrap();
+        assert_eq!((sum.len(), sum.frame_shape()), (1, (16, 20)));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn the_demo_reports_the_error_against_the_truth_for_both_references() {
+        let out = temp_dir("demo");
+        let args = Args::parse_from(["phase_correlation", "--out", out.to_str().unwrap()]);
+        let synth = crate::synth::SynthOptions {
+            frames: 8,
+            shape: (64, 64),
+            ..Default::default()
+        };
+        let summary = crate::demo::run_synthetic(&args, Progress::Quiet, &synth).unwrap();
+        assert_eq!(summary.done(), 2);
+        for outcome in &summary.outcomes {
+            let Status::Done(done) = &outcome.status else {
+                panic!("{outcome:?}")
+            };
+            assert!(done.rms_error.is_some_and(f64::is_finite));
+        }
+        assert_eq!(files(&out).len(), 10);
+        assert!(summary.peak_rss.is_some());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
 }
