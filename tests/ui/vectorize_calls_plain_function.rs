@@ -1,12 +1,12 @@
 use ufunc::prelude::*;
 
-fn half(x: f32) -> f32 {
+fn halve(x: f32) -> f32 {
     x * 0.5
 }
 
 #[vectorize]
 fn f(a: f32) -> f32 {
-    half(a) + 1.0
+    halve(a) + 1.0
 }
 
 fn main() {}

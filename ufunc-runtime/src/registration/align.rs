@@ -367,16 +367,17 @@ fn register(
     let (ny, nx) = (plan.height(), plan.width());
     let amplitudes = (half_power(reference, nx), half_power(moving, nx));
     let mut scratch = Scratch::new(plan);
+    // The Gaussian weight exp(-B |f|² / 4) factors into a row and a column weight.
+    let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
+    let wy: Vec<f32> = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
+    let wx: Vec<f32> = (0..reference.ncols())
+        .map(|k| weight(k as f64, nx))
+        .collect();
     ndarray::Zip::indexed(scratch.product_mut())
         .and(reference)
         .and(moving)
         .for_each(|(ky, kx), p, &r, &m| {
-            let mut z = normalise(r * m.conj(), pcc.normalization);
-            if bfactor > 0.0 {
-                let (fy, fx) = (signed_bin(ky, ny) / ny as f64, kx as f64 / nx as f64);
-                z *= (-bfactor * (fy * fy + fx * fx) / 4.0).exp() as f32;
-            }
-            *p = z;
+            *p = normalise(r * m.conj(), pcc.normalization) * (wy[ky] * wx[kx]);
         });
     let peak = half_product_peak(
         plan,
