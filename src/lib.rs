@@ -63,6 +63,7 @@
 //! by zero, say) becomes [`Error::KernelPanic`].
 
 pub use ufunc_macros::{guvectorize, kernel_fn, vectorize};
+pub use ufunc_runtime::fft;
 pub use ufunc_runtime::registration;
 pub use ufunc_runtime::{
     active_isa, broadcast_shapes, set_active_isa, Error, IsaLevel, KernelPath, LoopPlan, Result,

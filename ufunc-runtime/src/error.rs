@@ -122,6 +122,26 @@ pub enum Error {
         /// What is wrong and what is allowed.
         message: String,
     },
+    /// An axis (of a transform or convolution) is not an axis of the array.
+    AxisOutOfRange {
+        /// The axis asked for.
+        axis: usize,
+        /// The array's number of dimensions.
+        ndim: usize,
+    },
+    /// An axis appears more than once among the axes of a transform or convolution.
+    RepeatedAxis {
+        /// The axes as given.
+        axes: Vec<usize>,
+    },
+    /// A transform would have no points along an axis (`n = 0`, an empty axis without `n`,
+    /// or `irfft` of one point without `n`).
+    FftLength {
+        /// The axis.
+        axis: usize,
+        /// The shape of the input.
+        shape: Vec<usize>,
+    },
     /// An input holds NaN where the computation needs finite values.
     NotFinite {
         /// What was being done.
@@ -304,6 +324,17 @@ impl fmt::Display for Error {
                 ShapeDisplay(&shapes[1])
             ),
             Error::InvalidArgument { name, message } => write!(f, "invalid `{name}`: {message}"),
+            Error::AxisOutOfRange { axis, ndim } => write!(
+                f,
+                "axis {axis} is out of bounds for an array of dimension {ndim}"
+            ),
+            Error::RepeatedAxis { axes } => write!(f, "repeated axis in axes {axes:?}"),
+            Error::FftLength { axis, shape } => write!(
+                f,
+                "invalid number of data points (0) along axis {axis} of an array of shape {}; \
+                 give `n` or `s` of at least 1",
+                ShapeDisplay(shape)
+            ),
             Error::NotFinite { context, name } => {
                 write!(f, "{context}: `{name}` holds NaN values")
             }

@@ -10,6 +10,7 @@ mod cuda;
 mod element;
 mod error;
 mod exec;
+pub mod fft;
 mod gufunc;
 mod isa;
 mod math;

@@ -1,0 +1,393 @@
+//! One 1-D pass over every lane of an array along one axis: gather the lane (cropped or
+//! zero-padded, converted to complex), transform it, scale it, scatter it. Where the
+//! destination lanes are contiguous (the last axis of a standard-layout array) each lane is
+//! transformed in place in the destination; otherwise a block of lanes is gathered into
+//! contiguous scratch, transformed as one batch and scattered, so that every row of the array
+//! is read and written a block at a time (the cache-blocked column pass). Lanes are split
+//! across rayon's pool; each thread works in its own scratch from a [`Workspace`].
+
+use super::options::{Pass, PassKind};
+use super::{FftElement, FftReal};
+use crate::parallel::Threads;
+use crate::shape::{Shape, Strides};
+use num_complex::Complex;
+use rayon::prelude::*;
+use realfft::{ComplexToReal, RealToComplex};
+use rustfft::Fft;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// Lanes gathered per block in the column pass: 32 lanes of 2048 `Complex<f32>` are 512 KiB,
+/// which stays in L2, and each row access covers whole cache lines.
+const COLUMN_BLOCK: usize = 32;
+
+/// Below this much work (points times log2 points) a pass stays on the calling thread.
+const MIN_PARALLEL_WORK: usize = 1 << 16;
+
+/// Pieces per thread, so that threads that finish early take more.
+const PIECES_PER_THREAD: usize = 4;
+
+/// The per-thread scratch of one transform: the gathered block, the real lanes, and rustfft's
+/// scratch. Grown on first use and kept, so a plan that holds its workspace allocates nothing
+/// on later calls.
+#[derive(Default)]
+pub(crate) struct Buffers<T> {
+    block: Vec<Complex<T>>,
+    spectrum: Vec<Complex<T>>,
+    real: Vec<T>,
+    scratch: Vec<Complex<T>>,
+}
+
+/// One [`Buffers`] per thread of rayon's pool, plus one for a caller outside it.
+pub(crate) struct Workspace<T> {
+    slots: Box<[Mutex<Buffers<T>>]>,
+}
+
+impl<T: Default> Workspace<T> {
+    pub(crate) fn new() -> Self {
+        let slots = (0..rayon::current_num_threads() + 1)
+            .map(|_| Mutex::new(Buffers::default()))
+            .collect();
+        Workspace { slots }
+    }
+
+    /// Runs `f` with this thread's buffers; fresh ones where the slot is taken (a plan
+    /// executed from several threads at once, or a pool larger than the one it was made in).
+    fn with<R>(&self, f: impl FnOnce(&mut Buffers<T>) -> R) -> R {
+        let i = rayon::current_thread_index().map_or(0, |i| i + 1) % self.slots.len();
+        match self.slots[i].try_lock() {
+            Ok(mut b) => f(&mut b),
+            Err(_) => f(&mut Buffers::default()),
+        }
+    }
+}
+
+/// Resizes `v` to `n` elements, allocating only when it grows beyond what it ever held.
+fn fit<T: Default + Clone>(v: &mut Vec<T>, n: usize) -> &mut [T] {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+    &mut v[..n]
+}
+
+/// An array's base pointer, shape and element strides, for the raw lane walk.
+#[derive(Clone, Copy)]
+pub(crate) struct Lanes<'a, P> {
+    pub ptr: P,
+    pub shape: &'a [usize],
+    pub strides: &'a [isize],
+}
+
+/// The lanes of a source and a destination of the same shape but for `axis`: their number,
+/// and the offsets of lane `k` (lanes in C order of the other axes).
+struct LaneSpace {
+    other: Shape,
+    src: Strides,
+    dst: Strides,
+    src_axis: isize,
+    dst_axis: isize,
+    count: usize,
+}
+
+impl LaneSpace {
+    fn new(src: (&[usize], &[isize]), dst_strides: &[isize], axis: usize) -> Self {
+        let pick = |s: &[isize]| -> Strides {
+            s.iter()
+                .enumerate()
+                .filter_map(|(i, &v)| (i != axis).then_some(v))
+                .collect()
+        };
+        let other: Shape = src
+            .0
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &v)| (i != axis).then_some(v))
+            .collect();
+        LaneSpace {
+            count: other.iter().product(),
+            other,
+            src: pick(src.1),
+            dst: pick(dst_strides),
+            src_axis: src.1[axis],
+            dst_axis: dst_strides[axis],
+        }
+    }
+
+    /// The element offsets of lane `k` in the source and the destination.
+    fn offsets(&self, mut k: usize) -> (isize, isize) {
+        let (mut s, mut d) = (0isize, 0isize);
+        for i in (0..self.other.len()).rev() {
+            let idx = (k % self.other[i]) as isize;
+            k /= self.other[i];
+            s += idx * self.src[i];
+            d += idx * self.dst[i];
+        }
+        (s, d)
+    }
+}
+
+/// A pointer that may cross to rayon's threads: the lanes each thread touches are disjoint.
+#[derive(Clone, Copy)]
+struct Shared<P>(P);
+// SAFETY: the pass functions hand each lane to exactly one thread.
+unsafe impl<P> Send for Shared<P> {}
+// SAFETY: as above.
+unsafe impl<P> Sync for Shared<P> {}
+
+/// The transform objects of one pass.
+pub(crate) enum Op<T> {
+    Complex(Arc<dyn Fft<T>>),
+    RealForward(Arc<dyn RealToComplex<T>>),
+    RealInverse(Arc<dyn ComplexToReal<T>>),
+}
+
+impl<T: FftReal> Op<T> {
+    pub(crate) fn plan(pass: &Pass) -> Self {
+        use rustfft::FftDirection::{Forward, Inverse};
+        match pass.kind {
+            PassKind::Forward => Op::Complex(super::cache::complex(pass.n, Forward)),
+            PassKind::Inverse => Op::Complex(super::cache::complex(pass.n, Inverse)),
+            PassKind::RealForward => Op::RealForward(super::cache::real_forward(pass.n)),
+            PassKind::RealInverse => Op::RealInverse(super::cache::real_inverse(pass.n)),
+        }
+    }
+}
+
+/// Runs `piece` over `0..lanes` in pieces whose lengths are multiples of `block`: on this
+/// thread, or spread over rayon's pool where the work is large enough.
+fn drive<T: Default + Send>(
+    threads: Threads,
+    workspace: &Workspace<T>,
+    lanes: usize,
+    block: usize,
+    work_per_lane: usize,
+    piece: impl Fn(Range<usize>, &mut Buffers<T>) + Sync,
+) {
+    let n_threads = match threads {
+        Threads::One => 1,
+        Threads::All => rayon::current_num_threads(),
+    };
+    let blocks = lanes.div_ceil(block);
+    let work = lanes.saturating_mul(work_per_lane);
+    if n_threads < 2 || blocks < 2 || work < MIN_PARALLEL_WORK {
+        return workspace.with(|b| piece(0..lanes, b));
+    }
+    let pieces = (n_threads * PIECES_PER_THREAD).min(blocks);
+    let per = blocks.div_ceil(pieces) * block;
+    (0..lanes.div_ceil(per)).into_par_iter().for_each(|p| {
+        workspace.with(|b| piece(p * per..((p + 1) * per).min(lanes), b));
+    });
+}
+
+fn work_of(n: usize) -> usize {
+    n * (usize::BITS - n.leading_zeros()) as usize
+}
+
+/// Gathers `len` elements at `stride` from `src` into `dst` (converted to complex) and zeroes
+/// the rest of `dst`.
+///
+/// # Safety
+/// `src` addresses `len` readable elements at `stride`.
+unsafe fn gather<A: FftElement>(
+    dst: &mut [Complex<A::Real>],
+    src: *const A,
+    stride: isize,
+    len: usize,
+) {
+    for (j, d) in dst[..len].iter_mut().enumerate() {
+        // SAFETY: `j < len`, per the contract.
+        *d = unsafe { *src.offset(j as isize * stride) }.to_complex();
+    }
+    dst[len..].fill(Complex::default());
+}
+
+/// A complex pass from `src` (elements `A`) to `dst`; `in_place` when both are the same array.
+///
+/// # Safety
+/// `src` and `dst` describe valid arrays whose shapes agree but along `pass.axis`
+/// (`pass.len_in` in `src`, `pass.len_out` in `dst`); `dst` is writable, its elements
+/// distinct, and it is either `src` itself (`in_place`) or disjoint from it.
+pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
+    fft: &dyn Fft<T>,
+    pass: &Pass,
+    src: Lanes<'_, *const A>,
+    dst: Lanes<'_, *mut Complex<T>>,
+    in_place: bool,
+    threads: Threads,
+    workspace: &Workspace<T>,
+) {
+    let (n, read) = (pass.n, pass.len_read());
+    let space = LaneSpace::new((src.shape, src.strides), dst.strides, pass.axis);
+    let scale = T::of_f64(pass.scale);
+    let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
+    let rows = space.dst_axis == 1 || n == 1;
+    let block = if rows { 1 } else { COLUMN_BLOCK };
+    drive(
+        threads,
+        workspace,
+        space.count,
+        block,
+        work_of(n),
+        |range, buf| {
+            let (sp, dp) = (sp, dp);
+            let scratch = fit(&mut buf.scratch, fft.get_inplace_scratch_len());
+            if rows {
+                for k in range {
+                    let (so, d) = space.offsets(k);
+                    // SAFETY: lane `k` of `dst` is `n` contiguous elements that only this call
+                    // touches; the source lane is read before (or is) them.
+                    let row = unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) };
+                    if !in_place {
+                        // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
+                        unsafe { gather(row, sp.0.offset(so), space.src_axis, read) };
+                    }
+                    fft.process_with_scratch(row, scratch);
+                    scale_all(row, scale);
+                }
+                return;
+            }
+            let mut offsets = [(0isize, 0isize); COLUMN_BLOCK];
+            let mut start = range.start;
+            while start < range.end {
+                let w = block.min(range.end - start);
+                let lanes = fit(&mut buf.block, w * n);
+                for (b, lane) in lanes.chunks_exact_mut(n).enumerate() {
+                    offsets[b] = space.offsets(start + b);
+                    // SAFETY: as in the row case, read before any write of this block.
+                    unsafe { gather(lane, sp.0.offset(offsets[b].0), space.src_axis, read) };
+                }
+                fft.process_with_scratch(lanes, scratch);
+                // Row by row across the block: each destination row gets `w` neighbouring writes.
+                for j in 0..n {
+                    for (b, &(_, d)) in offsets[..w].iter().enumerate() {
+                        // SAFETY: element `j` of destination lane `start + b`, ours alone.
+                        unsafe {
+                            *dp.0.offset(d + j as isize * space.dst_axis) = lanes[b * n + j] * scale
+                        };
+                    }
+                }
+                start += w;
+            }
+        },
+    );
+}
+
+/// A real-to-half-spectrum pass from the real array `src` to `dst`.
+///
+/// # Safety
+/// As for [`complex`], never in place.
+pub(crate) unsafe fn real_forward<T: FftReal>(
+    fft: &dyn RealToComplex<T>,
+    pass: &Pass,
+    src: Lanes<'_, *const T>,
+    dst: Lanes<'_, *mut Complex<T>>,
+    threads: Threads,
+    workspace: &Workspace<T>,
+) {
+    let (n, m, read) = (pass.n, pass.len_out, pass.len_read());
+    let space = LaneSpace::new((src.shape, src.strides), dst.strides, pass.axis);
+    let scale = T::of_f64(pass.scale);
+    let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
+    let rows = space.dst_axis == 1 || m == 1;
+    drive(
+        threads,
+        workspace,
+        space.count,
+        1,
+        work_of(n),
+        |range, buf| {
+            let (sp, dp) = (sp, dp);
+            let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
+            let line = fit(&mut buf.real, n);
+            let spectrum = fit(&mut buf.spectrum, m);
+            for k in range {
+                let (so, d) = space.offsets(k);
+                for (j, v) in line[..read].iter_mut().enumerate() {
+                    // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
+                    *v = unsafe { *sp.0.offset(so + j as isize * space.src_axis) };
+                }
+                line[read..].fill(T::zero());
+                let out: &mut [Complex<T>] = if rows {
+                    // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
+                    unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), m) }
+                } else {
+                    spectrum
+                };
+                // The lengths are the plan's own: realfft's length errors cannot happen.
+                let _ = fft.process_with_scratch(line, out, scratch);
+                scale_all(out, scale);
+                if !rows {
+                    for (j, v) in out.iter().enumerate() {
+                        // SAFETY: element `j` of destination lane `k`, ours alone.
+                        unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
+                    }
+                }
+            }
+        },
+    );
+}
+
+/// A half-spectrum-to-real pass from `src` (elements `A`) to the real array `dst`.
+///
+/// # Safety
+/// As for [`complex`], never in place.
+pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
+    fft: &dyn ComplexToReal<T>,
+    pass: &Pass,
+    src: Lanes<'_, *const A>,
+    dst: Lanes<'_, *mut T>,
+    threads: Threads,
+    workspace: &Workspace<T>,
+) {
+    let (n, m, read) = (pass.n, pass.n / 2 + 1, pass.len_read());
+    let space = LaneSpace::new((src.shape, src.strides), dst.strides, pass.axis);
+    let scale = T::of_f64(pass.scale);
+    let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
+    let rows = space.dst_axis == 1 || n == 1;
+    drive(
+        threads,
+        workspace,
+        space.count,
+        1,
+        work_of(n),
+        |range, buf| {
+            let (sp, dp) = (sp, dp);
+            let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
+            let spectrum = fit(&mut buf.spectrum, m);
+            let line = fit(&mut buf.real, n);
+            for k in range {
+                let (so, d) = space.offsets(k);
+                // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
+                unsafe { gather(spectrum, sp.0.offset(so), space.src_axis, read) };
+                // A real signal's DC and Nyquist terms are real: their imaginary parts are ignored,
+                // as NumPy does (realfft would flag them).
+                spectrum[0].im = T::zero();
+                if n % 2 == 0 {
+                    spectrum[m - 1].im = T::zero();
+                }
+                let out: &mut [T] = if rows {
+                    // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
+                    unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) }
+                } else {
+                    &mut *line
+                };
+                let _ = fft.process_with_scratch(spectrum, out, scratch);
+                if scale != T::one() {
+                    out.iter_mut().for_each(|v| *v = *v * scale);
+                }
+                if !rows {
+                    for (j, v) in out.iter().enumerate() {
+                        // SAFETY: element `j` of destination lane `k`, ours alone.
+                        unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
+                    }
+                }
+            }
+        },
+    );
+}
+
+fn scale_all<T: FftReal>(v: &mut [Complex<T>], scale: T) {
+    if scale != T::one() {
+        v.iter_mut().for_each(|z| *z = *z * scale);
+    }
+}
