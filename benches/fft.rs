@@ -1,0 +1,89 @@
+//! FFT and FFT-convolution benchmarks, side by side with the Python peers of
+//! `bench/peers_fft.py` (numpy.fft, scipy.fft with all workers, pyfftw, mkl_fft,
+//! scipy.signal's fftconvolve/oaconvolve).
+//!
+//! `cargo bench --bench fft -- [--json] [--quick]`: median milliseconds after warm-up, with
+//! plans held (`FftPlan`, into a preallocated output) and through the plain functions.
+
+mod common;
+use ndarray::{Array2, ArrayView2};
+use num_complex::Complex;
+use std::hint::black_box;
+use ufunc::fft::{self, FftOptions, FftPlan};
+use ufunc::Target;
+
+fn image(ny: usize, nx: usize, seed: u64) -> Array2<f32> {
+    let mut s = seed;
+    Array2::from_shape_simple_fn((ny, nx), || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    })
+}
+
+struct Report {
+    json: bool,
+}
+
+impl Report {
+    fn row(&self, case: &str, imp: &str, ms: f64) {
+        if self.json {
+            println!("{{\"case\": \"{case}\", \"impl\": \"{imp}\", \"ms\": {ms:.3}}}");
+        } else {
+            println!("{case:28} {imp:24} {ms:9.2} ms");
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let report = Report {
+        json: args.iter().any(|a| a == "--json"),
+    };
+    let reps = if args.iter().any(|a| a == "--quick") {
+        3
+    } else {
+        15
+    };
+    let img = image(2048, 2048, 1);
+    let cimg = img.mapv(|v| Complex::new(v, 0.5 - v));
+    let rows = image(4096, 4096, 2);
+    for target in [Target::Parallel, Target::Cpu] {
+        let name = |what: &str| format!("ufunc {target} {what}");
+        let o = FftOptions::new().target(target);
+
+        let plan = FftPlan::fftn(&[2048, 2048], &o).unwrap();
+        let mut out = Array2::<Complex<f32>>::zeros((2048, 2048));
+        let ms = common::median_ms(reps, || plan.execute_into(&cimg, &mut out).unwrap());
+        report.row("fft2_c2c_2048_f32", &name("plan"), ms);
+        let ms = common::median_ms(reps, || {
+            black_box(fft::fft2_with(&cimg, &o).unwrap());
+        });
+        report.row("fft2_c2c_2048_f32", &name("fft2"), ms);
+
+        let plan = FftPlan::rfftn(&[2048, 2048], &o).unwrap();
+        let mut half = Array2::<Complex<f32>>::zeros((2048, 1025));
+        let ms = common::median_ms(reps, || plan.execute_into(&img, &mut half).unwrap());
+        report.row("rfft2_r2c_2048_f32", &name("plan"), ms);
+        let ms = common::median_ms(reps, || {
+            black_box(fft::rfft2_with(&img, &o).unwrap());
+        });
+        report.row("rfft2_r2c_2048_f32", &name("rfft2"), ms);
+
+        let plan = FftPlan::irfftn(&[2048, 1025], &o.clone().s(&[2048, 2048])).unwrap();
+        let mut back = Array2::<f32>::zeros((2048, 2048));
+        let ms = common::median_ms(reps, || plan.execute_into(&half, &mut back).unwrap());
+        report.row("irfft2_c2r_2048_f32", &name("plan"), ms);
+
+        let rows_c: ArrayView2<'_, f32> = rows.view();
+        let plan = FftPlan::fftn(&[4096, 4096], &o.clone().axis(1)).unwrap();
+        let mut out = Array2::<Complex<f32>>::zeros((4096, 4096));
+        let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
+        report.row("fft_rows_4096x4096_f32", &name("plan"), ms);
+        let plan = FftPlan::rfftn(&[4096, 4096], &o.clone().axis(1)).unwrap();
+        let mut out = Array2::<Complex<f32>>::zeros((4096, 2049));
+        let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
+        report.row("rfft_rows_4096x4096_f32", &name("plan"), ms);
+    }
+}
