@@ -63,12 +63,12 @@
 //! by zero, say) becomes [`Error::KernelPanic`].
 
 pub use ufunc_macros::{guvectorize, kernel_fn, vectorize};
-pub use ufunc_runtime::fft;
 pub use ufunc_runtime::registration;
 pub use ufunc_runtime::{
     active_isa, broadcast_shapes, set_active_isa, Error, IsaLevel, KernelPath, LoopPlan, Result,
     Target,
 };
+pub use ufunc_runtime::{fft, signal};
 
 /// `use ufunc::prelude::*;` brings the attributes, `Target`, `Error` and `Result`.
 pub mod prelude {

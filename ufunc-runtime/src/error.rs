@@ -142,6 +142,15 @@ pub enum Error {
         /// The shape of the input.
         shape: Vec<usize>,
     },
+    /// The shapes of two convolution inputs do not fit together.
+    ConvolveShapes {
+        /// The shapes of `in1` and `in2`.
+        shapes: [Vec<usize>; 2],
+        /// The convolved axes.
+        axes: Vec<usize>,
+        /// What is wrong, and what is allowed.
+        reason: &'static str,
+    },
     /// An input holds NaN where the computation needs finite values.
     NotFinite {
         /// What was being done.
@@ -334,6 +343,16 @@ impl fmt::Display for Error {
                 "invalid number of data points (0) along axis {axis} of an array of shape {}; \
                  give `n` or `s` of at least 1",
                 ShapeDisplay(shape)
+            ),
+            Error::ConvolveShapes {
+                shapes,
+                axes,
+                reason,
+            } => write!(
+                f,
+                "convolution inputs of shapes {} and {} (convolved axes {axes:?}) {reason}",
+                ShapeDisplay(&shapes[0]),
+                ShapeDisplay(&shapes[1])
             ),
             Error::NotFinite { context, name } => {
                 write!(f, "{context}: `{name}` holds NaN values")

@@ -19,6 +19,7 @@ mod panic;
 mod parallel;
 pub mod registration;
 mod shape;
+pub mod signal;
 mod target;
 
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};

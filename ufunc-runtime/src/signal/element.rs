@@ -1,0 +1,106 @@
+//! The element pairs a convolution takes, and the element it gives: real with real stays
+//! real, anything with a complex input is complex, and both inputs share one float type.
+
+use crate::error::Result;
+use crate::fft::{self, FftElement, FftOptions};
+use ndarray::{ArrayD, ArrayViewD};
+use num_complex::Complex;
+
+/// `Self` convolved with `B`: both inputs in one float type (`f32` stays `f32`), the result
+/// real when both are real and complex when either is complex.
+///
+/// ```
+/// use ndarray::array;
+/// use num_complex::Complex;
+/// use ufunc_runtime::signal::{fftconvolve, Mode};
+/// let real: ndarray::Array1<f32> = fftconvolve(&array![1.0f32, 2.0], &array![1.0f32, 1.0], Mode::Full)?;
+/// let complex: ndarray::Array1<Complex<f32>> =
+///     fftconvolve(&array![1.0f32, 2.0], &array![Complex::new(0.0f32, 1.0)], Mode::Full)?;
+/// assert!((real[1] - 3.0).abs() < 1e-6 && (complex[1].im - 2.0).abs() < 1e-6);
+/// # Ok::<(), ufunc_runtime::Error>(())
+/// ```
+pub trait ConvElement<B: FftElement<Real = Self::Real>>: FftElement {
+    /// The element of the result.
+    type Output: FftElement<Real = Self::Real> + std::ops::Add<Output = Self::Output>;
+    /// The product of two elements.
+    #[doc(hidden)]
+    fn multiply(a: Self, b: B) -> Self::Output;
+    /// The product of the two inputs' spectra transformed back: `fshape` points along `axes`
+    /// (real transforms for a real result), every other axis broadcast.
+    #[doc(hidden)]
+    fn spectrum_product(
+        a: ArrayViewD<'_, Self>,
+        b: ArrayViewD<'_, B>,
+        axes: &[usize],
+        fshape: &[usize],
+        options: &FftOptions,
+    ) -> Result<ArrayD<Self::Output>>;
+}
+
+/// The product of two spectra, in place in `a` where the shapes agree (the usual case),
+/// else broadcast into a new array.
+fn multiply_spectra<T: crate::fft::FftReal>(
+    a: ArrayD<Complex<T>>,
+    b: &ArrayD<Complex<T>>,
+) -> ArrayD<Complex<T>> {
+    if a.shape() == b.shape() {
+        let mut a = a;
+        a.zip_mut_with(b, |x, y| *x = *x * *y);
+        a
+    } else {
+        &a * b
+    }
+}
+
+macro_rules! real_pair {
+    ($t:ty) => {
+        impl ConvElement<$t> for $t {
+            type Output = $t;
+            fn multiply(a: $t, b: $t) -> $t {
+                a * b
+            }
+            fn spectrum_product(
+                a: ArrayViewD<'_, $t>,
+                b: ArrayViewD<'_, $t>,
+                axes: &[usize],
+                fshape: &[usize],
+                options: &FftOptions,
+            ) -> Result<ArrayD<$t>> {
+                let o = options.clone().axes(axes).s(fshape);
+                let product = multiply_spectra(fft::rfftn_with(&a, &o)?, &fft::rfftn_with(&b, &o)?);
+                fft::irfftn_with(&product, &o)
+            }
+        }
+    };
+}
+
+macro_rules! complex_pair {
+    ($a:ty, $b:ty, $t:ty) => {
+        impl ConvElement<$b> for $a {
+            type Output = Complex<$t>;
+            fn multiply(a: $a, b: $b) -> Complex<$t> {
+                a.to_complex() * b.to_complex()
+            }
+            fn spectrum_product(
+                a: ArrayViewD<'_, $a>,
+                b: ArrayViewD<'_, $b>,
+                axes: &[usize],
+                fshape: &[usize],
+                options: &FftOptions,
+            ) -> Result<ArrayD<Complex<$t>>> {
+                let o = options.clone().axes(axes).s(fshape);
+                let product = multiply_spectra(fft::fftn_with(&a, &o)?, &fft::fftn_with(&b, &o)?);
+                fft::ifftn_with(&product, &o)
+            }
+        }
+    };
+}
+
+real_pair!(f32);
+real_pair!(f64);
+complex_pair!(f32, Complex<f32>, f32);
+complex_pair!(Complex<f32>, f32, f32);
+complex_pair!(Complex<f32>, Complex<f32>, f32);
+complex_pair!(f64, Complex<f64>, f64);
+complex_pair!(Complex<f64>, f64, f64);
+complex_pair!(Complex<f64>, Complex<f64>, f64);

@@ -1,0 +1,279 @@
+//! Convolution with SciPy's semantics (`scipy.signal.fftconvolve`, `oaconvolve`, `convolve`),
+//! on `ndarray` arrays and views of any dimension and strides, through [`crate::fft`].
+//!
+//! - True convolution (the kernel flipped), of inputs of the same dimensionality.
+//! - [`Mode::Full`] gives `n1 + n2 - 1` points per convolved axis; [`Mode::Same`] the part
+//!   centred on `in1`, of its shape; [`Mode::Valid`] the points that need no zero padding,
+//!   `|n1 - n2| + 1` (the inputs are swapped when `in2` is at least as large on every axis,
+//!   and neither dominating is an error).
+//! - With `axes`, the other axes are not convolved: there the lengths must be equal or 1, and
+//!   broadcast. Axes where either length is 1 are a plain product.
+//! - Empty inputs give an empty result (every length 0); 0-d inputs their product.
+//! - Real inputs go through real transforms; `f32` stays `f32`; a complex input makes the
+//!   result complex ([`ConvElement`] gives the types: `f32` with `Complex<f32>` gives
+//!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`](crate::fft::next_fast_len)
+//!   (its real variant for real results).
+//!
+//! The short forms take the defaults (all axes, [`Method::Fft`] for the `fft` functions,
+//! `Target::Parallel`); [`convolve_with`] takes [`ConvOptions`], a builder like
+//! [`FftOptions`](crate::fft::FftOptions).
+//!
+//! ```
+//! use ndarray::{array, Array2};
+//! use ufunc_runtime::signal::{fftconvolve, fftconvolve_axes, convolve, Method, Mode};
+//! # fn main() -> Result<(), ufunc_runtime::Error> {
+//! let x = array![1.0f64, 2.0, 3.0];
+//! let full = fftconvolve(&x, &array![0.0, 1.0, 0.5], Mode::Full)?;
+//! let want = [0.0, 1.0, 2.5, 4.0, 1.5];
+//! assert!(full.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12));
+//! assert_eq!(fftconvolve(&x, &array![0.0, 1.0, 0.5], Mode::Same)?.len(), 3);
+//! // Each row of a batch with one kernel, along axis 1 (axis 0 broadcasts).
+//! let batch = Array2::<f32>::ones((4, 100));
+//! let kernel = Array2::<f32>::ones((1, 5));
+//! assert_eq!(fftconvolve_axes(&batch, &kernel, Mode::Valid, &[1])?.shape(), &[4, 96]);
+//! let direct = convolve(&x, &array![0.0, 1.0, 0.5], Mode::Full, Method::Direct)?;
+//! assert!(direct.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12));
+//! # Ok(())
+//! # }
+//! ```
+
+mod direct;
+mod element;
+mod overlap_add;
+mod shapes;
+
+pub use direct::choose_conv_method;
+pub use element::ConvElement;
+
+use crate::error::{Error, Result};
+use crate::fft::{next_fast_len, next_fast_len_real, FftElement, FftOptions};
+use crate::shape::Shape;
+use crate::Target;
+use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IxDyn, Slice};
+use shapes::{full_shape, init_axes, inputs_swap_needed, mode_window, shapes_error};
+
+/// Which part of the full convolution to return (SciPy's `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// All of it: `n1 + n2 - 1` points per convolved axis.
+    Full,
+    /// The part centred on `in1`, of `in1`'s shape.
+    Same,
+    /// The points computed without zero padding: `|n1 - n2| + 1` per convolved axis.
+    Valid,
+}
+
+/// How to compute a convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Method {
+    /// Whichever SciPy's `choose_conv_method` predicts is faster: direct or FFT.
+    #[default]
+    Auto,
+    /// The sum of products, one kernel point at a time.
+    Direct,
+    /// One FFT of the whole inputs ([`fftconvolve`]).
+    Fft,
+    /// Overlap-add: FFTs of blocks of the larger input ([`oaconvolve`]).
+    OverlapAdd,
+}
+
+/// The options of [`convolve_with`]: the mode, and a builder for the rest.
+///
+/// ```
+/// use ufunc_runtime::signal::{ConvOptions, Method, Mode};
+/// use ufunc_runtime::Target;
+/// let o = ConvOptions::new(Mode::Same).method(Method::Fft).axes(&[1]).target(Target::Cpu);
+/// # let _ = o;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvOptions {
+    mode: Mode,
+    method: Method,
+    axes: Option<Shape>,
+    target: Target,
+}
+
+impl ConvOptions {
+    /// `mode`, over all axes, [`Method::Auto`], on `Target::Parallel`.
+    pub fn new(mode: Mode) -> Self {
+        ConvOptions {
+            mode,
+            method: Method::Auto,
+            axes: None,
+            target: Target::Parallel,
+        }
+    }
+
+    /// How to compute it.
+    pub fn method(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// Convolve along these axes only; the others broadcast (equal lengths, or 1).
+    pub fn axes(mut self, axes: &[usize]) -> Self {
+        self.axes = Some(Shape::from_slice(axes));
+        self
+    }
+
+    /// `Target::Cpu` (the calling thread) or `Target::Parallel` (the default).
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
+    fn fft_options(&self) -> FftOptions {
+        FftOptions::new().target(self.target)
+    }
+}
+
+/// The convolution of `in1` and `in2` by FFT (SciPy's `fftconvolve(in1, in2, mode)`).
+pub fn fftconvolve<A, B, S1, S2, D>(
+    in1: &ArrayBase<S1, D>,
+    in2: &ArrayBase<S2, D>,
+    mode: Mode,
+) -> Result<Array<A::Output, D>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = B>,
+    D: Dimension,
+{
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::Fft))
+}
+
+/// [`fftconvolve`] along `axes` only (SciPy's `axes`): the other axes must be equal or 1.
+pub fn fftconvolve_axes<A, B, S1, S2, D>(
+    in1: &ArrayBase<S1, D>,
+    in2: &ArrayBase<S2, D>,
+    mode: Mode,
+    axes: &[usize],
+) -> Result<Array<A::Output, D>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = B>,
+    D: Dimension,
+{
+    convolve_with(
+        in1,
+        in2,
+        &ConvOptions::new(mode).method(Method::Fft).axes(axes),
+    )
+}
+
+/// The convolution by overlap-add (SciPy's `oaconvolve`): the same result as
+/// [`fftconvolve`], faster when one input is much larger than the other.
+pub fn oaconvolve<A, B, S1, S2, D>(
+    in1: &ArrayBase<S1, D>,
+    in2: &ArrayBase<S2, D>,
+    mode: Mode,
+) -> Result<Array<A::Output, D>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = B>,
+    D: Dimension,
+{
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::OverlapAdd))
+}
+
+/// The convolution by `method` (SciPy's `convolve(in1, in2, mode, method)`; `Auto` chooses
+/// as SciPy's `choose_conv_method` does).
+pub fn convolve<A, B, S1, S2, D>(
+    in1: &ArrayBase<S1, D>,
+    in2: &ArrayBase<S2, D>,
+    mode: Mode,
+    method: Method,
+) -> Result<Array<A::Output, D>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = B>,
+    D: Dimension,
+{
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(method))
+}
+
+/// The convolution with every option.
+pub fn convolve_with<A, B, S1, S2, D>(
+    in1: &ArrayBase<S1, D>,
+    in2: &ArrayBase<S2, D>,
+    options: &ConvOptions,
+) -> Result<Array<A::Output, D>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = B>,
+    D: Dimension,
+{
+    let (s1, s2) = (in1.shape(), in2.shape());
+    if s1.len() != s2.len() {
+        return Err(shapes_error(
+            s1,
+            s2,
+            &[],
+            "should have the same dimensionality",
+        ));
+    }
+    let (a, b) = (in1.view().into_dyn(), in2.view().into_dyn());
+    let result = if s1.is_empty() {
+        ArrayD::from_elem(IxDyn(&[]), A::multiply(a[[]], b[[]]))
+    } else if in1.is_empty() || in2.is_empty() {
+        ArrayD::from_shape_vec(IxDyn(&vec![0; s1.len()]), Vec::new())
+            .map_err(|_| Error::TooLarge { shape: s1.to_vec() })?
+    } else {
+        let axes = init_axes(s1, s2, options.axes.as_deref())?;
+        let swap = inputs_swap_needed(options.mode, s1, s2, &axes)?;
+        let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
+        let full = full_shape(s1, s2, &axes);
+        let window = mode_window(options.mode, &full, m1, m2, &axes);
+        let method = match options.method {
+            Method::Auto => choose_conv_method(m1, m2, options.mode),
+            m => m,
+        };
+        let computed = match method {
+            _ if axes.is_empty() => direct::direct(a, b, &axes, &full),
+            Method::Direct => direct::direct(a, b, &axes, &full),
+            Method::OverlapAdd => overlap_add::overlap_add(a, b, &axes, &full, options)?,
+            _ => {
+                let fshape = fast_shape::<A::Output>(&full, &axes)?;
+                A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
+            }
+        };
+        computed
+            .slice_each_axis(|d| {
+                let (start, len) = window[d.axis.index()];
+                Slice::from(start..start + len)
+            })
+            .to_owned()
+    };
+    result
+        .into_dimensionality::<D>()
+        .map_err(|_| Error::InvalidArgument {
+            name: "in1",
+            message: "the result has another dimensionality than the inputs".into(),
+        })
+}
+
+/// The fast transform lengths of the convolved axes of `full`.
+fn fast_shape<O: FftElement>(full: &[usize], axes: &[usize]) -> Result<Vec<usize>> {
+    axes.iter()
+        .map(|&a| {
+            let n = full[a];
+            let fast = if O::COMPLEX {
+                next_fast_len(n)
+            } else {
+                next_fast_len_real(n)
+            };
+            fast.ok_or_else(|| Error::TooLarge {
+                shape: full.to_vec(),
+            })
+        })
+        .collect()
+}

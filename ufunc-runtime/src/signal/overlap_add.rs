@@ -1,0 +1,188 @@
+//! Overlap-add (SciPy's `oaconvolve`): along each convolved axis where one input is much
+//! longer than the other, the longer is cut into blocks of SciPy's optimal length
+//! (`_calc_oa_lens`); each pair of blocks is convolved by FFT (pairs in parallel) and added
+//! into the full result at the blocks' offsets.
+
+use super::{ConvElement, ConvOptions};
+use crate::error::{Error, Result};
+use crate::fft::{next_fast_len, next_fast_len_real, FftElement};
+use crate::Target;
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Slice};
+use rayon::prelude::*;
+
+/// The block steps of one axis of lengths `s1`, `s2`: `(step1, step2)`, each the whole length
+/// where that input is not cut (SciPy's `_calc_oa_lens`).
+pub(crate) fn oa_steps(s1: usize, s2: usize) -> (usize, usize) {
+    let fallback = (s1, s2);
+    if s1 == s2 || s1 == 1 || s2 == 1 {
+        return fallback;
+    }
+    let (long, short, swapped) = if s2 > s1 {
+        (s2, s1, true)
+    } else {
+        (s1, s2, false)
+    };
+    if short as f64 >= long as f64 / 2.0 {
+        return fallback;
+    }
+    // The block length N minimising N log2(2N) / (N - K) for overlap K = short - 1:
+    // N = -K W_{-1}(-1 / (2 e K)).
+    let overlap = (short - 1) as f64;
+    let optimal = -overlap * lambert_w_minus1(-1.0 / (2.0 * std::f64::consts::E * overlap));
+    let Some(block) = next_fast_len(optimal.ceil() as usize) else {
+        return fallback;
+    };
+    if block >= long {
+        return fallback;
+    }
+    let step = block - short + 1;
+    if swapped {
+        (s1, step)
+    } else {
+        (step, s2)
+    }
+}
+
+/// The lower branch of the Lambert W function on [-1/e, 0), by Halley's iteration from its
+/// asymptotic expansion.
+fn lambert_w_minus1(y: f64) -> f64 {
+    let l1 = (-y).ln();
+    let mut w = l1 - (-l1).ln();
+    for _ in 0..50 {
+        let e = w.exp();
+        let f = w * e - y;
+        let step = f / (e * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0));
+        w -= step;
+        if step.abs() < 1e-14 * w.abs() {
+            break;
+        }
+    }
+    w
+}
+
+/// The full convolution (shape `full`) by overlap-add.
+pub(crate) fn overlap_add<A, B>(
+    a: ArrayViewD<'_, A>,
+    b: ArrayViewD<'_, B>,
+    axes: &[usize],
+    full: &[usize],
+    options: &ConvOptions,
+) -> Result<ArrayD<A::Output>>
+where
+    A: ConvElement<B>,
+    B: FftElement<Real = A::Real>,
+{
+    let (s1, s2) = (a.shape(), b.shape());
+    let steps: Vec<(usize, usize)> = axes.iter().map(|&ax| oa_steps(s1[ax], s2[ax])).collect();
+    let fast = |n: usize| {
+        let f = if <A::Output as FftElement>::COMPLEX {
+            next_fast_len(n)
+        } else {
+            next_fast_len_real(n)
+        };
+        f.ok_or_else(|| Error::TooLarge {
+            shape: full.to_vec(),
+        })
+    };
+    let fshape = axes
+        .iter()
+        .zip(&steps)
+        .map(|(&ax, &(t1, t2))| fast(t1.min(s1[ax]) + t2.min(s2[ax]) - 1))
+        .collect::<Result<Vec<_>>>()?;
+    let blocks1 = block_starts(s1, axes, steps.iter().map(|s| s.0));
+    let blocks2 = block_starts(s2, axes, steps.iter().map(|s| s.1));
+    let pairs: Vec<(&Vec<usize>, &Vec<usize>)> = blocks1
+        .iter()
+        .flat_map(|p| blocks2.iter().map(move |q| (p, q)))
+        .collect();
+    let cut =
+        |starts: &[usize], shape: &[usize], step: &dyn Fn(usize) -> usize, ax: usize| match axes
+            .iter()
+            .position(|&x| x == ax)
+        {
+            Some(i) => Slice::from(starts[i]..(starts[i] + step(i)).min(shape[ax])),
+            None => Slice::from(..),
+        };
+    let (step1, step2) = (|i: usize| steps[i].0, |i: usize| steps[i].1);
+    // Each pair runs on one thread when pairs are spread over the pool.
+    let inner = match options.target {
+        Target::Cpu => options.fft_options(),
+        _ if pairs.len() > 1 => options.clone().target(Target::Cpu).fft_options(),
+        _ => options.fft_options(),
+    };
+    let one = |(p, q): &(&Vec<usize>, &Vec<usize>)| -> Result<(Vec<usize>, ArrayD<A::Output>)> {
+        let x = a.slice_each_axis(|d| cut(p, s1, &step1, d.axis.index()));
+        let k = b.slice_each_axis(|d| cut(q, s2, &step2, d.axis.index()));
+        let piece = full_shape_of(x.shape(), k.shape(), axes);
+        let r = A::spectrum_product(x, k, axes, &fshape, &inner)?;
+        let r = r
+            .slice_each_axis(|d| Slice::from(..piece[d.axis.index()]))
+            .to_owned();
+        let offset = (0..full.len())
+            .map(|ax| {
+                axes.iter()
+                    .position(|&x| x == ax)
+                    .map_or(0, |i| p[i] + q[i])
+            })
+            .collect();
+        Ok((offset, r))
+    };
+    let pieces: Vec<_> = match options.target {
+        Target::Cpu => pairs.iter().map(one).collect::<Result<_>>()?,
+        _ => pairs.par_iter().map(one).collect::<Result<_>>()?,
+    };
+    let mut out = ArrayD::<A::Output>::default(IxDyn(full));
+    for (offset, r) in pieces {
+        let mut region = out.slice_each_axis_mut(|d| {
+            let ax = d.axis.index();
+            Slice::from(offset[ax]..offset[ax] + r.shape()[ax])
+        });
+        region.zip_mut_with(&r, |o, &v| *o = *o + v);
+    }
+    Ok(out)
+}
+
+fn full_shape_of(s1: &[usize], s2: &[usize], axes: &[usize]) -> Vec<usize> {
+    super::shapes::full_shape(s1, s2, axes)
+}
+
+/// The start of every block (one start per convolved axis) of an input of `shape` cut at
+/// `steps` along `axes`.
+fn block_starts(
+    shape: &[usize],
+    axes: &[usize],
+    steps: impl Iterator<Item = usize>,
+) -> Vec<Vec<usize>> {
+    let mut all = vec![Vec::new()];
+    for (&ax, step) in axes.iter().zip(steps) {
+        let starts: Vec<usize> = (0..shape[ax]).step_by(step.max(1)).collect();
+        all = all
+            .into_iter()
+            .flat_map(|prefix| {
+                starts.iter().map(move |&s| {
+                    let mut v = prefix.clone();
+                    v.push(s);
+                    v
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scipy_block_lengths() {
+        let (step, k) = oa_steps(2048, 31);
+        assert_eq!(k, 31);
+        assert!(step > 100 && step < 400, "{step}");
+        assert_eq!(oa_steps(31, 2048).0, 31);
+        assert_eq!(oa_steps(100, 60), (100, 60), "no useful block");
+        assert_eq!(oa_steps(7, 7), (7, 7));
+        let w = lambert_w_minus1(-0.1);
+        assert!((w * w.exp() + 0.1).abs() < 1e-12 && w < -1.0);
+    }
+}
