@@ -110,7 +110,7 @@ impl<T: FftReal> FftPlan<Complex<T>, Complex<T>> {
                 shapes: [self.recipe.input.to_vec(), self.recipe.output.to_vec()],
             });
         }
-        let strides = a.strides().to_vec();
+        let strides = Strides::from_slice(a.strides());
         let ptr = a.as_mut_ptr();
         let shape = self.recipe.input.clone();
         let src = Lanes {
@@ -181,13 +181,13 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
             dim[i] = n;
         }
         let mut out = crate::alloc::try_uninit::<O, D>(&dim)?;
-        let strides = out.strides().to_vec();
+        let strides = Strides::from_slice(out.strides());
         let dst = Lanes {
             ptr: out.as_mut_ptr() as *mut O,
             shape: &self.recipe.output,
             strides: &strides,
         };
-        let in_strides = input.strides().to_vec();
+        let in_strides = Strides::from_slice(input.strides());
         let src = Lanes {
             ptr: input.as_ptr(),
             shape: &self.recipe.input,
@@ -215,7 +215,10 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
     {
         self.check("input", input.shape(), &self.recipe.input)?;
         self.check("out", out.shape(), &self.recipe.output)?;
-        let (in_strides, out_strides) = (input.strides().to_vec(), out.strides().to_vec());
+        let (in_strides, out_strides) = (
+            Strides::from_slice(input.strides()),
+            Strides::from_slice(out.strides()),
+        );
         let src = Lanes {
             ptr: input.as_ptr(),
             shape: &self.recipe.input,
