@@ -1,0 +1,140 @@
+//! NumPy parity of `ufunc::fft`: every case of `tests/fixtures/fft/cases.json` (made by
+//! `scripts/fixtures/fft_fixtures.py`): each function with NumPy's `n`/`s`, `axis`/`axes` and
+//! `norm`, float32 and float64, real and complex, 1-d to 3-d.
+
+use ndarray::{ArrayD, IxDyn};
+use num_complex::Complex;
+use serde_json::Value;
+use ufunc::fft::{self, FftOptions, Norm};
+
+type C64 = Complex<f64>;
+
+fn values(v: &Value) -> (Vec<usize>, Vec<C64>) {
+    let shape = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap() as usize)
+        .collect();
+    let vals = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| match x.as_array() {
+            Some(p) => C64::new(p[0].as_f64().unwrap(), p[1].as_f64().unwrap()),
+            None => C64::new(x.as_f64().unwrap(), 0.0),
+        })
+        .collect();
+    (shape, vals)
+}
+
+fn usizes(v: &Value) -> Option<Vec<usize>> {
+    v.as_array()
+        .map(|a| a.iter().map(|n| n.as_u64().unwrap() as usize).collect())
+}
+
+fn options(kwargs: &Value) -> FftOptions {
+    let mut o = FftOptions::new();
+    if let Some(n) = kwargs["n"].as_u64() {
+        o = o.n(n as usize);
+    }
+    if let Some(axis) = kwargs["axis"].as_u64() {
+        o = o.axis(axis as usize);
+    }
+    if let Some(s) = usizes(&kwargs["s"]) {
+        o = o.s(&s);
+    }
+    if let Some(axes) = usizes(&kwargs["axes"]) {
+        o = o.axes(&axes);
+    }
+    match kwargs["norm"].as_str() {
+        Some("ortho") => o.norm(Norm::Ortho),
+        Some("forward") => o.norm(Norm::Forward),
+        _ => o,
+    }
+}
+
+macro_rules! run_typed {
+    ($f:expr, $x:expr, $o:expr, $real:ty) => {{
+        let (shape, vals) = $x;
+        let real = || {
+            ArrayD::from_shape_vec(IxDyn(&shape), vals.iter().map(|v| v.re as $real).collect())
+                .unwrap()
+        };
+        let cplx = || {
+            ArrayD::from_shape_vec(
+                IxDyn(&shape),
+                vals.iter()
+                    .map(|v| Complex::new(v.re as $real, v.im as $real))
+                    .collect(),
+            )
+            .unwrap()
+        };
+        let c = |a: ArrayD<Complex<$real>>| {
+            (
+                a.shape().to_vec(),
+                a.iter()
+                    .map(|v| C64::new(v.re as f64, v.im as f64))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let r = |a: ArrayD<$real>| {
+            (
+                a.shape().to_vec(),
+                a.iter()
+                    .map(|v| C64::new(*v as f64, 0.0))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let complex_input = vals.iter().any(|v| v.im != 0.0);
+        match ($f, complex_input) {
+            ("fft", false) => c(fft::fft_with(&real(), $o).unwrap()),
+            ("fft", true) => c(fft::fft_with(&cplx(), $o).unwrap()),
+            ("ifft", _) => c(fft::ifft_with(&cplx(), $o).unwrap()),
+            ("rfft", _) => c(fft::rfft_with(&real(), $o).unwrap()),
+            ("irfft", _) => r(fft::irfft_with(&cplx(), $o).unwrap()),
+            ("fft2", false) => c(fft::fft2_with(&real(), $o).unwrap()),
+            ("fft2", true) => c(fft::fft2_with(&cplx(), $o).unwrap()),
+            ("ifft2", _) => c(fft::ifft2_with(&cplx(), $o).unwrap()),
+            ("rfft2", _) => c(fft::rfft2_with(&real(), $o).unwrap()),
+            ("irfft2", _) => r(fft::irfft2_with(&cplx(), $o).unwrap()),
+            ("fftn", false) => c(fft::fftn_with(&real(), $o).unwrap()),
+            ("fftn", true) => c(fft::fftn_with(&cplx(), $o).unwrap()),
+            ("ifftn", _) => c(fft::ifftn_with(&cplx(), $o).unwrap()),
+            ("rfftn", _) => c(fft::rfftn_with(&real(), $o).unwrap()),
+            ("irfftn", _) => r(fft::irfftn_with(&cplx(), $o).unwrap()),
+            (other, _) => panic!("unknown function {other}"),
+        }
+    }};
+}
+
+#[test]
+fn numpy_parity_on_every_fixture() {
+    let fixtures: Value = serde_json::from_str(include_str!("fixtures/fft/cases.json")).unwrap();
+    for (i, case) in fixtures["cases"].as_array().unwrap().iter().enumerate() {
+        let f = case["function"].as_str().unwrap();
+        let dtype = case["input"]["dtype"].as_str().unwrap();
+        let o = options(&case["kwargs"]);
+        let single = dtype == "float32" || dtype == "complex64";
+        let (shape, got) = if single {
+            run_typed!(f, values(&case["input"]), &o, f32)
+        } else {
+            run_typed!(f, values(&case["input"]), &o, f64)
+        };
+        let (want_shape, want) = values(&case["result"]);
+        assert_eq!(shape, want_shape, "case {i} {f} {}", case["kwargs"]);
+        let scale = want.iter().map(|z| z.norm()).fold(1e-30, f64::max);
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).norm())
+            .fold(0.0, f64::max)
+            / scale;
+        let tol = if single { 2e-6 } else { 1e-9 };
+        assert!(
+            err <= tol,
+            "case {i} {f} {}: relative error {err:e}",
+            case["kwargs"]
+        );
+    }
+}
