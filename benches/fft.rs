@@ -10,6 +10,7 @@ use ndarray::{Array2, ArrayView2};
 use num_complex::Complex;
 use std::hint::black_box;
 use ufunc::fft::{self, FftOptions, FftPlan};
+use ufunc::signal::{self, ConvOptions, Method, Mode};
 use ufunc::Target;
 
 fn image(ny: usize, nx: usize, seed: u64) -> Array2<f32> {
@@ -85,5 +86,20 @@ fn main() {
         let mut out = Array2::<Complex<f32>>::zeros((4096, 2049));
         let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
         report.row("rfft_rows_4096x4096_f32", &name("plan"), ms);
+
+        let small = image(31, 31, 3);
+        let big = image(2048, 2048, 4);
+        for (case, kernel, mode) in [
+            ("fftconvolve_2048_k31_same", &small, Mode::Same),
+            ("fftconvolve_2048_k2048_full", &big, Mode::Full),
+        ] {
+            for method in [Method::Fft, Method::OverlapAdd] {
+                let o = ConvOptions::new(mode).method(method).target(target);
+                let ms = common::median_ms(reps.min(5), || {
+                    black_box(signal::convolve_with(&img, kernel, &o).unwrap());
+                });
+                report.row(case, &name(&format!("{method:?}")), ms);
+            }
+        }
     }
 }

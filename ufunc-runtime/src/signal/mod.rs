@@ -240,7 +240,10 @@ where
         let computed = match method {
             _ if axes.is_empty() => direct::direct(a, b, &axes, &full),
             Method::Direct => direct::direct(a, b, &axes, &full),
-            Method::OverlapAdd => overlap_add::overlap_add(a, b, &axes, &full, options)?,
+            // One block per axis: overlap-add is the plain FFT convolution (as in SciPy).
+            Method::OverlapAdd if overlap_add::cuts_blocks(s1, s2, &axes) => {
+                overlap_add::overlap_add(a, b, &axes, &full, options)?
+            }
             _ => {
                 let fshape = fast_shape::<A::Output>(&full, &axes)?;
                 A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?

@@ -43,6 +43,12 @@ pub(crate) fn oa_steps(s1: usize, s2: usize) -> (usize, usize) {
     }
 }
 
+/// Whether either input is cut into more than one block along some axis.
+pub(crate) fn cuts_blocks(s1: &[usize], s2: &[usize], axes: &[usize]) -> bool {
+    axes.iter()
+        .any(|&ax| oa_steps(s1[ax], s2[ax]) != (s1[ax], s2[ax]))
+}
+
 /// The lower branch of the Lambert W function on [-1/e, 0), by Halley's iteration from its
 /// asymptotic expansion.
 fn lambert_w_minus1(y: f64) -> f64 {
