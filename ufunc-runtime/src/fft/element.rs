@@ -1,6 +1,5 @@
 //! The element types the transforms take and give: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
 
-use crate::registration::Real;
 use num_complex::Complex;
 
 mod sealed {
@@ -36,8 +35,16 @@ pub trait FftElement:
     fn real_ptr(p: *mut Self) -> Option<*mut Self::Real>;
 }
 
-/// The real element types, `f32` and `f64`: the inputs of `rfft` and the outputs of `irfft`.
-pub trait FftReal: FftElement<Real = Self> + Real {}
+/// The real element types, `f32` and `f64`: the inputs of `rfft`, the outputs of `irfft`, and
+/// the floating-point type every transform computes in.
+pub trait FftReal:
+    FftElement<Real = Self> + rustfft::FftNum + num_traits::Float + Default + std::fmt::Debug
+{
+    /// The value as `f64`.
+    fn as_f64(self) -> f64;
+    /// The nearest value to an `f64`.
+    fn of_f64(x: f64) -> Self;
+}
 
 macro_rules! impl_real {
     ($($t:ty),*) => {$(
@@ -54,7 +61,14 @@ macro_rules! impl_real {
                 Some(p)
             }
         }
-        impl FftReal for $t {}
+        impl FftReal for $t {
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+            fn of_f64(x: f64) -> Self {
+                x as $t
+            }
+        }
     )*};
 }
 impl_real!(f32, f64);

@@ -3,8 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
-use super::pcc::{half_power, half_product_peak, normalise, threads_of, Scratch};
-use super::spectra::RealPlan2;
+use super::pcc::{half_power, half_product_peak, normalise, threads_of, ImagePlan, Scratch};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
 use crate::error::{Error, Result};
@@ -167,8 +166,8 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
     let (cy, cx) = (ny.min(options.max_size), nx.min(options.max_size));
-    let full = RealPlan2::<f32>::new(ny, nx);
-    let plan = RealPlan2::<f32>::new(cy, cx);
+    let full = ImagePlan::<f32>::new(ny, nx)?;
+    let plan = ImagePlan::<f32>::new(cy, cx)?;
     let spectra = read_spectra(frames, &full, (cy, cx), threads)?;
     let pcc = PccOptions {
         upsample_factor: options.upsample_factor,
@@ -178,10 +177,10 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     let (mut shifts, peaks, iterations) = match options.reference {
         Reference::First => {
             let first = |_| spectra[0].clone();
-            let (shifts, peaks) = register_all(&spectra, threads, first, &plan, &pcc, 0.0);
+            let (shifts, peaks) = register_all(&spectra, threads, first, &plan, &pcc, 0.0)?;
             (shifts, peaks, 1)
         }
-        Reference::Sum => iterate_on_sum(&spectra, &plan, &pcc, options, threads),
+        Reference::Sum => iterate_on_sum(&spectra, &plan, &pcc, options, threads)?,
     };
     let origin = shifts[0];
     let scale = [ny as f64 / cy as f64, nx as f64 / cx as f64];
@@ -189,7 +188,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
     }
     let sum = if (cy, cx) == (ny, nx) {
-        aligned_sum(&spectra, &shifts, &full, threads)
+        aligned_sum(&spectra, &shifts, &full, threads)?
     } else {
         drop(spectra);
         streamed_sum(frames, &shifts, &full, threads)?
@@ -218,7 +217,7 @@ fn crop_half(spectrum: &Array2<Complex<f32>>, (cy, cx): (usize, usize)) -> Array
 fn streamed_sum<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     threads: Threads,
 ) -> Result<Array2<f32>> {
     let (ny, nx) = (plan.height(), plan.width());
@@ -227,11 +226,11 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     let mut spectrum = total.clone();
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, &mut image)?;
-        plan.forward(image.view(), &mut spectrum, threads);
+        plan.forward(image.view(), &mut spectrum, threads)?;
         total += &fourier_shift(&spectrum, shift, nx);
     }
     let mut sum = Array2::zeros((ny, nx));
-    plan.inverse(&mut total, &mut sum, threads);
+    plan.inverse(&total, &mut sum, threads)?;
     Ok(sum)
 }
 
@@ -303,7 +302,7 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
 /// batches.
 fn read_spectra<S: FrameSource + ?Sized>(
     frames: &mut S,
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     crop: (usize, usize),
     threads: Threads,
 ) -> Result<Vec<Array2<Complex<f32>>>> {
@@ -321,20 +320,20 @@ fn read_spectra<S: FrameSource + ?Sized>(
         for (k, image) in images.iter_mut().take(count).enumerate() {
             read_one(frames, start + k, image)?;
         }
-        let transform = |image: &Array2<f32>| {
+        let transform = |image: &Array2<f32>| -> Result<Array2<Complex<f32>>> {
             let mut s = Array2::zeros((ny, plan.half_width()));
-            plan.forward(image.view(), &mut s, Threads::One);
-            if crop == (ny, nx) {
+            plan.forward(image.view(), &mut s, Threads::One)?;
+            Ok(if crop == (ny, nx) {
                 s
             } else {
                 crop_half(&s, crop)
-            }
+            })
         };
-        let batch_spectra: Vec<_> = match threads {
+        let batch_spectra: Result<Vec<_>> = match threads {
             Threads::One => images[..count].iter().map(transform).collect(),
             Threads::All => images[..count].par_iter().map(transform).collect(),
         };
-        spectra.extend(batch_spectra);
+        spectra.extend(batch_spectra?);
     }
     Ok(spectra)
 }
@@ -344,26 +343,26 @@ fn register_all(
     spectra: &[Array2<Complex<f32>>],
     threads: Threads,
     reference_of: impl Fn(usize) -> Array2<Complex<f32>> + Sync,
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     pcc: &PccOptions,
     bfactor: f64,
-) -> (Vec<[f64; 2]>, Vec<f64>) {
+) -> Result<(Vec<[f64; 2]>, Vec<f64>)> {
     let one = |i: usize| register(&reference_of(i), &spectra[i], plan, pcc, bfactor);
-    let results: Vec<([f64; 2], f64)> = match threads {
+    let results: Result<Vec<([f64; 2], f64)>> = match threads {
         Threads::One => (0..spectra.len()).map(one).collect(),
         Threads::All => (0..spectra.len()).into_par_iter().map(one).collect(),
     };
-    results.into_iter().unzip()
+    Ok(results?.into_iter().unzip())
 }
 
 /// The shift that registers `moving` onto `reference` (both half spectra), and the peak height.
 fn register(
     reference: &Array2<Complex<f32>>,
     moving: &Array2<Complex<f32>>,
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     pcc: &PccOptions,
     bfactor: f64,
-) -> ([f64; 2], f64) {
+) -> Result<([f64; 2], f64)> {
     let (ny, nx) = (plan.height(), plan.width());
     let amplitudes = (half_power(reference, nx), half_power(moving, nx));
     let mut scratch = Scratch::new(plan);
@@ -385,20 +384,20 @@ fn register(
         pcc.upsample_factor,
         amplitudes,
         Threads::One,
-    );
+    )?;
     let s = peak.shift(&[ny, nx], pcc.upsample_factor);
-    ([s[0], s[1]], peak.correlation())
+    Ok(([s[0], s[1]], peak.correlation()))
 }
 
 /// MotionCor2's scheme: each frame against the sum of the others as aligned, repeated until
 /// the largest change is below the tolerance.
 fn iterate_on_sum(
     spectra: &[Array2<Complex<f32>>],
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     pcc: &PccOptions,
     options: &AlignOptions,
     threads: Threads,
-) -> (Vec<[f64; 2]>, Vec<f64>, usize) {
+) -> Result<(Vec<[f64; 2]>, Vec<f64>, usize)> {
     let n = spectra.len();
     let mut shifts = vec![[0.0f64; 2]; n];
     let mut peaks = vec![0.0; n];
@@ -408,7 +407,7 @@ fn iterate_on_sum(
         let total = shifted_sum(spectra, &shifts, plan.width());
         // Frame i's reference: the sum of the others, each moved by its current shift.
         let others = |i: usize| &total - &fourier_shift(&spectra[i], shifts[i], plan.width());
-        let (new, p) = register_all(spectra, threads, others, plan, pcc, options.bfactor);
+        let (new, p) = register_all(spectra, threads, others, plan, pcc, options.bfactor)?;
         let change = new
             .iter()
             .zip(&shifts)
@@ -420,7 +419,7 @@ fn iterate_on_sum(
             break;
         }
     }
-    (shifts, peaks, iterations)
+    Ok((shifts, peaks, iterations))
 }
 
 /// The half spectrum of the image moved by `shift` = (dy, dx): `F(k) exp(-2πi k·shift / n)`.
@@ -461,11 +460,11 @@ fn shifted_sum(
 fn aligned_sum(
     spectra: &[Array2<Complex<f32>>],
     shifts: &[[f64; 2]],
-    plan: &RealPlan2<f32>,
+    plan: &ImagePlan<f32>,
     threads: Threads,
-) -> Array2<f32> {
-    let mut total = shifted_sum(spectra, shifts, plan.width());
+) -> Result<Array2<f32>> {
+    let total = shifted_sum(spectra, shifts, plan.width());
     let mut sum = Array2::zeros((plan.height(), plan.width()));
-    plan.inverse(&mut total, &mut sum, threads);
-    sum
+    plan.inverse(&total, &mut sum, threads)?;
+    Ok(sum)
 }

@@ -24,14 +24,12 @@
 
 mod align;
 mod pcc;
-mod spectra;
 mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
 pub use pcc::{phase_cross_correlation, Correlator};
 
 use crate::Target;
-use num_complex::Complex;
 
 /// How the cross-power spectrum is normalised before the inverse transform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,80 +84,4 @@ pub struct Pcc {
     pub error: f64,
     /// The global phase difference of the two inputs (0 for non-negative images).
     pub phasediff: f64,
-}
-
-/// Element types the registration works on: `f32` and `f64` images, and their complex
-/// counterparts (complex images, or spectra with [`Space::Fourier`]).
-pub trait PccElement: Copy + Send + Sync + 'static + sealed::Sealed {
-    /// The real type of the computation: `f32` stays `f32`.
-    type Real: Real;
-    /// Whether the element is complex.
-    const COMPLEX: bool;
-    /// The value as a complex number.
-    fn to_complex(self) -> Complex<Self::Real>;
-    /// The real part.
-    fn real(self) -> Self::Real;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-    impl Sealed for num_complex::Complex<f32> {}
-    impl Sealed for num_complex::Complex<f64> {}
-}
-
-macro_rules! impl_element {
-    ($t:ty, $complex:ty) => {
-        impl PccElement for $t {
-            type Real = $t;
-            const COMPLEX: bool = false;
-            fn to_complex(self) -> Complex<$t> {
-                Complex::new(self, 0.0)
-            }
-            fn real(self) -> $t {
-                self
-            }
-        }
-        impl PccElement for $complex {
-            type Real = $t;
-            const COMPLEX: bool = true;
-            fn to_complex(self) -> Complex<$t> {
-                self
-            }
-            fn real(self) -> $t {
-                self.re
-            }
-        }
-    };
-}
-impl_element!(f32, Complex<f32>);
-impl_element!(f64, Complex<f64>);
-
-/// The floating-point types of the computation.
-pub trait Real:
-    rustfft::FftNum + num_traits::Float + Default + Send + Sync + std::fmt::Debug + 'static
-{
-    /// The value as `f64`.
-    fn as_f64(self) -> f64;
-    /// The nearest value to an `f64`.
-    fn of_f64(x: f64) -> Self;
-}
-
-impl Real for f32 {
-    fn as_f64(self) -> f64 {
-        self as f64
-    }
-    fn of_f64(x: f64) -> Self {
-        x as f32
-    }
-}
-
-impl Real for f64 {
-    fn as_f64(self) -> f64 {
-        self
-    }
-    fn of_f64(x: f64) -> Self {
-        x
-    }
 }

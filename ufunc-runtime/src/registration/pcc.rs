@@ -3,10 +3,10 @@
 //! upsampled DFT on half the columns); everything else the full n-d complex path. Both give
 //! scikit-image's results.
 
-use super::spectra::{fftn_inplace, RealPlan2};
 use super::upsample::{upsampled_dft, upsampled_dft_half};
-use super::{Normalization, Pcc, PccElement, PccOptions, Real, Space};
+use super::{Normalization, Pcc, PccOptions, Space};
 use crate::error::{Error, Result};
+use crate::fft::{FftElement, FftOptions, FftPlan, FftReal};
 use crate::parallel::Threads;
 use crate::Target;
 use ndarray::{Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
@@ -26,7 +26,7 @@ pub fn phase_cross_correlation<A, S1, S2, D>(
     options: &PccOptions,
 ) -> Result<Pcc>
 where
-    A: PccElement,
+    A: FftElement,
     S1: Data<Elem = A>,
     S2: Data<Elem = A>,
     D: Dimension,
@@ -44,17 +44,17 @@ where
         let r = reference.view().into_dimensionality::<Ix2>().expect("2-d");
         let m = moving.view().into_dimensionality::<Ix2>().expect("2-d");
         half_spectrum_peak(
-            r.mapv(A::real).view(),
-            m.mapv(A::real).view(),
+            r.mapv(|v| v.to_complex().re).view(),
+            m.mapv(|v| v.to_complex().re).view(),
             options,
             threads,
-        )
+        )?
     } else {
         full_spectrum_peak(
-            spectrum_of(reference, options.space),
-            spectrum_of(moving, options.space),
+            spectrum_of(reference, options)?,
+            spectrum_of(moving, options)?,
             options,
-        )
+        )?
     };
     peak.finish(reference.shape(), options.upsample_factor)
 }
@@ -76,15 +76,97 @@ fn check_options(shape: &[usize], options: &PccOptions) -> Result<()> {
 }
 
 /// The full complex spectrum of an image (or the spectrum itself, in Fourier space).
-fn spectrum_of<A: PccElement, S: Data<Elem = A>, D: Dimension>(
+fn spectrum_of<A: FftElement, S: Data<Elem = A>, D: Dimension>(
     a: &ArrayBase<S, D>,
-    space: Space,
-) -> ArrayD<Complex<A::Real>> {
+    options: &PccOptions,
+) -> Result<ArrayD<Complex<A::Real>>> {
     let mut z = a.mapv(A::to_complex).into_dyn();
-    if space == Space::Real {
-        fftn_inplace(&mut z, false);
+    if options.space == Space::Real {
+        complex_fftn_inplace(&mut z, false, options.target)?;
     }
-    z
+    Ok(z)
+}
+
+/// The complex FFT over every axis of `z`, in place (the inverse divided by the size).
+fn complex_fftn_inplace<T: FftReal>(
+    z: &mut ArrayD<Complex<T>>,
+    inverse: bool,
+    target: Target,
+) -> Result<()> {
+    let options = FftOptions::new().target(target);
+    match inverse {
+        true => FftPlan::ifftn(z.shape(), &options)?.execute_inplace(z),
+        false => FftPlan::fftn(z.shape(), &options)?.execute_inplace(z),
+    }
+}
+
+/// The real 2-D transforms of one image shape, both ways, planned once for one thread and for
+/// all (frames transformed in parallel use the first, whole images the second).
+pub(super) struct ImagePlan<T: FftReal> {
+    ny: usize,
+    nx: usize,
+    forward: [FftPlan<T, Complex<T>>; 2],
+    inverse: [FftPlan<Complex<T>, T>; 2],
+}
+
+impl<T: FftReal> ImagePlan<T> {
+    pub(super) fn new(ny: usize, nx: usize) -> Result<Self> {
+        let options = |t| FftOptions::new().target(t);
+        let (one, all) = (options(Target::Cpu), options(Target::Parallel));
+        let half = [ny, nx / 2 + 1];
+        let full = options(Target::Cpu).s(&[ny, nx]);
+        Ok(ImagePlan {
+            ny,
+            nx,
+            forward: [
+                FftPlan::rfftn(&[ny, nx], &one)?,
+                FftPlan::rfftn(&[ny, nx], &all)?,
+            ],
+            inverse: [
+                FftPlan::irfftn(&half, &full)?,
+                FftPlan::irfftn(&half, &full.target(Target::Parallel))?,
+            ],
+        })
+    }
+
+    pub(super) fn width(&self) -> usize {
+        self.nx
+    }
+
+    pub(super) fn height(&self) -> usize {
+        self.ny
+    }
+
+    pub(super) fn half_width(&self) -> usize {
+        self.nx / 2 + 1
+    }
+
+    /// The half spectrum of `image` (any strides) into `out`.
+    pub(super) fn forward(
+        &self,
+        image: ArrayView2<'_, T>,
+        out: &mut Array2<Complex<T>>,
+        threads: Threads,
+    ) -> Result<()> {
+        self.forward[slot(threads)].execute_into(&image, out)
+    }
+
+    /// The image of the half spectrum `spectrum` into `out`, divided by the size.
+    pub(super) fn inverse(
+        &self,
+        spectrum: &Array2<Complex<T>>,
+        out: &mut Array2<T>,
+        threads: Threads,
+    ) -> Result<()> {
+        self.inverse[slot(threads)].execute_into(spectrum, out)
+    }
+}
+
+fn slot(threads: Threads) -> usize {
+    match threads {
+        Threads::One => 0,
+        Threads::All => 1,
+    }
 }
 
 pub(super) fn threads_of(target: Target) -> Result<Threads> {
@@ -200,7 +282,7 @@ fn wrap(index: &[usize], shape: &[usize]) -> Vec<f64> {
         .collect()
 }
 
-pub(super) fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
+pub(super) fn normalise<T: FftReal>(z: Complex<T>, normalization: Normalization) -> Complex<T> {
     match normalization {
         // |z| as sqrt(re² + im²): num-complex's `norm` calls `hypot`, many times slower, and
         // the cross-power values are far from overflow.
@@ -212,16 +294,16 @@ pub(super) fn normalise<T: Real>(z: Complex<T>, normalization: Normalization) ->
     }
 }
 
-fn c64<T: Real>(z: Complex<T>) -> Complex<f64> {
+fn c64<T: FftReal>(z: Complex<T>) -> Complex<f64> {
     Complex::new(z.re.as_f64(), z.im.as_f64())
 }
 
 /// The full n-d complex path: scikit-image's algorithm as written.
-fn full_spectrum_peak<T: Real>(
+fn full_spectrum_peak<T: FftReal>(
     reference: ArrayD<Complex<T>>,
     moving: ArrayD<Complex<T>>,
     options: &PccOptions,
-) -> Peak {
+) -> Result<Peak> {
     let shape = reference.shape().to_vec();
     let size = reference.len() as f64;
     let mut product = ArrayD::<Complex<T>>::zeros(IxDyn(&shape));
@@ -232,17 +314,17 @@ fn full_spectrum_peak<T: Real>(
     let power = |a: &ArrayD<Complex<T>>| a.iter().map(|z| z.to_f64_norm_sqr()).sum::<f64>();
     let amplitudes = (power(&reference), power(&moving));
     let mut cc = product.clone();
-    fftn_inplace(&mut cc, true);
+    complex_fftn_inplace(&mut cc, true, options.target)?;
     let flat = argmax(cc.iter().enumerate(), |z| c64(*z).norm());
     let index = unravel(flat, &shape);
     let coarse = wrap(&index, &shape);
     if options.upsample_factor == 1 {
-        return Peak {
+        return Ok(Peak {
             value: c64(cc[IxDyn(&index)]),
             coarse,
             refinement: None,
             amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
-        };
+        });
     }
     let u = options.upsample_factor as f64;
     let (region, centre) = region_of(options.upsample_factor);
@@ -250,31 +332,31 @@ fn full_spectrum_peak<T: Real>(
     let up = upsampled_dft(product.view(), region, u, &offsets);
     let flat = argmax(up.iter().enumerate(), |z| z.norm());
     let at = unravel(flat, up.shape());
-    Peak {
+    Ok(Peak {
         value: up[IxDyn(&at)],
         refinement: Some(at.iter().map(|&i| (i as f64 - centre) / u).collect()),
         coarse,
         amplitudes,
-    }
+    })
 }
 
 trait NormSqr {
     fn to_f64_norm_sqr(&self) -> f64;
 }
-impl<T: Real> NormSqr for Complex<T> {
+impl<T: FftReal> NormSqr for Complex<T> {
     fn to_f64_norm_sqr(&self) -> f64 {
         c64(*self).norm_sqr()
     }
 }
 
 /// The real 2-D path: half spectra by real transforms, the same peak and refinement.
-fn half_spectrum_peak<T: Real>(
+fn half_spectrum_peak<T: FftReal>(
     reference: ArrayView2<'_, T>,
     moving: ArrayView2<'_, T>,
     options: &PccOptions,
     threads: Threads,
-) -> Peak {
-    Correlator::with_threads(reference, options, threads).peak(moving)
+) -> Result<Peak> {
+    Correlator::with_threads(reference, options, threads)?.peak(moving)
 }
 
 /// Registers many images onto one reference: the reference's spectrum and the transform plans
@@ -297,8 +379,8 @@ fn half_spectrum_peak<T: Real>(
 /// # Ok(())
 /// # }
 /// ```
-pub struct Correlator<T: Real> {
-    plan: RealPlan2<T>,
+pub struct Correlator<T: FftReal> {
+    plan: ImagePlan<T>,
     reference: Array2<Complex<T>>,
     reference_power: f64,
     options: PccOptions,
@@ -307,20 +389,17 @@ pub struct Correlator<T: Real> {
     scratch: std::sync::Mutex<Vec<Scratch<T>>>,
 }
 
-/// A registration's buffers: the cross-power spectrum, its copy the inverse transform
-/// overwrites, and the cross-correlation.
-pub(super) struct Scratch<T: Real> {
+/// A registration's buffers: the cross-power spectrum and the cross-correlation.
+pub(super) struct Scratch<T: FftReal> {
     product: Array2<Complex<T>>,
-    spectrum: Array2<Complex<T>>,
     cc: Array2<T>,
 }
 
-impl<T: Real> Scratch<T> {
-    pub(super) fn new(plan: &RealPlan2<T>) -> Self {
+impl<T: FftReal> Scratch<T> {
+    pub(super) fn new(plan: &ImagePlan<T>) -> Self {
         let (ny, nx, m) = (plan.height(), plan.width(), plan.half_width());
         Scratch {
             product: Array2::zeros((ny, m)),
-            spectrum: Array2::zeros((ny, m)),
             cc: Array2::zeros((ny, nx)),
         }
     }
@@ -330,7 +409,7 @@ impl<T: Real> Scratch<T> {
     }
 }
 
-impl<T: Real> Correlator<T> {
+impl<T: FftReal> Correlator<T> {
     /// Prepares registration onto `reference` (errors: an empty image, an `upsample_factor` of
     /// 0, a target other than `cpu` or `parallel`, NaN in the reference).
     pub fn new<S: Data<Elem = T>>(
@@ -345,22 +424,26 @@ impl<T: Real> Correlator<T> {
                 name: "reference",
             });
         }
-        Ok(Self::with_threads(reference.view(), options, threads))
+        Self::with_threads(reference.view(), options, threads)
     }
 
-    fn with_threads(reference: ArrayView2<'_, T>, options: &PccOptions, threads: Threads) -> Self {
+    fn with_threads(
+        reference: ArrayView2<'_, T>,
+        options: &PccOptions,
+        threads: Threads,
+    ) -> Result<Self> {
         let (ny, nx) = reference.dim();
-        let plan = RealPlan2::<T>::new(ny, nx);
+        let plan = ImagePlan::<T>::new(ny, nx)?;
         let mut spectrum = Array2::zeros((ny, plan.half_width()));
-        plan.forward(reference, &mut spectrum, threads);
-        Correlator {
+        plan.forward(reference, &mut spectrum, threads)?;
+        Ok(Correlator {
             reference_power: half_power(&spectrum, nx),
             reference: spectrum,
             plan,
             options: *options,
             threads,
             scratch: std::sync::Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// The shift that registers `moving` onto the reference, as [`phase_cross_correlation`]
@@ -374,17 +457,17 @@ impl<T: Real> Correlator<T> {
                 shapes: [shape.to_vec(), moving.shape().to_vec()],
             });
         }
-        self.peak(moving.view())
+        self.peak(moving.view())?
             .finish(&shape, self.options.upsample_factor)
     }
 
-    fn peak(&self, moving: ArrayView2<'_, T>) -> Peak {
+    fn peak(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
         let nx = self.plan.width();
         let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
         let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
         self.plan
-            .forward(moving, &mut scratch.product, self.threads);
+            .forward(moving, &mut scratch.product, self.threads)?;
         let normalization = self.options.normalization;
         let moving_power = cross_power(
             &self.reference,
@@ -402,14 +485,14 @@ impl<T: Real> Correlator<T> {
 }
 
 /// `Σ|S|²` over the full spectrum, from the half: the columns that have a mirror count twice.
-pub(super) fn half_power<T: Real>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
+pub(super) fn half_power<T: FftReal>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
     s.rows()
         .into_iter()
         .map(|row| row_power(row.iter(), nx))
         .sum()
 }
 
-fn row_power<'a, T: Real>(row: impl Iterator<Item = &'a Complex<T>>, nx: usize) -> f64 {
+fn row_power<'a, T: FftReal>(row: impl Iterator<Item = &'a Complex<T>>, nx: usize) -> f64 {
     let m = nx / 2 + 1;
     row.enumerate()
         .map(|(c, z)| {
@@ -422,7 +505,7 @@ fn row_power<'a, T: Real>(row: impl Iterator<Item = &'a Complex<T>>, nx: usize) 
 /// Replaces the half spectrum `moving` by its cross-power spectrum with `reference`
 /// (`R conj(M)`, normalised), and returns `Σ|M|²` over the full spectrum; rows split across
 /// threads.
-fn cross_power<T: Real>(
+fn cross_power<T: FftReal>(
     reference: &Array2<Complex<T>>,
     moving: &mut Array2<Complex<T>>,
     nx: usize,
@@ -454,7 +537,7 @@ fn cross_power<T: Real>(
 
 /// Index of the largest `|value|` of a contiguous image, the first on ties (NumPy's
 /// `argmax`), pieces split across threads.
-fn argmax_abs<T: Real>(values: &[T], threads: Threads) -> usize {
+fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> usize {
     const PIECE: usize = 1 << 16;
     let piece = |(p, chunk): (usize, &[T])| -> (usize, T) {
         let mut best = (0, T::neg_infinity());
@@ -482,32 +565,27 @@ fn argmax_abs<T: Real>(values: &[T], threads: Threads) -> usize {
 }
 
 /// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
-pub(super) fn half_product_peak<T: Real>(
-    plan: &RealPlan2<T>,
+pub(super) fn half_product_peak<T: FftReal>(
+    plan: &ImagePlan<T>,
     scratch: &mut Scratch<T>,
     upsample: u32,
     amplitudes: (f64, f64),
     threads: Threads,
-) -> Peak {
+) -> Result<Peak> {
     let (ny, nx) = (plan.height(), plan.width());
-    let Scratch {
-        product,
-        spectrum,
-        cc,
-    } = scratch;
-    spectrum.assign(product);
-    plan.inverse(spectrum, cc, threads);
+    let Scratch { product, cc } = scratch;
+    plan.inverse(product, cc, threads)?;
     let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let index = unravel(flat, &[ny, nx]);
     let coarse = wrap(&index, &[ny, nx]);
     let size = (ny * nx) as f64;
     if upsample == 1 {
-        return Peak {
+        return Ok(Peak {
             value: Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0),
             coarse,
             refinement: None,
             amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
-        };
+        });
     }
     let u = upsample as f64;
     let (region, centre) = region_of(upsample);
@@ -518,10 +596,10 @@ pub(super) fn half_product_peak<T: Real>(
     let up = upsampled_dft_half(product.view(), nx, region, u, offsets, threads);
     let flat = argmax(up.iter().enumerate(), |z| z.norm());
     let at = unravel(flat, &[region, region]);
-    Peak {
+    Ok(Peak {
         value: up[[at[0], at[1]]],
         refinement: Some(at.iter().map(|&i| (i as f64 - centre) / u).collect()),
         coarse,
         amplitudes,
-    }
+    })
 }

@@ -12,7 +12,7 @@ use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewD, Axis, IxDyn};
 use num_complex::Complex;
 use std::f64::consts::PI;
 
-use super::Real;
+use crate::fft::FftReal;
 
 /// NumPy's `fftfreq(n)[k] * n`: the signed frequency of bin `k` of an `n`-point transform.
 pub(crate) fn signed_bin(k: usize, n: usize) -> f64 {
@@ -32,7 +32,7 @@ fn kernel(n: usize, region: usize, upsample: f64, offset: f64) -> Array2<Complex
 }
 
 /// The upsampled DFT of a full spectrum of any dimension: shape `(region,) * ndim`.
-pub(crate) fn upsampled_dft<T: Real>(
+pub(crate) fn upsampled_dft<T: FftReal>(
     spectrum: ArrayViewD<'_, Complex<T>>,
     region: usize,
     upsample: f64,
@@ -67,7 +67,7 @@ pub(crate) fn upsampled_dft<T: Real>(
 /// The same for a real signal's 2-D cross-power spectrum given as its half (`rfft2`) spectrum
 /// of `nx / 2 + 1` columns, without building the full one: the contraction over rows runs on
 /// the half only, the other half follows from Hermitian symmetry.
-pub(crate) fn upsampled_dft_half<T: Real>(
+pub(crate) fn upsampled_dft_half<T: FftReal>(
     half: ArrayView2<'_, Complex<T>>,
     nx: usize,
     region: usize,
@@ -109,7 +109,7 @@ pub(crate) fn upsampled_dft_half<T: Real>(
 const COLUMNS_PER_PIECE: usize = 64;
 
 /// `weights (region x ny) · half (ny x m)`, blocked over columns and split across threads.
-fn rows_times_half<T: Real>(
+fn rows_times_half<T: FftReal>(
     weights: &Array2<Complex<f64>>,
     half: ArrayView2<'_, Complex<T>>,
     threads: Threads,
@@ -160,7 +160,7 @@ struct Piece<'a, T> {
 
 /// One piece of columns: planar accumulators, each spectrum row deinterleaved once and then
 /// used by every weight row. Compiled for AVX2 where the CPU has it.
-fn accumulate<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
+fn accumulate<T: FftReal>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
     #[cfg(target_arch = "x86_64")]
     if active_isa() >= IsaLevel::Avx2 {
         // SAFETY: the CPU supports AVX2 and FMA (active_isa never reports more than it has).
@@ -171,14 +171,14 @@ fn accumulate<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn accumulate_avx2<T: Real>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
+unsafe fn accumulate_avx2<T: FftReal>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
     accumulate_portable::<T, true>(piece)
 }
 
 /// With `FMA`, the multiply-adds are fused (only where the entry is compiled with FMA: elsewhere
 /// `mul_add` would be a library call).
 #[inline(always)]
-fn accumulate_portable<T: Real, const FMA: bool>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
+fn accumulate_portable<T: FftReal, const FMA: bool>(piece: &Piece<'_, T>) -> (Vec<T>, Vec<T>) {
     const W: usize = COLUMNS_PER_PIECE;
     let Piece {
         w_re,
