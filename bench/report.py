@@ -1,9 +1,10 @@
 # Merges bench JSON lines (Rust and peers.py) into one Markdown table per case; stdlib only.
-"""Usage: python3 bench/report.py FILE.jsonl [FILE.jsonl ...] > report.md
+"""Usage: python3 bench/report.py [--vs PREFIX ...] [--title TEXT] FILE.jsonl [FILE.jsonl ...] > report.md
 
 Each line: {"case": ..., "n": ..., "impl": ..., "ms" or "ns": ..., ["gbps": ...], ["gflops": ...]}. Later
 files win on duplicates. A GB/s or GFLOP/s column appears when a case's lines carry that field. Speedups
-(>1 means faster) are given for the `ufunc*` impls only, against numpy and the fastest `numba*` impl.
+(>1 means faster) are given for the `ufunc*` impls only, against the fastest impl whose name starts with
+each `--vs` prefix (default: `numpy` and `numba`).
 """
 import json
 import sys
@@ -42,35 +43,48 @@ def ratio(base, r):
     return f"{value(base)[0] / value(r)[0]:.2f}x"
 
 
-def table(case, recs):
+def fastest(at_n, prefix):
+    matching = [r for i, r in at_n.items() if i.startswith(prefix)]
+    return min(matching, key=lambda r: value(r)[0]) if matching else None
+
+
+def table(case, recs, baselines):
     rates = [(key, title) for key, title in RATES if any(key in r for r in recs)]
-    cols = ["N", "impl", "time"] + [title for _, title in rates] + ["speedup vs numpy", "speedup vs best numba"]
+    cols = ["N", "impl", "time"] + [title for _, title in rates] + [f"speedup vs {b}" for b in baselines]
     out = [f"## {case}", "", "| " + " | ".join(cols) + " |", "|---:|:---|" + "---:|" * (len(cols) - 2)]
     for n in sorted({r["n"] for r in recs}):
         at_n = {r["impl"]: r for r in recs if r["n"] == n}
-        numba = [r for i, r in at_n.items() if i.startswith("numba")]
-        best_numba = min(numba, key=lambda r: value(r)[0]) if numba else None
+        bases = [fastest(at_n, b) for b in baselines]
         impls = [i for i in ORDER if i in at_n] + [i for i in at_n if i not in ORDER]
         for imp in impls:
             r = at_n[imp]
             t, unit = value(r)
             shown = f"{t:.3f} ms" if unit == "ms" else f"{t:.1f} ns"
-            vs_np = vs_nb = ""
-            if imp.startswith("ufunc"):
-                vs_np, vs_nb = ratio(at_n.get("numpy"), r), ratio(best_numba, r)
+            speedups = [ratio(b, r) if imp.startswith("ufunc") else "" for b in bases]
             cells = [f"{n:,}", imp, shown] + [f"{r[key]:.1f}" if key in r else "" for key, _ in rates]
-            out.append("| " + " | ".join(cells + [vs_np, vs_nb]) + " |")
+            out.append("| " + " | ".join(cells + speedups) + " |")
     return "\n".join(out)
 
 
 def main():
-    if len(sys.argv) < 2:
+    args, baselines, files = sys.argv[1:], [], []
+    title = "ufunc vs NumPy / numexpr / Numba"
+    while args:
+        a = args.pop(0)
+        if a == "--vs" and args:
+            baselines.append(args.pop(0))
+        elif a == "--title" and args:
+            title = args.pop(0)
+        else:
+            files.append(a)
+    if not files:
         sys.exit(__doc__)
-    rows = load(sys.argv[1:])
+    baselines = baselines or ["numpy", "numba"]
+    rows = load(files)
     seen = dict.fromkeys(case for case, _, _ in rows)
     cases = [c for c in CASES if c in seen] + [c for c in seen if c not in CASES]
-    print("# ufunc vs NumPy / numexpr / Numba\n")
-    print("\n\n".join(table(c, [r for (case, _, _), r in rows.items() if case == c]) for c in cases))
+    print(f"# {title}\n")
+    print("\n\n".join(table(c, [r for (case, _, _), r in rows.items() if case == c], baselines) for c in cases))
 
 
 if __name__ == "__main__":

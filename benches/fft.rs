@@ -28,9 +28,10 @@ struct Report {
 }
 
 impl Report {
-    fn row(&self, case: &str, imp: &str, ms: f64) {
+    /// One measurement of `case` (on `n` x `n` data).
+    fn row(&self, case: &str, n: usize, imp: &str, ms: f64) {
         if self.json {
-            println!("{{\"case\": \"{case}\", \"impl\": \"{imp}\", \"ms\": {ms:.3}}}");
+            println!("{{\"case\": \"{case}\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {ms:.3}}}");
         } else {
             println!("{case:28} {imp:24} {ms:9.2} ms");
         }
@@ -57,35 +58,35 @@ fn main() {
         let plan = FftPlan::fftn(&[2048, 2048], &o).unwrap();
         let mut out = Array2::<Complex<f32>>::zeros((2048, 2048));
         let ms = common::median_ms(reps, || plan.execute_into(&cimg, &mut out).unwrap());
-        report.row("fft2_c2c_2048_f32", &name("plan"), ms);
+        report.row("fft2_c2c_2048_f32", 2048, &name("plan"), ms);
         let ms = common::median_ms(reps, || {
             black_box(fft::fft2_with(&cimg, &o).unwrap());
         });
-        report.row("fft2_c2c_2048_f32", &name("fft2"), ms);
+        report.row("fft2_c2c_2048_f32", 2048, &name("fft2"), ms);
 
         let plan = FftPlan::rfftn(&[2048, 2048], &o).unwrap();
         let mut half = Array2::<Complex<f32>>::zeros((2048, 1025));
         let ms = common::median_ms(reps, || plan.execute_into(&img, &mut half).unwrap());
-        report.row("rfft2_r2c_2048_f32", &name("plan"), ms);
+        report.row("rfft2_r2c_2048_f32", 2048, &name("plan"), ms);
         let ms = common::median_ms(reps, || {
             black_box(fft::rfft2_with(&img, &o).unwrap());
         });
-        report.row("rfft2_r2c_2048_f32", &name("rfft2"), ms);
+        report.row("rfft2_r2c_2048_f32", 2048, &name("rfft2"), ms);
 
         let plan = FftPlan::irfftn(&[2048, 1025], &o.clone().s(&[2048, 2048])).unwrap();
         let mut back = Array2::<f32>::zeros((2048, 2048));
         let ms = common::median_ms(reps, || plan.execute_into(&half, &mut back).unwrap());
-        report.row("irfft2_c2r_2048_f32", &name("plan"), ms);
+        report.row("irfft2_c2r_2048_f32", 2048, &name("plan"), ms);
 
         let rows_c: ArrayView2<'_, f32> = rows.view();
         let plan = FftPlan::fftn(&[4096, 4096], &o.clone().axis(1)).unwrap();
         let mut out = Array2::<Complex<f32>>::zeros((4096, 4096));
         let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
-        report.row("fft_rows_4096x4096_f32", &name("plan"), ms);
+        report.row("fft_rows_4096x4096_f32", 4096, &name("plan"), ms);
         let plan = FftPlan::rfftn(&[4096, 4096], &o.clone().axis(1)).unwrap();
         let mut out = Array2::<Complex<f32>>::zeros((4096, 2049));
         let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
-        report.row("rfft_rows_4096x4096_f32", &name("plan"), ms);
+        report.row("rfft_rows_4096x4096_f32", 4096, &name("plan"), ms);
 
         let small = image(31, 31, 3);
         let big = image(2048, 2048, 4);
@@ -98,7 +99,7 @@ fn main() {
                 let ms = common::median_ms(reps.min(5), || {
                     black_box(signal::convolve_with(&img, kernel, &o).unwrap());
                 });
-                report.row(case, &name(&format!("{method:?}")), ms);
+                report.row(case, 2048, &name(&format!("{method:?}")), ms);
             }
         }
     }

@@ -201,6 +201,33 @@ unsafe fn gather<A: FftElement>(
     dst[len..].fill(Complex::default());
 }
 
+/// Gathers the block of lanes starting at `offsets` (source offsets first) into `lanes`, `n`
+/// apiece (the first `read` from the source, converted to complex, the rest zero), reading
+/// across the block one source row at a time so that each row's cache lines and page are
+/// visited once per block rather than once per lane.
+///
+/// # Safety
+/// Each source lane addresses `read` readable elements at `stride`.
+unsafe fn gather_block<A: FftElement>(
+    lanes: &mut [Complex<A::Real>],
+    n: usize,
+    src: *const A,
+    offsets: &[(isize, isize)],
+    stride: isize,
+    read: usize,
+) {
+    for j in 0..read {
+        let row = j as isize * stride;
+        for (b, &(o, _)) in offsets.iter().enumerate() {
+            // SAFETY: `j < read`, per the contract.
+            lanes[b * n + j] = unsafe { *src.offset(o + row) }.to_complex();
+        }
+    }
+    for lane in lanes.chunks_exact_mut(n) {
+        lane[read..].fill(Complex::default());
+    }
+}
+
 /// A complex pass from `src` (elements `A`) to `dst`; `in_place` when both are the same array.
 ///
 /// # Safety
@@ -251,11 +278,11 @@ pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
             while start < range.end {
                 let w = block.min(range.end - start);
                 let lanes = fit(&mut buf.block, w * n);
-                for (b, lane) in lanes.chunks_exact_mut(n).enumerate() {
-                    offsets[b] = space.offsets(start + b);
-                    // SAFETY: as in the row case, read before any write of this block.
-                    unsafe { gather(lane, sp.0.offset(offsets[b].0), space.src_axis, read) };
+                for (b, o) in offsets[..w].iter_mut().enumerate() {
+                    *o = space.offsets(start + b);
                 }
+                // SAFETY: as in the row case, read before any write of this block.
+                unsafe { gather_block(lanes, n, sp.0, &offsets[..w], space.src_axis, read) };
                 fft.process_with_scratch(lanes, scratch);
                 // Row by row across the block: each destination row gets `w` neighbouring writes.
                 for j in 0..n {
