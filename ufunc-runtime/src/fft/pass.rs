@@ -201,30 +201,73 @@ unsafe fn gather<A: FftElement>(
     dst[len..].fill(Complex::default());
 }
 
+/// How many rows ahead the column gather and scatter prefetch: rows of a large array are
+/// pages apart, which the hardware prefetchers do not follow, so without it every row of a
+/// block costs a full memory latency.
+const PREFETCH_ROWS: usize = 8;
+
+/// Asks for the cache lines from `from` to `to` (inclusive, either order) to be loaded.
+///
+/// # Safety
+/// Both pointers are derived from one allocation (the lines need not be readable).
+#[inline(always)]
+unsafe fn prefetch_span<T>(from: *const T, to: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (lo, hi) = if from <= to { (from, to) } else { (to, from) };
+        let (mut p, end) = (
+            lo as *const i8,
+            (hi as *const i8).wrapping_add(size_of::<T>()),
+        );
+        while p < end {
+            // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+            p = p.wrapping_add(64);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (from, to);
+}
+
+/// The distance between lanes in a gathered block: `n` plus a cache line or two, so that the
+/// lanes of a block fall in different cache sets. (At a power-of-two `n` they would all share
+/// one set, and walking across the block, as the gather and the scatter do, would miss the L1
+/// cache on every element.)
+fn lane_pitch(n: usize) -> usize {
+    n + 64 / size_of::<Complex<f32>>()
+}
+
 /// Gathers the block of lanes starting at `offsets` (source offsets first) into `lanes`, `n`
-/// apiece (the first `read` from the source, converted to complex, the rest zero), reading
-/// across the block one source row at a time so that each row's cache lines and page are
-/// visited once per block rather than once per lane.
+/// apiece at `pitch` (the first `read` from the source, converted to complex, the rest zero),
+/// reading across the block one source row at a time so that each row's cache lines and page
+/// are visited once per block rather than once per lane.
 ///
 /// # Safety
 /// Each source lane addresses `read` readable elements at `stride`.
 unsafe fn gather_block<A: FftElement>(
     lanes: &mut [Complex<A::Real>],
-    n: usize,
+    (n, pitch): (usize, usize),
     src: *const A,
     offsets: &[(isize, isize)],
     stride: isize,
     read: usize,
 ) {
+    let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
     for j in 0..read {
         let row = j as isize * stride;
+        if j + PREFETCH_ROWS < read {
+            let ahead = (j + PREFETCH_ROWS) as isize * stride;
+            // SAFETY: the addresses are inside the source lanes (prefetching never faults).
+            unsafe { prefetch_span(src.offset(first + ahead), src.offset(last + ahead)) };
+        }
         for (b, &(o, _)) in offsets.iter().enumerate() {
             // SAFETY: `j < read`, per the contract.
-            lanes[b * n + j] = unsafe { *src.offset(o + row) }.to_complex();
+            lanes[b * pitch + j] = unsafe { *src.offset(o + row) }.to_complex();
         }
     }
-    for lane in lanes.chunks_exact_mut(n) {
-        lane[read..].fill(Complex::default());
+    for lane in lanes.chunks_exact_mut(pitch) {
+        lane[read..n].fill(Complex::default());
     }
 }
 
@@ -277,19 +320,33 @@ pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
             let mut start = range.start;
             while start < range.end {
                 let w = block.min(range.end - start);
-                let lanes = fit(&mut buf.block, w * n);
+                let pitch = lane_pitch(n);
+                let lanes = fit(&mut buf.block, w * pitch);
                 for (b, o) in offsets[..w].iter_mut().enumerate() {
                     *o = space.offsets(start + b);
                 }
                 // SAFETY: as in the row case, read before any write of this block.
-                unsafe { gather_block(lanes, n, sp.0, &offsets[..w], space.src_axis, read) };
-                fft.process_with_scratch(lanes, scratch);
+                unsafe {
+                    gather_block(lanes, (n, pitch), sp.0, &offsets[..w], space.src_axis, read)
+                };
+                for lane in lanes.chunks_exact_mut(pitch) {
+                    fft.process_with_scratch(&mut lane[..n], scratch);
+                }
                 // Row by row across the block: each destination row gets `w` neighbouring writes.
+                let (first, last) = (offsets[0].1, offsets[w - 1].1);
                 for j in 0..n {
+                    if j + PREFETCH_ROWS < n {
+                        let ahead = (j + PREFETCH_ROWS) as isize * space.dst_axis;
+                        // SAFETY: inside the destination lanes; prefetching never faults.
+                        unsafe {
+                            prefetch_span(dp.0.offset(first + ahead), dp.0.offset(last + ahead))
+                        };
+                    }
                     for (b, &(_, d)) in offsets[..w].iter().enumerate() {
                         // SAFETY: element `j` of destination lane `start + b`, ours alone.
                         unsafe {
-                            *dp.0.offset(d + j as isize * space.dst_axis) = lanes[b * n + j] * scale
+                            *dp.0.offset(d + j as isize * space.dst_axis) =
+                                lanes[b * pitch + j] * scale
                         };
                     }
                 }
