@@ -3,8 +3,10 @@
 
 use crate::error::Result;
 use crate::fft::{self, FftElement, FftOptions};
+use crate::parallel::Threads;
 use ndarray::{ArrayD, ArrayViewD};
 use num_complex::Complex;
+use rayon::prelude::*;
 
 /// `Self` convolved with `B`: both inputs in one float type (`f32` stays `f32`), the result
 /// real when both are real and complex when either is complex.
@@ -37,20 +39,37 @@ pub trait ConvElement<B: FftElement<Real = Self::Real>>: FftElement {
     ) -> Result<ArrayD<Self::Output>>;
 }
 
-/// The product of two spectra, in place in `a` where the shapes agree (the usual case),
-/// else broadcast into a new array.
+/// The product of two spectra, in place in `a` where the shapes agree (the usual case; split
+/// across rayon's pool for the `parallel` target), else broadcast into a new array.
 fn multiply_spectra<T: crate::fft::FftReal>(
-    a: ArrayD<Complex<T>>,
+    mut a: ArrayD<Complex<T>>,
     b: &ArrayD<Complex<T>>,
-) -> ArrayD<Complex<T>> {
-    if a.shape() == b.shape() {
-        let mut a = a;
-        a.zip_mut_with(b, |x, y| *x = *x * *y);
-        a
-    } else {
-        &a * b
+    options: &FftOptions,
+) -> Result<ArrayD<Complex<T>>> {
+    if a.shape() != b.shape() {
+        return Ok(&a * b);
     }
+    let threads = options.threads()?;
+    match (a.as_slice_mut(), b.as_slice()) {
+        (Some(x), Some(y)) => {
+            let multiply = |(x, y): (&mut [Complex<T>], &[Complex<T>])| {
+                x.iter_mut().zip(y).for_each(|(x, y)| *x = *x * *y)
+            };
+            match threads {
+                Threads::One => multiply((x, y)),
+                Threads::All => x
+                    .par_chunks_mut(PRODUCT_CHUNK)
+                    .zip(y.par_chunks(PRODUCT_CHUNK))
+                    .for_each(multiply),
+            }
+        }
+        _ => a.zip_mut_with(b, |x, y| *x = *x * *y),
+    }
+    Ok(a)
 }
+
+/// Elements per piece of a parallel spectrum product.
+const PRODUCT_CHUNK: usize = 1 << 15;
 
 macro_rules! real_pair {
     ($t:ty) => {
@@ -67,7 +86,8 @@ macro_rules! real_pair {
                 options: &FftOptions,
             ) -> Result<ArrayD<$t>> {
                 let o = options.clone().axes(axes).s(fshape);
-                let product = multiply_spectra(fft::rfftn_with(&a, &o)?, &fft::rfftn_with(&b, &o)?);
+                let product =
+                    multiply_spectra(fft::rfftn_with(&a, &o)?, &fft::rfftn_with(&b, &o)?, &o)?;
                 fft::irfftn_with(&product, &o)
             }
         }
@@ -89,7 +109,8 @@ macro_rules! complex_pair {
                 options: &FftOptions,
             ) -> Result<ArrayD<Complex<$t>>> {
                 let o = options.clone().axes(axes).s(fshape);
-                let product = multiply_spectra(fft::fftn_with(&a, &o)?, &fft::fftn_with(&b, &o)?);
+                let product =
+                    multiply_spectra(fft::fftn_with(&a, &o)?, &fft::fftn_with(&b, &o)?, &o)?;
                 fft::ifftn_with(&product, &o)
             }
         }
