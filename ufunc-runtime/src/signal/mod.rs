@@ -11,12 +11,12 @@
 //! - Empty inputs give an empty result (every length 0); 0-d inputs their product.
 //! - Real inputs go through real transforms; `f32` stays `f32`; a complex input makes the
 //!   result complex ([`ConvElement`] gives the types: `f32` with `Complex<f32>` gives
-//!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`](crate::fft::next_fast_len)
+//!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`]
 //!   (its real variant for real results).
 //!
 //! The short forms take the defaults (all axes, [`Method::Fft`] for the `fft` functions,
 //! `Target::Parallel`); [`convolve_with`] takes [`ConvOptions`], a builder like
-//! [`FftOptions`](crate::fft::FftOptions).
+//! [`FftOptions`].
 //!
 //! ```
 //! use ndarray::{array, Array2};
