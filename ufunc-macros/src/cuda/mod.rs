@@ -29,7 +29,8 @@ pub(crate) struct DeviceFn {
 }
 
 /// `__device__ inline R name(params) { body }` for a function over elements. Parameter and
-/// result types that are not element types are the checks' to report: here they are opaque.
+/// result types that are not element types are the checks' to report: here they are
+/// `Ty::Unsupported`, so that their uses report nothing more.
 fn emit_device_fn(
     cpp_name: &str,
     params: &[(&Ident, &Type)],
@@ -39,11 +40,11 @@ fn emit_device_fn(
 ) -> DeviceFn {
     let ret_ty = match output {
         ReturnType::Default => Ty::Unit,
-        ReturnType::Type(_, ret) => ty_of(ret).unwrap_or(Ty::Opaque),
+        ReturnType::Type(_, ret) => ty_of(ret).unwrap_or(Ty::Unsupported),
     };
     let typed: Vec<(&Ident, Ty)> = params
         .iter()
-        .map(|(ident, t)| (*ident, ty_of(t).unwrap_or(Ty::Opaque)))
+        .map(|(ident, t)| (*ident, ty_of(t).unwrap_or(Ty::Unsupported)))
         .collect();
     emit_function(cpp_name, &typed, ret_ty, block, &[], errors)
 }
@@ -230,6 +231,11 @@ mod tests {
         assert_eq!(
             messages("fn f(x: f32) -> f32 { 2.0 * [x][0] }"),
             ["an array"]
+        );
+        // Nothing that uses an untranslatable value reports again.
+        assert_eq!(
+            messages("fn f(x: f32) -> f32 { vec![x].iter().sum::<f32>() + *&x }"),
+            ["the macro `vec!`", "a reference"]
         );
     }
 }

@@ -1,6 +1,6 @@
 //! The translation pass: what each attribute's CUDA side needs, computed before generation so
 //! that generation cannot fail. Every untranslatable node goes to the error context; types the
-//! checks reject are opaque here, so that one mistake gives one error.
+//! checks reject are `Ty::Unsupported` here, so that one mistake gives one error.
 
 use super::{emit_device_fn, emit_function, mapping::mapped_loops, ty_of, DeviceFn, Ty};
 use crate::errors::Errors;
@@ -106,7 +106,7 @@ pub(crate) fn gufunc(f: &Ufunc<'_>, errors: &Errors) -> Option<GufuncKernel> {
     if !f.attr.wants_cuda() {
         return None;
     }
-    let elem = |t: &Type| ty_of(t).unwrap_or(Ty::Opaque);
+    let elem = |t: &Type| ty_of(t).unwrap_or(Ty::Unsupported);
     let params: Vec<Ty> = f
         .params
         .iter()
@@ -126,7 +126,7 @@ pub(crate) fn gufunc(f: &Ufunc<'_>, errors: &Errors) -> Option<GufuncKernel> {
                         "a dynamic-rank view is not supported on cuda; give the rank, as in \
                          `ArrayView2<f32>`",
                     );
-                    Ty::Opaque
+                    Ty::Unsupported
                 }
                 Role::InScalar => elem(p.elem),
                 Role::OutScalar => Ty::Ptr(Box::new(elem(p.elem))),

@@ -322,8 +322,10 @@ impl Emitter<'_> {
     ) -> (String, Ty) {
         let name = m.method.to_string();
         let (recv, rt) = self.emit_expr(&m.receiver, expected);
-        if let Ty::View { rank, .. } = rt {
-            return self.emit_view_method(m, &recv, rank);
+        match rt {
+            Ty::View { rank, .. } => return self.emit_view_method(m, &recv, rank),
+            Ty::Unsupported => return (recv, rt),
+            _ => {}
         }
         let arg_hint = match name.as_str() {
             "powi" => Some(Ty::elem("i32")),
