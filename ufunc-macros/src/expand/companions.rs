@@ -31,8 +31,11 @@ pub(super) struct Companions<'a> {
     pub fn_docs: TokenStream,
     /// The doc of `struct foo`.
     pub struct_doc: String,
-    /// Associated items only one kind has (`KERNEL_PATH` and `scalar`; `LAYOUT` and `core`).
-    pub assoc: TokenStream,
+    /// Associated constants only one kind has (`KERNEL_PATH`; `LAYOUT`), after the targets.
+    pub consts: TokenStream,
+    /// Associated functions only one kind has (`scalar` of a generic ufunc; `core`), after
+    /// the call forms.
+    pub fns: TokenStream,
 }
 
 /// Docs of the call forms, in the words of each kind.
@@ -185,7 +188,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
     };
     let fn_docs = &c.fn_docs;
     let struct_doc = &c.struct_doc;
-    let assoc = &c.assoc;
+    let (consts, fns) = (&c.consts, &c.fns);
     quote! {
         #fn_docs
         #vis fn #name<#lead #(#arg_tys),*>(#(#inputs: #arg_tys),*) -> ::ufunc::Result<#arrays>
@@ -207,6 +210,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
             pub const TARGETS: &'static [::ufunc::Target] = &[#(#target_list),*];
             /// The target the plain call and `out` use.
             pub const DEFAULT_TARGET: ::ufunc::Target = #default_target;
+            #consts
 
             #[doc = #doc_on]
             pub fn on<#lead #(#arg_tys),*>(target: ::ufunc::Target, #(#inputs: #arg_tys),*)
@@ -245,7 +249,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
 
             #device_fns
 
-            #assoc
+            #fns
         }
     }
 }

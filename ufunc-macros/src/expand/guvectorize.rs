@@ -127,10 +127,11 @@ pub(super) fn expand(
         body: quote!(#name),
         fn_docs,
         struct_doc,
-        assoc: quote! {
+        consts: quote! {
             /// The layout, as written.
             pub const LAYOUT: &'static str = #layout_text;
-
+        },
+        fns: quote! {
             /// The core function, as written.
             #(#core_attrs)*
             pub fn core #core_generics (#core_params) #core_output #core_block

@@ -78,14 +78,13 @@ pub(super) fn expand(
         body,
         fn_docs,
         struct_doc,
-        assoc: quote! {
+        consts: quote! {
             /// Whether the loops run the rewritten lane body (`Simd`) or call the scalar
             /// function per element (`Scalar`, with the reason).
             pub const KERNEL_PATH: ::ufunc::KernelPath =
                 <#body_const as ::ufunc::__private::Body>::PATH;
-
-            #assoc
         },
+        fns: assoc,
     });
     quote! {
         #companions
