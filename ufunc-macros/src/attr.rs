@@ -10,7 +10,7 @@
 use crate::errors::Errors;
 use crate::layout::{parse_layout, Layout};
 use proc_macro2::{Span, TokenStream, TokenTree};
-use syn::parse::{ParseStream, Parser};
+use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{LitStr, Token, Type};
 
@@ -133,18 +133,10 @@ impl Attr {
                 self.target_keys.push(span);
             }
             "targets" => {
-                let content;
-                syn::bracketed!(content in input);
-                let list = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
-                self.targets.extend(list);
+                self.targets.extend(bracketed_list::<LitStr>(input)?);
                 self.target_keys.push(span);
             }
-            "types" => {
-                let content;
-                syn::bracketed!(content in input);
-                let list = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
-                self.types = Some((span, list.into_iter().collect()));
-            }
+            "types" => self.types = Some((span, bracketed_list::<Type>(input)?)),
             _ => {
                 let value: syn::LitBool = input.parse()?;
                 self.fastmath = Some((span, value.value));
@@ -171,6 +163,14 @@ impl Attr {
             self.targets.iter().map(|t| t.value()).collect()
         }
     }
+}
+
+/// `[a, b, ...]`.
+fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
+    let content;
+    syn::bracketed!(content in input);
+    let list = Punctuated::<T, Token![,]>::parse_terminated(&content)?;
+    Ok(list.into_iter().collect())
 }
 
 fn unknown_argument(mac: Macro) -> String {

@@ -91,10 +91,7 @@ impl Emitter<'_> {
                 }
                 (format!("{target} = {value}"), Ty::Unit)
             }
-            Expr::Macro(m) => {
-                let name = m.mac.path.segments.last().map(|s| s.ident.to_string());
-                self.unsupported(m, &format!("the macro `{}!`", name.unwrap_or_default()))
-            }
+            Expr::Macro(m) => self.unsupported(m, &format!("the macro `{}!`", macro_name(&m.mac))),
             Expr::Reference(r) => self.unsupported(r, "a reference"),
             Expr::Closure(c) => self.unsupported(c, "a closure"),
             Expr::Index(i) => self.emit_index(i),

@@ -16,6 +16,7 @@ use expr::{is_compound, typed_literal};
 
 use super::types::{Env, Ty};
 use crate::errors::Errors;
+use crate::lane::macro_name;
 use crate::types::{elem_kind, ElemKind};
 use quote::ToTokens;
 use syn::{BinOp, Block, Expr, Lit, Pat, Stmt, Type, UnOp};

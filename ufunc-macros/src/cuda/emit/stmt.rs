@@ -170,12 +170,7 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
     }
 
     pub(super) fn emit_macro(&mut self, mac: &syn::Macro) -> String {
-        let name = mac
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
+        let name = macro_name(mac);
         match name.as_str() {
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 "__ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n".into()
