@@ -52,7 +52,8 @@ pub(super) fn check_returns(f: &Ufunc<'_>, errors: &Errors) {
 }
 
 /// The arguments only `#[vectorize]` takes: `fastmath = true` -> "`fastmath` applies to
-/// #[vectorize] lane code ...", `types = [..]` -> "... not supported by #[guvectorize] yet".
+/// `#[vectorize]` lane code ...", `types = [..]` -> "... not supported by `#[guvectorize]`
+/// yet".
 pub(super) fn check_options(attr: &Attr, errors: &Errors) {
     if let Some((span, _)) = &attr.fastmath {
         errors.at(

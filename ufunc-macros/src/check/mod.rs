@@ -1,6 +1,6 @@
 //! Validation of the model: one function per rule, each recording every error it finds, with
 //! its span, into the invocation's [`Errors`]. Code generation never fails: anything that can
-//! fail is judged here (or by the CUDA translation, [`crate::cuda::translate`], which is also
+//! fail is judged here (or by the CUDA translation, `cuda::translate`, which is also
 //! a check). The rules shared by the three attributes live here; the ones that tie a gufunc's
 //! parameters to its layout live in `gufunc`.
 
@@ -176,7 +176,7 @@ fn check_element_type(ty: &Type, generic: Option<&syn::Ident>, what: &str, error
 }
 
 /// Parameter names must not collide with the names the generated functions use:
-/// `fn f(out: f32)` -> "the parameter name `out` is reserved by #[vectorize]; rename it".
+/// `fn f(out: f32)` -> "the parameter name `out` is reserved by `#[vectorize]`; rename it".
 fn check_reserved_names(f: &Ufunc<'_>, errors: &Errors) {
     for p in &f.params {
         let name = p.ident.to_string();
@@ -258,8 +258,8 @@ fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
     }
 }
 
-/// A helper is written for concrete types: `#[kernel_fn] fn h<T>(a: T) -> T` -> "a #[kernel_fn]
-/// helper cannot be generic ...".
+/// A helper is written for concrete types: `#[kernel_fn] fn h<T>(a: T) -> T` -> "a
+/// `#[kernel_fn]` helper cannot be generic ...".
 fn check_not_generic(f: &Ufunc<'_>, errors: &Errors) {
     if !f.item.sig.generics.params.is_empty() {
         errors.spanned(
