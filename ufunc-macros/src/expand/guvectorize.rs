@@ -13,86 +13,6 @@ use quote::{format_ident, quote};
 use syn::visit_mut::VisitMut;
 use syn::Type;
 
-/// `ty` with every lifetime replaced by `'_`, for `let` annotations in generated code.
-fn elide_lifetimes(ty: &Type) -> Type {
-    struct Elide;
-    impl VisitMut for Elide {
-        fn visit_lifetime_mut(&mut self, l: &mut syn::Lifetime) {
-            *l = syn::Lifetime::new("'_", l.apostrophe);
-        }
-    }
-    let mut ty = ty.clone();
-    Elide.visit_type_mut(&mut ty);
-    ty
-}
-
-fn dims_tokens(dims: &[Dim]) -> TokenStream {
-    let items = dims.iter().map(|d| match d {
-        Dim::Named { name, optional } => {
-            quote!(::ufunc::__private::CoreDim::Named { name: #name, optional: #optional })
-        }
-        Dim::Fixed(n) => quote!(::ufunc::__private::CoreDim::Fixed(#n)),
-    });
-    quote!(&[#(#items),*])
-}
-
-/// With the `cuda` target: `impl foo { fn cuda_source }` and the `CudaKernel` naming it.
-fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, TokenStream) {
-    let Some(kernel) = kernel else {
-        return (quote!(), quote!(::core::option::Option::None));
-    };
-    let name = f.name();
-    // Operands in order (inputs, output parameters, returns), and where each parameter is.
-    let inputs = (0..f.params.len()).filter(|&i| f.params[i].role.is_input());
-    let outputs = (0..f.params.len()).filter(|&i| !f.params[i].role.is_input());
-    let mut operands = Vec::new();
-    let mut position = vec![0usize; f.params.len()];
-    let p = quote!(::ufunc::__private::GuOperand);
-    for i in inputs.chain(outputs) {
-        position[i] = operands.len();
-        operands.push(match &kernel.params[i] {
-            Ty::View {
-                elem,
-                rank,
-                mutable,
-            } => {
-                let elem = elem.cpp();
-                quote!(#p::View { elem: #elem, rank: #rank, mutable: #mutable })
-            }
-            Ty::Ptr(elem) => {
-                let elem = elem.cpp();
-                quote!(#p::ScalarOut(#elem))
-            }
-            t => {
-                let elem = t.cpp();
-                quote!(#p::ScalarIn(#elem))
-            }
-        });
-    }
-    for r in &kernel.returns {
-        let elem = r.cpp();
-        operands.push(quote!(#p::Return(#elem)));
-    }
-    let core_fn = &kernel.core_fn;
-    let mapped_axes = kernel.mapped_axes;
-    let kind = quote!(::ufunc::__private::KernelKind::Gufunc {
-        device_fn: #core_fn,
-        operands: &[#(#operands),*],
-        call_order: &[#(#position),*],
-        mapped_axes: #mapped_axes,
-    });
-    let kernel_name = name.to_string();
-    let items = cuda_source_fn(
-        name,
-        "The CUDA C++ source of this gufunc: the prelude, the helpers and constants it uses, the \
-         core function, and the kernel (one thread per loop item, or per loop item and output \
-         element where the core's loops are independent).",
-        &kernel.device,
-        (&kernel_name, kind),
-    );
-    (items, kernel_const(&kernel_name, name, false, mapped_axes))
-}
-
 /// The checked gufunc, its layout, and its kernel (`None` without the cuda target).
 pub(super) fn expand(
     f: &Ufunc<'_>,
@@ -229,4 +149,84 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
             }
         }
     }
+}
+
+/// With the `cuda` target: `impl foo { fn cuda_source }` and the `CudaKernel` naming it.
+fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, TokenStream) {
+    let Some(kernel) = kernel else {
+        return (quote!(), quote!(::core::option::Option::None));
+    };
+    let name = f.name();
+    // Operands in order (inputs, output parameters, returns), and where each parameter is.
+    let inputs = (0..f.params.len()).filter(|&i| f.params[i].role.is_input());
+    let outputs = (0..f.params.len()).filter(|&i| !f.params[i].role.is_input());
+    let mut operands = Vec::new();
+    let mut position = vec![0usize; f.params.len()];
+    let p = quote!(::ufunc::__private::GuOperand);
+    for i in inputs.chain(outputs) {
+        position[i] = operands.len();
+        operands.push(match &kernel.params[i] {
+            Ty::View {
+                elem,
+                rank,
+                mutable,
+            } => {
+                let elem = elem.cpp();
+                quote!(#p::View { elem: #elem, rank: #rank, mutable: #mutable })
+            }
+            Ty::Ptr(elem) => {
+                let elem = elem.cpp();
+                quote!(#p::ScalarOut(#elem))
+            }
+            t => {
+                let elem = t.cpp();
+                quote!(#p::ScalarIn(#elem))
+            }
+        });
+    }
+    for r in &kernel.returns {
+        let elem = r.cpp();
+        operands.push(quote!(#p::Return(#elem)));
+    }
+    let core_fn = &kernel.core_fn;
+    let mapped_axes = kernel.mapped_axes;
+    let kind = quote!(::ufunc::__private::KernelKind::Gufunc {
+        device_fn: #core_fn,
+        operands: &[#(#operands),*],
+        call_order: &[#(#position),*],
+        mapped_axes: #mapped_axes,
+    });
+    let kernel_name = name.to_string();
+    let items = cuda_source_fn(
+        name,
+        "The CUDA C++ source of this gufunc: the prelude, the helpers and constants it uses, the \
+         core function, and the kernel (one thread per loop item, or per loop item and output \
+         element where the core's loops are independent).",
+        &kernel.device,
+        (&kernel_name, kind),
+    );
+    (items, kernel_const(&kernel_name, name, false, mapped_axes))
+}
+
+/// `ty` with every lifetime replaced by `'_`, for `let` annotations in generated code.
+fn elide_lifetimes(ty: &Type) -> Type {
+    struct Elide;
+    impl VisitMut for Elide {
+        fn visit_lifetime_mut(&mut self, l: &mut syn::Lifetime) {
+            *l = syn::Lifetime::new("'_", l.apostrophe);
+        }
+    }
+    let mut ty = ty.clone();
+    Elide.visit_type_mut(&mut ty);
+    ty
+}
+
+fn dims_tokens(dims: &[Dim]) -> TokenStream {
+    let items = dims.iter().map(|d| match d {
+        Dim::Named { name, optional } => {
+            quote!(::ufunc::__private::CoreDim::Named { name: #name, optional: #optional })
+        }
+        Dim::Fixed(n) => quote!(::ufunc::__private::CoreDim::Fixed(#n)),
+    });
+    quote!(&[#(#items),*])
 }
