@@ -20,6 +20,18 @@ fn matmul(a: ArrayView2<f64>, b: ArrayView2<f64>, mut c: ArrayViewMut2<f64>) {
     }
 }
 
+/// The same element-wise function as a ufunc and as a gufunc of scalars: one companion
+/// generator serves both, so they must behave the same.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn fma_ufunc(a: f64, b: f64, c: f64) -> (f64, bool) {
+    (a * b + c, a > b)
+}
+
+#[guvectorize("(),(),()->(),()", targets = ["cpu", "parallel"])]
+fn fma_gufunc(a: f64, b: f64, c: f64) -> (f64, bool) {
+    (a * b + c, a > b)
+}
+
 #[guvectorize("(n),(n)->()")]
 fn dot(a: ArrayView1<f32>, b: ArrayView1<f32>) -> f32 {
     a.dot(&b)
@@ -291,4 +303,39 @@ fn cpu_and_parallel_agree_on_many_small_items() {
     let cpu = matmul::on(Target::Cpu, &a, &b).unwrap();
     let par = matmul::on(Target::Parallel, &a, &b).unwrap();
     assert_eq!(cpu, par);
+}
+
+#[test]
+fn vectorize_and_guvectorize_companions_agree() {
+    let a = Array2::from_shape_fn((3, 4), |(i, j)| i as f64 - 0.5 * j as f64);
+    let b = array![1.0, -2.0, 0.5, 3.0];
+    assert_eq!(fma_ufunc::TARGETS, fma_gufunc::TARGETS);
+    assert_eq!(fma_ufunc::DEFAULT_TARGET, fma_gufunc::DEFAULT_TARGET);
+    let (x, y) = fma_ufunc(&a, &b, 2.0).unwrap();
+    let want = (x.into_dyn(), y.into_dyn());
+    assert_eq!(fma_gufunc(&a, &b, 2.0).unwrap(), want);
+    for target in [Target::Cpu, Target::Parallel] {
+        let (x, y) = fma_ufunc::on(target, &a, &b, 2.0).unwrap();
+        assert_eq!((x.into_dyn(), y.into_dyn()), want);
+        assert_eq!(fma_gufunc::on(target, &a, &b, 2.0).unwrap(), want);
+    }
+    let (mut x1, mut y1) = (Array2::zeros((3, 4)), Array2::from_elem((3, 4), false));
+    let (mut x2, mut y2) = (x1.clone(), y1.clone());
+    fma_ufunc::out(&a, &b, 2.0, &mut x1, &mut y1).unwrap();
+    fma_gufunc::out(&a, &b, 2.0, &mut x2, &mut y2).unwrap();
+    assert_eq!((&x1, &y1), (&x2, &y2));
+    assert_eq!((x1.into_dyn(), y1.into_dyn()), want);
+    fma_ufunc::out_on(Target::Parallel, &a, 1.0, &b, x2.view_mut(), &mut y2).unwrap();
+    let (x3, y3) = fma_gufunc::on(Target::Cpu, &a, 1.0, &b).unwrap();
+    assert_eq!((x2.into_dyn(), y2.into_dyn()), (x3, y3));
+    // The same errors: a target not compiled, an output of the wrong shape.
+    let e1 = fma_ufunc::on(Target::Cuda, &a, &b, 2.0).unwrap_err();
+    let e2 = fma_gufunc::on(Target::Cuda, &a, &b, 2.0).unwrap_err();
+    assert!(matches!(e1, Error::TargetNotCompiled { .. }), "{e1}");
+    assert_eq!(e1.to_string().replace("ufunc", "gufunc"), e2.to_string());
+    let (mut x, mut y) = (Array2::zeros((4, 3)), Array2::from_elem((4, 3), false));
+    let e1 = fma_ufunc::out(&a, &b, 2.0, &mut x, &mut y).unwrap_err();
+    let e2 = fma_gufunc::out(&a, &b, 2.0, &mut x, &mut y).unwrap_err();
+    assert!(matches!(e1, Error::OutputShape { output: 0, .. }), "{e1}");
+    assert!(matches!(e2, Error::OutputShape { output: 0, .. }), "{e2}");
 }

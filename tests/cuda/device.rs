@@ -234,3 +234,42 @@ fn gufuncs_take_and_leave_device_arrays() {
         assert!(gu_histogram::out_device(&v, 1.0f32, &mut wrong).is_err());
     });
 }
+
+#[test]
+fn vectorize_and_guvectorize_device_forms_agree() {
+    on_gpu("vectorize_and_guvectorize_device_forms_agree", || {
+        use ufunc::cuda::{device_array, to_device, Stream};
+        let x = Array2::from_shape_fn((5, 7), |(i, j)| i as f32 - 0.25 * j as f32);
+        let row = Array1::from_shape_fn(7, |j| j as f32 * 0.5);
+        let (dx, drow) = (to_device(&x).unwrap(), to_device(&row).unwrap());
+        let want = square_sum(&x, &row).unwrap().into_dyn();
+        assert_eq!(gu_square_sum(&x, &row).unwrap(), want);
+        let on_ufunc = square_sum::on_device(&dx, drow.view()).unwrap();
+        let on_gufunc = gu_square_sum::on_device(&dx, drow.view()).unwrap();
+        assert_eq!(on_ufunc.copy_to_host().unwrap().into_dyn(), want);
+        assert_eq!(on_gufunc.copy_to_host().unwrap(), want);
+        let stream = Stream::new().unwrap();
+        let queued_ufunc = square_sum::on_stream(&stream, &dx, 1.0f32).unwrap();
+        let queued_gufunc = gu_square_sum::on_stream(&stream, &dx, 1.0f32).unwrap();
+        let mut out_ufunc = device_array::<f32, _>(ndarray::IxDyn(&[5, 7])).unwrap();
+        let mut out_gufunc = device_array::<f32, _>(ndarray::IxDyn(&[5, 7])).unwrap();
+        square_sum::out_stream(&stream, &dx, &drow, &mut out_ufunc).unwrap();
+        gu_square_sum::out_stream(&stream, &dx, &drow, &mut out_gufunc).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(
+            queued_ufunc.copy_to_host().unwrap().into_dyn(),
+            queued_gufunc.copy_to_host().unwrap()
+        );
+        assert_eq!(out_ufunc.copy_to_host().unwrap(), want);
+        assert_eq!(out_gufunc.copy_to_host().unwrap(), want);
+        square_sum::out_device(&dx, 0.5f32, &mut out_ufunc).unwrap();
+        gu_square_sum::out_device(&dx, 0.5f32, &mut out_gufunc).unwrap();
+        assert_eq!(
+            out_ufunc.copy_to_host().unwrap(),
+            out_gufunc.copy_to_host().unwrap()
+        );
+        let mut wrong = device_array::<f32, _>(ndarray::IxDyn(&[5, 6])).unwrap();
+        assert!(square_sum::out_device(&dx, &drow, &mut wrong).is_err());
+        assert!(gu_square_sum::out_device(&dx, &drow, &mut wrong).is_err());
+    });
+}

@@ -10,6 +10,12 @@ pub(crate) fn square_sum(a: f32, b: f32) -> f32 {
     (a + b) * (a + b)
 }
 
+/// `square_sum` as a gufunc of scalars: its companions must behave as the ufunc's.
+#[guvectorize("(),()->()", targets = ["cpu", "cuda"])]
+pub(crate) fn gu_square_sum(a: f32, b: f32) -> f32 {
+    (a + b) * (a + b)
+}
+
 #[vectorize(targets = ["cpu", "cuda"])]
 pub(crate) fn gaussian_pdf(x: f32, mean: f32, sigma: f32) -> f32 {
     (-0.5 * ((x - mean) / sigma).powi(2)).exp() / (sigma * SQRT_2PI)
@@ -247,6 +253,7 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("bytes_and_bools", bytes_and_bools::cuda_source()),
         ("nested_helpers", nested_helpers::cuda_source()),
         ("fused_poly", fused_poly::cuda_source()),
+        ("gu_square_sum", gu_square_sum::cuda_source()),
         ("gu_matmul", gu_matmul::cuda_source()),
         ("gu_dot_and_norm", gu_dot_and_norm::cuda_source()),
         ("gu_histogram", gu_histogram::cuda_source()),

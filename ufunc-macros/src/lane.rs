@@ -26,6 +26,15 @@ const LANE_MATH: &[(&str, usize)] = &[
     ("powi", 1),
 ];
 
+/// The name a macro is called by: `vec` for `vec![..]` and `std::vec![..]`.
+pub(crate) fn macro_name(mac: &syn::Macro) -> String {
+    mac.path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default()
+}
+
 /// Why `block` cannot be lane code, or `None` if it is straight-line code.
 pub(crate) fn scalar_reason(block: &Block) -> Option<String> {
     struct Finder(Option<String>);
@@ -48,29 +57,13 @@ pub(crate) fn scalar_reason(block: &Block) -> Option<String> {
                 Expr::Closure(_) => self.found("a closure"),
                 Expr::Try(_) => self.found("the `?` operator"),
                 Expr::Let(_) => self.found("an `if let` or `while let`"),
-                Expr::Macro(m) => self.found(&format!(
-                    "a macro call (`{}!`)",
-                    m.mac
-                        .path
-                        .segments
-                        .last()
-                        .map(|s| s.ident.to_string())
-                        .unwrap_or_default()
-                )),
+                Expr::Macro(m) => self.found(&format!("a macro call (`{}!`)", macro_name(&m.mac))),
                 _ => {}
             }
             syn::visit::visit_expr(self, e);
         }
         fn visit_stmt_macro(&mut self, m: &'ast syn::StmtMacro) {
-            self.found(&format!(
-                "a macro call (`{}!`)",
-                m.mac
-                    .path
-                    .segments
-                    .last()
-                    .map(|s| s.ident.to_string())
-                    .unwrap_or_default()
-            ));
+            self.found(&format!("a macro call (`{}!`)", macro_name(&m.mac)));
         }
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }

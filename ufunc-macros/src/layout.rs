@@ -10,7 +10,7 @@ pub(crate) enum Dim {
 }
 
 /// A parsed layout: the core dimensions of each input and each output.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub inputs: Vec<Vec<Dim>>,
     pub outputs: Vec<Vec<Dim>>,

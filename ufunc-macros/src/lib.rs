@@ -1,19 +1,35 @@
 //! Procedural macros of `ufunc`: `#[vectorize]` lifts a scalar function to a NumPy-style ufunc,
-//! `#[kernel_fn]` makes a helper callable from ufunc bodies. Each entry point parses into a
-//! `model`, validates it (`check`), then generates code (`expand`); on invalid input it
-//! emits the errors plus the user's function unchanged, so no follow-on errors appear.
+//! `#[guvectorize]` lifts a function over core sub-arrays to a generalized ufunc, and
+//! `#[kernel_fn]` makes a helper callable from ufunc bodies.
+//!
+//! The three entry points run the same passes (`expand::expand`), as serde_derive does, with
+//! one error context (`errors::Errors`) that every pass records into and that must be checked
+//! before it is dropped:
+//!
+//! 1. `attr` reads the attribute's arguments, going on after a bad one;
+//! 2. `model` reads the function into the one model the three share (`model::Ufunc`: the
+//!    parameters with the part each takes, the returned values, the type parameter), never
+//!    failing;
+//! 3. `check` judges the model, one function per rule (`layout` parses gufunc layouts);
+//! 4. with the `cuda` target, `cuda` translates the body to CUDA C++, recording every node it
+//!    cannot translate;
+//! 5. if nothing was recorded, `expand` generates the code and cannot fail: `companions`
+//!    writes the array function and the call forms both ufunc kinds share, `vectorize`,
+//!    `guvectorize` and `kernel_fn` what only they have, and `lane` the SIMD form of a body.
+//!    Otherwise the output is every error plus the function unchanged, so that no follow-on
+//!    errors appear.
 
 mod attr;
 mod check;
 mod cuda;
 mod errors;
 mod expand;
-mod gufunc;
 mod lane;
 mod layout;
 mod model;
 mod types;
 
+use attr::Macro;
 use proc_macro::TokenStream;
 
 /// Turns `fn f(a: f32, b: f32) -> f32` into a ufunc over arrays, views and scalars with NumPy
@@ -41,7 +57,7 @@ use proc_macro::TokenStream;
 /// ```
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::vectorize(attr.into(), item.into()).into()
+    expand::expand(Macro::Vectorize, attr.into(), item.into()).into()
 }
 
 /// Turns a function over core sub-arrays into a generalized ufunc (NumPy's gufunc): the layout
@@ -65,7 +81,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::guvectorize(attr.into(), item.into()).into()
+    expand::expand(Macro::Guvectorize, attr.into(), item.into()).into()
 }
 
 /// Marks a helper function as callable from `#[vectorize]` bodies (Numba's device functions).
@@ -93,5 +109,5 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::kernel_fn(attr.into(), item.into()).into()
+    expand::expand(Macro::KernelFn, attr.into(), item.into()).into()
 }

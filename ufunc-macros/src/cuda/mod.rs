@@ -1,66 +1,66 @@
-//! The CUDA target: the body of a `#[vectorize]` function (and of the `#[kernel_fn]` helpers it
-//! calls) translated to CUDA C++ device functions. The runtime adds the prelude and the
-//! `__global__` kernel skeletons (`ufunc-runtime/src/cuda/skeleton/`). What cannot be
-//! translated is a compile error at its span.
+//! The CUDA target: the body of a `#[vectorize]` function, the core of a `#[guvectorize]`
+//! function and the `#[kernel_fn]` helpers they call, translated to CUDA C++ device functions.
+//! The runtime adds the prelude and the `__global__` kernel skeletons
+//! (`ufunc-runtime/src/cuda/skeleton/`).
+//!
+//! The translation (`translate`) is a pass of the front end, run beside the checks: every node
+//! it cannot translate is recorded at its span in the invocation's error context, so one compile
+//! reports them all, and code generation only reads its result.
 
 mod emit;
 mod mapping;
+mod translate;
 mod types;
 
-pub(crate) use mapping::mapped_loops;
-
-pub(crate) use emit::ty_of;
-pub(crate) use emit::Captures;
-use emit::Emitter;
-use syn::{Block, Ident, ReturnType, Type};
+pub(crate) use translate::{elementwise, gufunc, helper, ElementwiseKernel, GufuncKernel};
 pub(crate) use types::Ty;
 
+use crate::errors::Errors;
+use emit::{ty_of, Emitter};
+use syn::{Block, Ident, ReturnType, Type};
+
+pub(crate) use emit::Captures;
+
 /// A device function and what it captures from the Rust side.
+#[derive(Default)]
 pub(crate) struct DeviceFn {
     pub code: String,
     pub captures: Captures,
 }
 
-/// `__device__ inline R name(params) { body }` for a Rust function body.
-pub(crate) fn emit_device_fn(
+/// `__device__ inline R name(params) { body }` for a function over elements. Parameter and
+/// result types that are not element types are the checks' to report: here they are
+/// `Ty::Unsupported`, so that their uses report nothing more.
+fn emit_device_fn(
     cpp_name: &str,
     params: &[(&Ident, &Type)],
     output: &ReturnType,
     block: &Block,
-) -> syn::Result<DeviceFn> {
-    let ReturnType::Type(_, ret) = output else {
-        return Err(syn::Error::new_spanned(
-            output,
-            "a cuda function returns a value",
-        ));
+    errors: &Errors,
+) -> DeviceFn {
+    let ret_ty = match output {
+        ReturnType::Default => Ty::Unit,
+        ReturnType::Type(_, ret) => ty_of(ret).unwrap_or(Ty::Unsupported),
     };
-    let ret_ty = ty_of(ret).ok_or_else(|| {
-        syn::Error::new_spanned(
-            ret,
-            "a cuda function returns element types or tuples of them",
-        )
-    })?;
     let typed: Vec<(&Ident, Ty)> = params
         .iter()
-        .map(|(ident, t)| {
-            ty_of(t)
-                .map(|ty| (*ident, ty))
-                .ok_or_else(|| syn::Error::new_spanned(t, "a cuda parameter is an element type"))
-        })
-        .collect::<syn::Result<_>>()?;
-    emit_function(cpp_name, &typed, ret_ty, block, &[])
+        .map(|(ident, t)| (*ident, ty_of(t).unwrap_or(Ty::Unsupported)))
+        .collect();
+    emit_function(cpp_name, &typed, ret_ty, block, &[], errors)
 }
 
 /// A device function from typed parameters (views and `&mut` outputs included) and a return
 /// type (`Ty::Unit` for `void`). `mapped` loops of `block` take their index from the extra
-/// parameters `__ufunc_mapped` and `__ufunc_mapped_len` (one thread per index).
-pub(crate) fn emit_function(
+/// parameters `__ufunc_mapped` and `__ufunc_mapped_len` (one thread per index). What cannot be
+/// translated is recorded in `errors`.
+fn emit_function(
     cpp_name: &str,
     params: &[(&Ident, Ty)],
     ret_ty: Ty,
     block: &Block,
     mapped: &[&syn::ExprForLoop],
-) -> syn::Result<DeviceFn> {
+    errors: &Errors,
+) -> DeviceFn {
     let declare = |e: &mut Emitter| {
         e.mapped = mapped
             .iter()
@@ -72,13 +72,13 @@ pub(crate) fn emit_function(
         }
     };
     // Pass 1 learns the types of literal-initialised bindings; pass 2 writes the code.
-    let mut learn = Emitter::new(ret_ty.clone());
+    let mut learn = Emitter::new(ret_ty.clone(), errors, false);
     declare(&mut learn);
-    learn.emit_fn_body(block)?;
-    let mut emitter = Emitter::new(ret_ty.clone());
+    learn.emit_fn_body(block);
+    let mut emitter = Emitter::new(ret_ty.clone(), errors, true);
     emitter.env.learned = std::mem::take(&mut learn.env.learned);
     declare(&mut emitter);
-    let body = emitter.emit_fn_body(block)?;
+    let body = emitter.emit_fn_body(block);
     let mut params_cpp: Vec<String> = params
         .iter()
         .map(|(ident, ty)| format!("{} r_{ident}", ty.cpp()))
@@ -96,10 +96,10 @@ pub(crate) fn emit_function(
         "__device__ inline {ret} {cpp_name}({}) {{\n{body}}}\n",
         params_cpp.join(", ")
     );
-    Ok(DeviceFn {
+    DeviceFn {
         code,
         captures: emitter.captures,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +120,23 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        emit_device_fn("body", &params, &f.sig.output, &f.block).map(|d| d.code)
+        let errors = Errors::new();
+        let code = emit_device_fn("body", &params, &f.sig.output, &f.block, &errors).code;
+        errors.check().map(|()| code)
+    }
+
+    fn messages(src: &str) -> Vec<String> {
+        device(src)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .map(|m| {
+                m.split(" is not supported")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
     }
 
     #[test]
@@ -180,6 +196,46 @@ mod tests {
         assert!(
             err.to_string().starts_with("a closure is not supported"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn every_unsupported_node_is_reported_once() {
+        assert_eq!(
+            messages(
+                "fn f(x: f32) -> f32 {
+                    let v = vec![x];
+                    let c = |y: f32| y;
+                    let r = &x;
+                    'outer: loop { break 'outer; }
+                    for i in v.iter() { let s = String::new(); }
+                    x.frobnicate() + 1.0
+                }"
+            ),
+            [
+                "the macro `vec!`",
+                "a closure",
+                "a reference",
+                "a labelled loop",
+                "`break` with a label or value",
+                "`for` over anything but a range `a..b`",
+                "calling a function that is not a #[kernel_fn] helper",
+                "the method `frobnicate`",
+            ]
+        );
+        // Operands emitted again to retype a literal report once.
+        assert_eq!(
+            messages("fn f(x: f32) -> f32 { if x > 0.0 { 1.0 + vec![1.0][0] } else { x } }"),
+            ["the macro `vec!`"]
+        );
+        assert_eq!(
+            messages("fn f(x: f32) -> f32 { 2.0 * [x][0] }"),
+            ["an array"]
+        );
+        // Nothing that uses an untranslatable value reports again.
+        assert_eq!(
+            messages("fn f(x: f32) -> f32 { vec![x].iter().sum::<f32>() + *&x }"),
+            ["the macro `vec!`", "a reference"]
         );
     }
 }

@@ -20,6 +20,9 @@ pub(crate) enum Ty {
     Opaque,
     /// `()`: statements.
     Unit,
+    /// What an untranslatable node leaves: its error is recorded, and nothing that uses it
+    /// reports another.
+    Unsupported,
     /// A gufunc core view of `rank` dimensions (`ArrayViewN` / `ArrayViewMutN`).
     View {
         elem: Box<Ty>,
@@ -76,7 +79,7 @@ impl Ty {
                 elem.cpp()
             ),
             Ty::Ptr(elem) => format!("{}*", elem.cpp()),
-            Ty::Opaque | Ty::Unit | Ty::Shape(_) => "auto".into(),
+            Ty::Opaque | Ty::Unit | Ty::Unsupported | Ty::Shape(_) => "auto".into(),
         }
     }
 
@@ -88,6 +91,7 @@ impl Ty {
                 x.clone()
             }
             (_, y) if y.is_known() => y.clone(),
+            (Ty::Unsupported, _) | (_, Ty::Unsupported) => Ty::Unsupported,
             (Ty::Opaque, _) | (_, Ty::Opaque) => Ty::Opaque,
             (Ty::FloatLit, _) | (_, Ty::FloatLit) => Ty::FloatLit,
             _ => a.clone(),

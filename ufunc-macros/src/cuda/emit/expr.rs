@@ -2,25 +2,25 @@
 
 use super::*;
 
-impl Emitter {
+impl Emitter<'_> {
     /// An expression, with the type it has. `expected` types bare literals.
-    pub(crate) fn emit_expr(&mut self, e: &Expr, expected: Option<&Ty>) -> Res<(String, Ty)> {
+    pub(crate) fn emit_expr(&mut self, e: &Expr, expected: Option<&Ty>) -> (String, Ty) {
         match e {
-            Expr::Lit(l) => emit_lit(&l.lit, expected),
+            Expr::Lit(l) => self.emit_lit(&l.lit, expected),
             Expr::Paren(p) => {
-                let (c, t) = self.emit_expr(&p.expr, expected)?;
-                Ok((format!("({c})"), t))
+                let (c, t) = self.emit_expr(&p.expr, expected);
+                (format!("({c})"), t)
             }
             Expr::Group(g) => self.emit_expr(&g.expr, expected),
             Expr::Path(p) => self.emit_path(p),
             Expr::Binary(b) => self.emit_binary(b, expected),
             Expr::Unary(u) => self.emit_unary(u, expected),
             Expr::Cast(c) => {
+                let (v, _) = self.emit_expr(&c.expr, None);
                 let Some(to) = ty_of(&c.ty) else {
-                    return unsupported(&c.ty, "a cast to a non-element type");
+                    return self.unsupported(&c.ty, "a cast to a non-element type");
                 };
-                let (v, _) = self.emit_expr(&c.expr, None)?;
-                Ok((format!("__ufunc_cast<{}>({v})", to.cpp()), to))
+                (format!("__ufunc_cast<{}>({v})", to.cpp()), to)
             }
             Expr::MethodCall(m) => self.emit_method(m, expected),
             Expr::Call(c) => self.emit_call(c, expected),
@@ -32,22 +32,22 @@ impl Emitter {
                 let mut parts = Vec::new();
                 let mut tys = Vec::new();
                 for (k, x) in t.elems.iter().enumerate() {
-                    let (c, ty) = self.emit_expr(x, exp.get(k).and_then(|t| t.as_ref()))?;
+                    let (c, ty) = self.emit_expr(x, exp.get(k).and_then(|t| t.as_ref()));
                     parts.push(c);
                     tys.push(ty);
                 }
                 let ty = Ty::Tuple(tys);
                 if ty.is_known() && tys_known(&ty) {
-                    Ok((format!("{}{{{}}}", ty.cpp(), parts.join(", ")), ty))
+                    (format!("{}{{{}}}", ty.cpp(), parts.join(", ")), ty)
                 } else {
-                    Ok((
+                    (
                         format!("__ufunc_make_tuple({})", parts.join(", ")),
                         Ty::Opaque,
-                    ))
+                    )
                 }
             }
             Expr::Field(f) => {
-                let (base, bt) = self.emit_expr(&f.base, None)?;
+                let (base, bt) = self.emit_expr(&f.base, None);
                 match &f.member {
                     syn::Member::Unnamed(i) => {
                         let k = i.index as usize;
@@ -55,7 +55,7 @@ impl Emitter {
                             Ty::Tuple(ts) => ts.get(k).cloned().unwrap_or(Ty::Opaque),
                             _ => Ty::Opaque,
                         };
-                        Ok((format!("{base}.f{k}"), ty))
+                        (format!("{base}.f{k}"), ty)
                     }
                     syn::Member::Named(n) if n == "re" || n == "im" => {
                         let ty = match &bt {
@@ -63,62 +63,56 @@ impl Emitter {
                             Ty::Elem(c) if c == "Complex<f64>" => Ty::elem("f64"),
                             _ => Ty::Opaque,
                         };
-                        Ok((format!("{base}.{n}"), ty))
+                        (format!("{base}.{n}"), ty)
                     }
-                    syn::Member::Named(n) => unsupported(n, "this field"),
+                    syn::Member::Named(n) => self.unsupported(n, "this field"),
                 }
             }
             Expr::If(ei) => self.emit_if_expr(ei, expected),
             Expr::Block(b) => {
-                let (code, tail) = self.emit_block_parts(&b.block, expected, true)?;
+                let (code, tail) = self.emit_block_parts(&b.block, expected, true);
                 match tail {
-                    Some((v, t)) if code.is_empty() => Ok((format!("({v})"), t)),
-                    Some((v, t)) => Ok((format!("[&]() {{\n{code}return {v};\n}}()"), t)),
-                    None => unsupported(b, "a block without a value used as a value"),
+                    Some((v, t)) if code.is_empty() => (format!("({v})"), t),
+                    Some((v, t)) => (format!("[&]() {{\n{code}return {v};\n}}()"), t),
+                    None => self.unsupported(b, "a block without a value used as a value"),
                 }
             }
-            Expr::Match(m) => self.emit_match(m, expected).and_then(|(code, ty)| {
-                if ty == Ty::Unit {
-                    unsupported(m, "a `match` without a value used as a value")
-                } else {
-                    Ok((code, ty))
-                }
-            }),
+            Expr::Match(m) => match self.emit_match(m, expected) {
+                (_, Ty::Unit) => self.unsupported(m, "a `match` without a value used as a value"),
+                value => value,
+            },
             Expr::Assign(a) => {
-                let (target, tt) = self.emit_expr(&a.left, None)?;
-                let (value, vt) = self.emit_expr(&a.right, Some(&tt))?;
+                let (target, tt) = self.emit_expr(&a.left, None);
+                let (value, vt) = self.emit_expr(&a.right, Some(&tt));
                 if let Expr::Path(p) = unparen(&a.left) {
                     if let Some(id) = p.path.get_ident() {
                         self.env.refine(&id.to_string(), &vt);
                     }
                 }
-                Ok((format!("{target} = {value}"), Ty::Unit))
+                (format!("{target} = {value}"), Ty::Unit)
             }
-            Expr::Macro(m) => {
-                let name = m.mac.path.segments.last().map(|s| s.ident.to_string());
-                unsupported(m, &format!("the macro `{}!`", name.unwrap_or_default()))
-            }
-            Expr::Reference(r) => unsupported(r, "a reference"),
-            Expr::Closure(c) => unsupported(c, "a closure"),
+            Expr::Macro(m) => self.unsupported(m, &format!("the macro `{}!`", macro_name(&m.mac))),
+            Expr::Reference(r) => self.unsupported(r, "a reference"),
+            Expr::Closure(c) => self.unsupported(c, "a closure"),
             Expr::Index(i) => self.emit_index(i),
-            Expr::Range(r) => unsupported(r, "a range outside `for`"),
-            Expr::Try(t) => unsupported(t, "the `?` operator"),
-            Expr::Unsafe(u) => unsupported(u, "an `unsafe` block"),
-            Expr::Struct(s) => unsupported(s, "a struct literal"),
-            Expr::Array(a) => unsupported(a, "an array"),
-            Expr::Repeat(a) => unsupported(a, "an array"),
-            other => unsupported(other, "this expression"),
+            Expr::Range(r) => self.unsupported(r, "a range outside `for`"),
+            Expr::Try(t) => self.unsupported(t, "the `?` operator"),
+            Expr::Unsafe(u) => self.unsupported(u, "an `unsafe` block"),
+            Expr::Struct(s) => self.unsupported(s, "a struct literal"),
+            Expr::Array(a) => self.unsupported(a, "an array"),
+            Expr::Repeat(a) => self.unsupported(a, "an array"),
+            other => self.unsupported(other, "this expression"),
         }
     }
 
-    pub(super) fn emit_path(&mut self, p: &syn::ExprPath) -> Res<(String, Ty)> {
+    pub(super) fn emit_path(&mut self, p: &syn::ExprPath) -> (String, Ty) {
         if p.qself.is_some() {
-            return unsupported(p, "a qualified path");
+            return self.unsupported(p, "a qualified path");
         }
         if let Some(id) = p.path.get_ident() {
             let name = id.to_string();
             if let Some(ty) = self.env.lookup(&name) {
-                return Ok((local(&name), ty));
+                return (local(&name), ty);
             }
         }
         // Anything else is a value from the surrounding scope, captured by value.
@@ -134,14 +128,14 @@ impl Emitter {
         if !self.captures.consts.iter().any(|(c, _)| *c == cpp) {
             self.captures.consts.push((cpp.clone(), p.path.clone()));
         }
-        Ok((cpp, Ty::Opaque))
+        (cpp, Ty::Opaque)
     }
 
     pub(super) fn emit_binary(
         &mut self,
         b: &syn::ExprBinary,
         expected: Option<&Ty>,
-    ) -> Res<(String, Ty)> {
+    ) -> (String, Ty) {
         use BinOp::*;
         let compare = matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
         let logical = matches!(b.op, And(_) | Or(_));
@@ -154,7 +148,7 @@ impl Emitter {
         } else {
             expected
         };
-        let (l, lt) = self.emit_expr(&b.left, left_hint)?;
+        let (l, lt) = self.emit_expr(&b.left, left_hint);
         let right_hint = if shift {
             None
         } else if logical {
@@ -164,10 +158,10 @@ impl Emitter {
         } else {
             left_hint.cloned()
         };
-        let (r, rt) = self.emit_expr(&b.right, right_hint.as_ref())?;
+        let (r, rt) = self.emit_expr(&b.right, right_hint.as_ref());
         // A literal on the left takes the type the right side turned out to have.
         let (l, lt) = if !lt.is_known() && rt.is_known() && !shift && !logical {
-            self.emit_expr(&b.left, Some(&rt))?
+            self.again(|e| e.emit_expr(&b.left, Some(&rt)))
         } else {
             (l, lt)
         };
@@ -195,10 +189,10 @@ impl Emitter {
         };
         if compare || logical {
             let op = b.op.to_token_stream().to_string();
-            return Ok((format!("{l} {op} {r}"), bool_ty));
+            return (format!("{l} {op} {r}"), bool_ty);
         }
         let Some((name, symbol, compound)) = arith(&b.op) else {
-            return unsupported(b, "this operator");
+            return self.unsupported(b, "this operator");
         };
         let floating = ty.is_float() || matches!(&ty, Ty::Elem(c) if c.starts_with("Complex"));
         let infix = floating && matches!(name, "add" | "sub" | "mul" | "div");
@@ -212,65 +206,57 @@ impl Emitter {
             format!("__ufunc_{name}({l}, {r})")
         };
         if compound {
-            Ok((format!("{l} = {value}"), Ty::Unit))
+            (format!("{l} = {value}"), Ty::Unit)
         } else {
-            Ok((value, if shift { lt } else { ty }))
+            (value, if shift { lt } else { ty })
         }
     }
 
-    pub(super) fn emit_unary(
-        &mut self,
-        u: &syn::ExprUnary,
-        expected: Option<&Ty>,
-    ) -> Res<(String, Ty)> {
-        let (v, t) = self.emit_expr(&u.expr, expected)?;
+    pub(super) fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> (String, Ty) {
+        let (v, t) = self.emit_expr(&u.expr, expected);
         match u.op {
-            UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => Ok((format!("-{v}"), t)),
-            UnOp::Neg(_) => Ok((format!("__ufunc_neg({v})"), t)),
-            UnOp::Not(_) if t == Ty::elem("bool") => Ok((format!("!{v}"), t)),
-            UnOp::Not(_) => Ok((format!("__ufunc_not({v})"), t)),
+            UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => (format!("-{v}"), t),
+            UnOp::Neg(_) => (format!("__ufunc_neg({v})"), t),
+            UnOp::Not(_) if t == Ty::elem("bool") => (format!("!{v}"), t),
+            UnOp::Not(_) => (format!("__ufunc_not({v})"), t),
             UnOp::Deref(_) => match t {
-                Ty::Ptr(elem) => Ok((format!("(*{v})"), *elem)),
-                _ => unsupported(u, "dereferencing anything but a `&mut` output"),
+                Ty::Ptr(elem) => (format!("(*{v})"), *elem),
+                Ty::Unsupported => (v, t),
+                _ => self.unsupported(u, "dereferencing anything but a `&mut` output"),
             },
-            _ => unsupported(u, "this operator"),
+            _ => self.unsupported(u, "this operator"),
         }
     }
 
-    pub(super) fn emit_if_expr(
-        &mut self,
-        ei: &syn::ExprIf,
-        expected: Option<&Ty>,
-    ) -> Res<(String, Ty)> {
+    pub(super) fn emit_if_expr(&mut self, ei: &syn::ExprIf, expected: Option<&Ty>) -> (String, Ty) {
         let Some((_, else_expr)) = &ei.else_branch else {
-            return self
-                .emit_if_stmt(ei)
-                .map(|c| (format!("[&]() {{\n{c}}}()"), Ty::Unit));
+            let c = self.emit_if_stmt(ei);
+            return (format!("[&]() {{\n{c}}}()"), Ty::Unit);
         };
-        let (cond, _) = self.emit_expr(&ei.cond, Some(&Ty::elem("bool")))?;
+        let (cond, _) = self.emit_expr(&ei.cond, Some(&Ty::elem("bool")));
         let then_expr = Expr::Block(syn::ExprBlock {
             attrs: vec![],
             label: None,
             block: ei.then_branch.clone(),
         });
-        let (a, at) = self.emit_expr(&then_expr, expected)?;
+        let (a, at) = self.emit_expr(&then_expr, expected);
         let hint = if at.is_known() {
             Some(at.clone())
         } else {
             expected.cloned()
         };
-        let (b, bt) = self.emit_expr(else_expr, hint.as_ref())?;
+        let (b, bt) = self.emit_expr(else_expr, hint.as_ref());
         let (a, at) = if !at.is_known() && bt.is_known() {
-            self.emit_expr(&then_expr, Some(&bt))?
+            self.again(|e| e.emit_expr(&then_expr, Some(&bt)))
         } else {
             (a, at)
         };
-        Ok((format!("({cond} ? {a} : {b})"), Ty::join(&at, &bt)))
+        (format!("({cond} ? {a} : {b})"), Ty::join(&at, &bt))
     }
 
     /// `a[[i, j]]` on a view (a reference, so it can be assigned), or `a.shape()[k]`.
-    pub(super) fn emit_index(&mut self, i: &syn::ExprIndex) -> Res<(String, Ty)> {
-        let (base, bt) = self.emit_expr(&i.expr, None)?;
+    pub(super) fn emit_index(&mut self, i: &syn::ExprIndex) -> (String, Ty) {
+        let (base, bt) = self.emit_expr(&i.expr, None);
         let usize_ty = Ty::elem("usize");
         match bt {
             Ty::View { elem, rank, .. } => {
@@ -279,22 +265,23 @@ impl Emitter {
                     e => vec![e],
                 };
                 if indices.len() != rank {
-                    return unsupported(
+                    return self.unsupported(
                         &i.index,
                         &format!("indexing a {rank}-d view with {} indices", indices.len()),
                     );
                 }
                 let mut parts = Vec::new();
                 for e in indices {
-                    parts.push(self.emit_expr(e, Some(&usize_ty))?.0);
+                    parts.push(self.emit_expr(e, Some(&usize_ty)).0);
                 }
-                Ok((format!("{base}({})", parts.join(", ")), *elem))
+                (format!("{base}({})", parts.join(", ")), *elem)
             }
             Ty::Shape(view) => {
-                let (k, _) = self.emit_expr(&i.index, Some(&usize_ty))?;
-                Ok((format!("((usize){view}.shape[{k}])"), usize_ty))
+                let (k, _) = self.emit_expr(&i.index, Some(&usize_ty));
+                (format!("((usize){view}.shape[{k}])"), usize_ty)
             }
-            _ => unsupported(i, "indexing anything but a gufunc view"),
+            Ty::Unsupported => (base, bt),
+            _ => self.unsupported(i, "indexing anything but a gufunc view"),
         }
     }
 
@@ -304,24 +291,24 @@ impl Emitter {
         m: &syn::ExprMethodCall,
         recv: &str,
         rank: usize,
-    ) -> Res<(String, Ty)> {
+    ) -> (String, Ty) {
         let usize_ty = Ty::elem("usize");
         let axis = |k: usize| format!("((usize){recv}.shape[{k}])");
         match m.method.to_string().as_str() {
-            "dim" if rank == 1 => Ok((axis(0), usize_ty)),
-            "dim" => Ok((
+            "dim" if rank == 1 => (axis(0), usize_ty),
+            "dim" => (
                 format!(
                     "__ufunc_make_tuple({})",
                     (0..rank).map(axis).collect::<Vec<_>>().join(", ")
                 ),
                 Ty::Tuple(vec![usize_ty; rank]),
-            )),
-            "nrows" if rank == 2 => Ok((axis(0), usize_ty)),
-            "ncols" if rank == 2 => Ok((axis(1), usize_ty)),
-            "len" => Ok((format!("((usize){recv}.len())"), usize_ty)),
-            "is_empty" => Ok((format!("({recv}.len() == 0)"), Ty::elem("bool"))),
-            "shape" => Ok((String::new(), Ty::Shape(recv.to_string()))),
-            other => unsupported(&m.method, &format!("the view method `{other}`")),
+            ),
+            "nrows" if rank == 2 => (axis(0), usize_ty),
+            "ncols" if rank == 2 => (axis(1), usize_ty),
+            "len" => (format!("((usize){recv}.len())"), usize_ty),
+            "is_empty" => (format!("({recv}.len() == 0)"), Ty::elem("bool")),
+            "shape" => (String::new(), Ty::Shape(recv.to_string())),
+            other => self.unsupported(&m.method, &format!("the view method `{other}`")),
         }
     }
 
@@ -329,11 +316,13 @@ impl Emitter {
         &mut self,
         m: &syn::ExprMethodCall,
         expected: Option<&Ty>,
-    ) -> Res<(String, Ty)> {
+    ) -> (String, Ty) {
         let name = m.method.to_string();
-        let (recv, rt) = self.emit_expr(&m.receiver, expected)?;
-        if let Ty::View { rank, .. } = rt {
-            return self.emit_view_method(m, &recv, rank);
+        let (recv, rt) = self.emit_expr(&m.receiver, expected);
+        match rt {
+            Ty::View { rank, .. } => return self.emit_view_method(m, &recv, rank),
+            Ty::Unsupported => return (recv, rt),
+            _ => {}
         }
         let arg_hint = match name.as_str() {
             "powi" => Some(Ty::elem("i32")),
@@ -343,7 +332,7 @@ impl Emitter {
         };
         let mut args = vec![recv];
         for a in &m.args {
-            args.push(self.emit_expr(a, arg_hint.as_ref())?.0);
+            args.push(self.emit_expr(a, arg_hint.as_ref()).0);
         }
         let result = match name.as_str() {
             "exp" | "exp2" | "exp_m1" | "ln" | "ln_1p" | "log2" | "log10" | "sin" | "cos"
@@ -358,7 +347,7 @@ impl Emitter {
             "norm" | "norm_sqr" | "arg" => real_of(&rt),
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" => rt.clone(),
             "count_ones" => Ty::elem("u32"),
-            _ => return unsupported(&m.method, &format!("the method `{name}`")),
+            _ => return self.unsupported(&m.method, &format!("the method `{name}`")),
         };
         let func = match name.as_str() {
             "wrapping_add" => "__ufunc_add".to_string(),
@@ -367,16 +356,12 @@ impl Emitter {
             "wrapping_neg" => "__ufunc_neg".to_string(),
             n => format!("__ufunc_{n}"),
         };
-        Ok((format!("{func}({})", args.join(", ")), result))
+        (format!("{func}({})", args.join(", ")), result)
     }
 
-    pub(super) fn emit_call(
-        &mut self,
-        c: &syn::ExprCall,
-        expected: Option<&Ty>,
-    ) -> Res<(String, Ty)> {
+    pub(super) fn emit_call(&mut self, c: &syn::ExprCall, expected: Option<&Ty>) -> (String, Ty) {
         let Expr::Path(p) = unparen(&c.func) else {
-            return unsupported(&c.func, "calling this");
+            return self.unsupported(&c.func, "calling this");
         };
         let segs: Vec<String> = p
             .path
@@ -393,29 +378,29 @@ impl Emitter {
             [helper] if helper.starts_with(|ch: char| ch.is_lowercase()) => {
                 let mut args = Vec::new();
                 for a in &c.args {
-                    args.push(self.emit_expr(a, None)?.0);
+                    args.push(self.emit_expr(a, None).0);
                 }
                 let ident = p.path.segments[0].ident.clone();
                 if !self.captures.helpers.contains(&ident) {
                     self.captures.helpers.push(ident);
                 }
-                Ok((
+                (
                     format!("__ufunc_helper_{helper}({})", args.join(", ")),
                     Ty::Opaque,
-                ))
+                )
             }
             [ty @ ("f32" | "f64"), method] => {
                 let hint = Ty::elem(ty);
                 let mut args = Vec::new();
                 for a in &c.args {
-                    args.push(self.emit_expr(a, Some(&hint))?.0);
+                    args.push(self.emit_expr(a, Some(&hint)).0);
                 }
                 let ret = if method.starts_with("is_") {
                     Ty::elem("bool")
                 } else {
                     hint
                 };
-                Ok((format!("__ufunc_{method}({})", args.join(", ")), ret))
+                (format!("__ufunc_{method}({})", args.join(", ")), ret)
             }
             ["Complex", "new"] => {
                 let real = match expected {
@@ -430,7 +415,7 @@ impl Emitter {
                 let mut args = Vec::new();
                 let mut arg_ty = Ty::Opaque;
                 for a in &c.args {
-                    let (v, t) = self.emit_expr(a, hint.as_ref())?;
+                    let (v, t) = self.emit_expr(a, hint.as_ref());
                     arg_ty = Ty::join(&arg_ty, &t);
                     args.push(v);
                 }
@@ -438,12 +423,59 @@ impl Emitter {
                     (Ty::Elem(r), _) | (_, Ty::Elem(r)) => Ty::Elem(format!("Complex<{r}>")),
                     _ => Ty::Opaque,
                 };
-                Ok((format!("__ufunc_complex({})", args.join(", ")), ty))
+                (format!("__ufunc_complex({})", args.join(", ")), ty)
             }
-            _ => unsupported(
-                &c.func,
-                "calling a function that is not a #[kernel_fn] helper",
-            ),
+            _ => {
+                let unsupported = self.unsupported(
+                    &c.func,
+                    "calling a function that is not a #[kernel_fn] helper",
+                );
+                for a in &c.args {
+                    self.emit_expr(a, None);
+                }
+                unsupported
+            }
+        }
+    }
+
+    /// A Rust literal; unsuffixed numbers take the expected type.
+    pub(super) fn emit_lit(&self, lit: &Lit, expected: Option<&Ty>) -> (String, Ty) {
+        let expected_elem = match expected {
+            Some(Ty::Elem(t)) => Some(t.as_str()),
+            _ => None,
+        };
+        match lit {
+            Lit::Bool(b) => (b.value.to_string(), Ty::elem("bool")),
+            Lit::Float(f) => {
+                let digits = f.base10_digits().to_string();
+                match f.suffix() {
+                    "" => match expected_elem {
+                        Some(t @ ("f32" | "f64")) => (typed_literal(&digits, t), Ty::elem(t)),
+                        Some(t) if t.starts_with("Complex") => {
+                            let real = if t.ends_with("f32>") { "f32" } else { "f64" };
+                            (typed_literal(&digits, real), Ty::elem(real))
+                        }
+                        _ => (typed_literal(&digits, "f64"), Ty::FloatLit),
+                    },
+                    s => (typed_literal(&digits, s), Ty::elem(s)),
+                }
+            }
+            Lit::Int(i) => {
+                let digits = i.base10_digits().to_string();
+                match i.suffix() {
+                    "" => match expected_elem {
+                        Some(t) if t != "bool" && !t.starts_with("Complex") => {
+                            (typed_literal(&digits, t), Ty::elem(t))
+                        }
+                        _ => (digits, Ty::IntLit),
+                    },
+                    s if s == "usize" || s == "isize" => {
+                        self.unsupported(i, "a usize/isize literal")
+                    }
+                    s => (typed_literal(&digits, s), Ty::elem(s)),
+                }
+            }
+            other => self.unsupported(other, "this literal"),
         }
     }
 }
@@ -502,44 +534,5 @@ pub(crate) fn typed_literal(text: &str, ty: &str) -> String {
         "bool" => text.to_string(),
         t if t.starts_with("Complex") => format!("__ufunc_complex({text}, 0.0)"),
         t => format!("(({t}){text})"),
-    }
-}
-
-/// A Rust literal; unsuffixed numbers take the expected type.
-pub(super) fn emit_lit(lit: &Lit, expected: Option<&Ty>) -> Res<(String, Ty)> {
-    let expected_elem = match expected {
-        Some(Ty::Elem(t)) => Some(t.as_str()),
-        _ => None,
-    };
-    match lit {
-        Lit::Bool(b) => Ok((b.value.to_string(), Ty::elem("bool"))),
-        Lit::Float(f) => {
-            let digits = f.base10_digits().to_string();
-            match f.suffix() {
-                "" => match expected_elem {
-                    Some(t @ ("f32" | "f64")) => Ok((typed_literal(&digits, t), Ty::elem(t))),
-                    Some(t) if t.starts_with("Complex") => {
-                        let real = if t.ends_with("f32>") { "f32" } else { "f64" };
-                        Ok((typed_literal(&digits, real), Ty::elem(real)))
-                    }
-                    _ => Ok((typed_literal(&digits, "f64"), Ty::FloatLit)),
-                },
-                s => Ok((typed_literal(&digits, s), Ty::elem(s))),
-            }
-        }
-        Lit::Int(i) => {
-            let digits = i.base10_digits().to_string();
-            match i.suffix() {
-                "" => match expected_elem {
-                    Some(t) if t != "bool" && !t.starts_with("Complex") => {
-                        Ok((typed_literal(&digits, t), Ty::elem(t)))
-                    }
-                    _ => Ok((digits, Ty::IntLit)),
-                },
-                s if s == "usize" || s == "isize" => unsupported(i, "a usize/isize literal"),
-                s => Ok((typed_literal(&digits, s), Ty::elem(s))),
-            }
-        }
-        other => unsupported(other, "this literal"),
     }
 }

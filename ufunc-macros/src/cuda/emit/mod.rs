@@ -2,6 +2,11 @@
 //! emitter runs twice over a body: the first pass learns the types of bindings initialised with
 //! bare literals from their later uses; the second writes the code with those types.
 //! Statements live in `stmt`, expressions in `expr`.
+//!
+//! Translation is a check: what cannot be translated is recorded at its span in the
+//! invocation's [`Errors`] and the emitter goes on with a placeholder, so one compile reports
+//! every unsupported node. Only the second pass records (the first walks the same nodes), and
+//! so does no part of a body that is emitted again to retype its literals.
 
 mod expr;
 mod stmt;
@@ -10,6 +15,8 @@ pub(crate) use expr::is_compound as is_compound_assign;
 use expr::{is_compound, typed_literal};
 
 use super::types::{Env, Ty};
+use crate::errors::Errors;
+use crate::lane::macro_name;
 use crate::types::{elem_kind, ElemKind};
 use quote::ToTokens;
 use syn::{BinOp, Block, Expr, Lit, Pat, Stmt, Type, UnOp};
@@ -28,14 +35,9 @@ pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, cas
     tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!, and \
     in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `is_empty`, `shape()[k]` of views";
 
-type Res<T> = Result<T, syn::Error>;
-
-fn unsupported<T>(node: impl ToTokens, what: &str) -> Res<T> {
-    Err(syn::Error::new_spanned(
-        node,
-        format!("{what} is not supported in a cuda kernel; {SUPPORTED}"),
-    ))
-}
+/// The code an untranslatable node leaves in its place (never compiled: its error stops
+/// generation).
+const PLACEHOLDER: &str = "__ufunc_unsupported";
 
 /// The Rust element type of `ty` as a `Ty`, if it is one (`usize`/`isize` too: gufunc bodies
 /// index with them).
@@ -72,7 +74,11 @@ fn local(name: &str) -> String {
     format!("r_{name}")
 }
 
-pub(crate) struct Emitter {
+pub(crate) struct Emitter<'e> {
+    /// Where untranslatable nodes are recorded.
+    errors: &'e Errors,
+    /// While positive, nothing is recorded: the learning pass, and nodes emitted again.
+    quiet: u32,
     pub env: Env,
     pub captures: Captures,
     next_tmp: usize,
@@ -84,9 +90,12 @@ pub(crate) struct Emitter {
     pub mapped: Vec<*const syn::ExprForLoop>,
 }
 
-impl Emitter {
-    pub(crate) fn new(ret: Ty) -> Self {
+impl<'e> Emitter<'e> {
+    /// An emitter for a function returning `ret`; `record` false for the learning pass.
+    pub(crate) fn new(ret: Ty, errors: &'e Errors, record: bool) -> Self {
         Emitter {
+            errors,
+            quiet: u32::from(!record),
             env: Env::default(),
             captures: Captures::default(),
             next_tmp: 0,
@@ -96,21 +105,45 @@ impl Emitter {
         }
     }
 
+    /// Records that `node` cannot be translated (`what` names it) and returns a placeholder.
+    fn unsupported(&self, node: impl ToTokens, what: &str) -> (String, Ty) {
+        self.error(
+            node,
+            &format!("{what} is not supported in a cuda kernel; {SUPPORTED}"),
+        );
+        (PLACEHOLDER.into(), Ty::Unsupported)
+    }
+
+    /// Records `message` at `node`, unless quiet.
+    fn error(&self, node: impl ToTokens, message: &str) {
+        if self.quiet == 0 {
+            self.errors.spanned(node, message);
+        }
+    }
+
+    /// Runs `emit` without recording: for a node emitted a second time.
+    fn again<T>(&mut self, emit: impl FnOnce(&mut Self) -> T) -> T {
+        self.quiet += 1;
+        let value = emit(self);
+        self.quiet -= 1;
+        value
+    }
+
     fn tmp(&mut self) -> String {
         self.next_tmp += 1;
         format!("__ufunc_t{}", self.next_tmp)
     }
 
     /// The body of a function: statements, the tail expression returned.
-    pub(crate) fn emit_fn_body(&mut self, block: &Block) -> Res<String> {
+    pub(crate) fn emit_fn_body(&mut self, block: &Block) -> String {
         self.next_tmp = 0;
         let ret = self.ret.clone();
         let want_value = ret != Ty::Unit;
-        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), want_value)?;
+        let (mut code, tail) = self.emit_block_parts(block, Some(&ret), want_value);
         if let Some((expr, _)) = tail {
             code.push_str(&format!("return {expr};\n"));
         }
-        Ok(code)
+        code
     }
 
     /// Statements of `block` and, if it ends in an expression, that expression and its type.
@@ -120,54 +153,52 @@ impl Emitter {
         block: &Block,
         expected: Option<&Ty>,
         want_value: bool,
-    ) -> Res<(String, Option<(String, Ty)>)> {
+    ) -> (String, Option<(String, Ty)>) {
         self.env.push();
         let mut code = String::new();
         let mut tail = None;
         let n = block.stmts.len();
         for (i, stmt) in block.stmts.iter().enumerate() {
             match stmt {
-                Stmt::Local(l) => code.push_str(&self.emit_let(l)?),
+                Stmt::Local(l) => code.push_str(&self.emit_let(l)),
+                Stmt::Item(syn::Item::Const(c)) => {
+                    self.unsupported(c, "a `const` item inside the body (declare it outside)");
+                }
                 Stmt::Item(item) => {
-                    if let syn::Item::Const(c) = item {
-                        return unsupported(
-                            c,
-                            "a `const` item inside the body (declare it outside)",
-                        );
-                    }
-                    return unsupported(item, "an item declared inside the body");
+                    self.unsupported(item, "an item declared inside the body");
                 }
                 Stmt::Expr(e, semi) => {
                     if want_value && i + 1 == n && semi.is_none() && !is_statement_like(e) {
-                        tail = Some(self.emit_expr(e, expected)?);
+                        tail = Some(self.emit_expr(e, expected));
                     } else {
-                        code.push_str(&self.emit_stmt_expr(e)?);
+                        code.push_str(&self.emit_stmt_expr(e));
                     }
                 }
-                Stmt::Macro(m) => code.push_str(&self.emit_macro(&m.mac)?),
+                Stmt::Macro(m) => code.push_str(&self.emit_macro(&m.mac)),
             }
         }
         self.env.pop();
-        Ok((code, tail))
+        (code, tail)
     }
 
-    fn emit_let(&mut self, l: &syn::Local) -> Res<String> {
+    fn emit_let(&mut self, l: &syn::Local) -> String {
         let (pat, annotated) = match &l.pat {
             Pat::Type(pt) => {
-                let ty = ty_of(&pt.ty).ok_or_else(|| {
-                    syn::Error::new_spanned(&pt.ty, "a cuda kernel's bindings have element types")
-                })?;
-                (&*pt.pat, Some(ty))
+                let ty = ty_of(&pt.ty);
+                if ty.is_none() {
+                    self.error(&pt.ty, "a cuda kernel's bindings have element types");
+                }
+                (&*pt.pat, ty)
             }
             p => (p, None),
         };
         let Some(init) = &l.init else {
-            return unsupported(l, "a `let` without a value");
+            return self.unsupported(l, "a `let` without a value").0;
         };
         if init.diverge.is_some() {
-            return unsupported(l, "`let ... else`");
+            return self.unsupported(l, "`let ... else`").0;
         }
-        let (value, ty) = self.emit_expr(&init.expr, annotated.as_ref())?;
+        let (value, ty) = self.emit_expr(&init.expr, annotated.as_ref());
         let ty = annotated.unwrap_or(ty);
         match pat {
             Pat::Ident(pi) => {
@@ -178,7 +209,7 @@ impl Emitter {
                 self.env.declare(&name, ty.clone(), Some(id));
                 let ty = self.env.lookup(&name).unwrap_or(ty);
                 let value = self.retype_literal(&value, &ty);
-                Ok(format!("{} {} = {value};\n", decl_type(&ty), local(&name)))
+                format!("{} {} = {value};\n", decl_type(&ty), local(&name))
             }
             Pat::Tuple(pt) => {
                 let tmp = self.tmp();
@@ -199,13 +230,15 @@ impl Emitter {
                             ));
                         }
                         Pat::Wild(_) => {}
-                        other => return unsupported(other, "this tuple pattern"),
+                        other => {
+                            self.unsupported(other, "this tuple pattern");
+                        }
                     }
                 }
-                Ok(code)
+                code
             }
-            Pat::Wild(_) => Ok(format!("(void)({value});\n")),
-            other => unsupported(other, "this `let` pattern"),
+            Pat::Wild(_) => format!("(void)({value});\n"),
+            other => self.unsupported(other, "this `let` pattern").0,
         }
     }
 

@@ -1,9 +1,14 @@
-//! Validation: one function per rule, every error collected with its span. Code generation
-//! never fails: anything that can fail is judged here.
+//! Validation of the model: one function per rule, each recording every error it finds, with
+//! its span, into the invocation's [`Errors`]. Code generation never fails: anything that can
+//! fail is judged here (or by the CUDA translation, `cuda::translate`, which is also
+//! a check). The rules shared by the three attributes live here; the ones that tie a gufunc's
+//! parameters to its layout live in `gufunc`.
 
-use crate::attr::{VectorizeAttr, KNOWN_TARGETS};
+mod gufunc;
+
+use crate::attr::{Attr, Kind, KNOWN_TARGETS};
 use crate::errors::Errors;
-use crate::model::{Function, Vectorize};
+use crate::model::Ufunc;
 use crate::types::{elem_kind, ElemKind, ELEMENT_TYPES};
 use syn::visit::Visit;
 use syn::{FnArg, Pat, ReturnType, Type};
@@ -11,94 +16,49 @@ use syn::{FnArg, Pat, ReturnType, Type};
 const MAX_INPUTS: usize = 12;
 const MAX_OUTPUTS: usize = 4;
 /// Names the generated functions use for their own parameters.
-pub(crate) const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "out2", "out3"];
+const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "out2", "out3"];
 
-pub(crate) fn check_vectorize(v: &Vectorize<'_>) -> syn::Result<()> {
-    let mut errors = Errors::default();
-    check_targets(&v.attr, &mut errors);
-    check_fn_kind(&v.func, &mut errors);
-    check_params(&v.func, &mut errors);
-    check_reserved_names(&v.func, &mut errors);
-    check_outputs(&v.func, &mut errors);
-    check_generics(&v.func, v.attr.types.as_ref(), &mut errors);
-    check_body(&v.func, &mut errors);
-    errors.finish()
-}
-
-/// `#[guvectorize]`: the attribute, the function's kind, its generics and parameter names, and
-/// the layout against the parameters. `fn f<T>(a: ArrayView1<T>) -> T` -> "... cannot be generic
-/// over types ...", `fn f<const N: usize>(..)` -> "... cannot have const parameters ...",
-/// `fn f(a: ArrayView1<f32>, out: &mut f32)` -> "the parameter name `out` is reserved ...".
-pub(crate) fn check_guvectorize(f: &crate::gufunc::GuFunction<'_>, errors: &mut Errors) {
-    check_targets(&f.attr.rest, errors);
+/// Every rule that applies to the kind of `f`.
+pub(crate) fn check(f: &Ufunc<'_>, errors: &Errors) {
+    check_targets(&f.attr, errors);
     check_signature_kind(&f.item.sig, errors);
-    if let Some((span, _)) = &f.attr.rest.fastmath {
-        errors.push(syn::Error::new(
-            *span,
-            "`fastmath` applies to #[vectorize] lane code; a #[guvectorize] core is plain Rust",
-        ));
-    }
-    if let Some((span, _)) = &f.attr.rest.types {
-        errors.push(syn::Error::new(
-            *span,
-            "`types = [...]` is not supported by #[guvectorize] yet; write one function per type",
-        ));
-    }
-    if let Some(tp) = f.item.sig.generics.type_params().next() {
-        errors.spanned(
-            tp,
-            "a #[guvectorize] function cannot be generic over types; \
-             write it for concrete element types",
-        );
-    }
-    if let Some(cp) = f.item.sig.generics.const_params().next() {
-        errors.spanned(
-            cp,
-            "a #[guvectorize] function cannot have const parameters; \
-             write fixed sizes in the layout, as in `(3),(3)->(3)`",
-        );
-    }
-    for p in &f.params {
-        let name = p.ident.to_string();
-        if RESERVED_PARAMS.contains(&name.as_str()) || name.starts_with("__ufunc") {
-            errors.spanned(
-                p.ident,
-                format!("the parameter name `{name}` is reserved by #[guvectorize]; rename it"),
-            );
+    check_params(f, errors);
+    match &f.attr.kind {
+        Kind::Vectorize => {
+            check_reserved_names(f, errors);
+            check_outputs(f, errors);
+            check_generics(f, errors);
+            check_body(f, errors);
+        }
+        Kind::KernelFn => {
+            check_outputs(f, errors);
+            check_not_generic(f, errors);
+            check_body(f, errors);
+        }
+        Kind::Guvectorize(layout) => {
+            gufunc::check_returns(f, errors);
+            gufunc::check_options(&f.attr, errors);
+            gufunc::check_generics(f, errors);
+            check_reserved_names(f, errors);
+            gufunc::check_against_layout(f, layout, errors);
         }
     }
-    crate::gufunc::check_against_layout(f, errors);
-}
-
-pub(crate) fn check_kernel_fn(f: &Function<'_>) -> syn::Result<()> {
-    let mut errors = Errors::default();
-    check_fn_kind(f, &mut errors);
-    check_params(f, &mut errors);
-    check_outputs(f, &mut errors);
-    if !f.item.sig.generics.params.is_empty() {
-        errors.spanned(
-            &f.item.sig.generics,
-            "a #[kernel_fn] helper cannot be generic; write it for concrete element types",
-        );
-    }
-    check_body(f, &mut errors);
-    errors.finish()
 }
 
 /// `target` and `targets` name known targets, once each; only one of the two keys is used.
 /// `#[vectorize(target = "gpu")]` -> "unknown target `gpu`; expected one of ...".
-pub(crate) fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
+fn check_targets(attr: &Attr, errors: &Errors) {
     if let Some(second) = attr.target_keys.get(1) {
-        errors.push(syn::Error::new(
+        errors.at(
             *second,
             "give either `target = \"...\"` or `targets = [...]`, once",
-        ));
+        );
     }
     if attr.target_keys.len() == 1 && attr.targets.is_empty() {
-        errors.push(syn::Error::new(
+        errors.at(
             attr.target_keys[0],
             "`targets` must name at least one target",
-        ));
+        );
     }
     let expected = KNOWN_TARGETS
         .iter()
@@ -119,11 +79,8 @@ pub(crate) fn check_targets(attr: &VectorizeAttr, errors: &mut Errors) {
 }
 
 /// A ufunc is a plain function: not `async`, `unsafe`, `const`, `extern` or variadic.
-fn check_fn_kind(f: &Function<'_>, errors: &mut Errors) {
-    check_signature_kind(&f.item.sig, errors);
-}
-
-pub(crate) fn check_signature_kind(sig: &syn::Signature, errors: &mut Errors) {
+/// `async fn f(x: f32) -> f32` -> "a ufunc cannot be an `async fn`".
+fn check_signature_kind(sig: &syn::Signature, errors: &Errors) {
     if let Some(t) = &sig.asyncness {
         errors.spanned(t, "a ufunc cannot be an `async fn`");
     }
@@ -144,14 +101,22 @@ pub(crate) fn check_signature_kind(sig: &syn::Signature, errors: &mut Errors) {
     }
 }
 
-/// Parameters are `name: T` with T a scalar element type: `fn f(x: &f32)` -> "reference
+/// Parameters are plain names of a type the kind takes: `fn f(x: &f32)` -> "reference
 /// parameters are not supported ...", `fn f((a, b): (f32, f32))` -> "... must be plain names".
-fn check_params(f: &Function<'_>, errors: &mut Errors) {
+/// An element-wise function takes 1 to 12 element parameters; a gufunc's parameters are judged
+/// by their part in the layout (`gufunc::check_param_type`).
+fn check_params(f: &Ufunc<'_>, errors: &Errors) {
     let sig = &f.item.sig;
-    if sig.inputs.is_empty() {
+    let gufunc = matches!(f.attr.kind, Kind::Guvectorize(_));
+    let (noun, example) = if gufunc {
+        ("gufunc", "a: ArrayView2<f32>")
+    } else {
+        ("ufunc", "x: f32")
+    };
+    if !gufunc && sig.inputs.is_empty() {
         errors.spanned(&sig.ident, "a ufunc needs at least one parameter");
     }
-    if sig.inputs.len() > MAX_INPUTS {
+    if !gufunc && sig.inputs.len() > MAX_INPUTS {
         errors.spanned(
             &sig.inputs,
             format!("a ufunc takes at most {MAX_INPUTS} parameters"),
@@ -160,24 +125,35 @@ fn check_params(f: &Function<'_>, errors: &mut Errors) {
     for arg in &sig.inputs {
         let pt = match arg {
             FnArg::Receiver(r) => {
-                errors.spanned(r, "a ufunc cannot take `self`; write a free function");
+                errors.spanned(
+                    r,
+                    format!("a {noun} cannot take `self`; write a free function"),
+                );
                 continue;
             }
             FnArg::Typed(pt) => pt,
         };
-        if !matches!(&*pt.pat, Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none()) {
+        let plain = match &*pt.pat {
+            Pat::Ident(p) => gufunc || (p.by_ref.is_none() && p.subpat.is_none()),
+            _ => false,
+        };
+        if !plain {
             errors.spanned(
                 &pt.pat,
-                "ufunc parameters must be plain names, as in `x: f32`",
+                format!("{noun} parameters must be plain names, as in `{example}`"),
             );
             // `(a, b): (f32, f32)` is one mistake: its type is not judged separately.
             continue;
         }
-        check_element_type(&pt.ty, f.generic, "parameter", errors);
+        if gufunc {
+            gufunc::check_param_type(&pt.ty, f.generic, errors);
+        } else {
+            check_element_type(&pt.ty, f.generic, "parameter", errors);
+        }
     }
 }
 
-fn check_element_type(ty: &Type, generic: Option<&syn::Ident>, what: &str, errors: &mut Errors) {
+fn check_element_type(ty: &Type, generic: Option<&syn::Ident>, what: &str, errors: &Errors) {
     match ty {
         Type::Reference(_) | Type::Ptr(_) => errors.spanned(
             ty,
@@ -199,21 +175,25 @@ fn check_element_type(ty: &Type, generic: Option<&syn::Ident>, what: &str, error
     }
 }
 
-/// Parameter names must not collide with the names the generated functions use.
-fn check_reserved_names(f: &Function<'_>, errors: &mut Errors) {
+/// Parameter names must not collide with the names the generated functions use:
+/// `fn f(out: f32)` -> "the parameter name `out` is reserved by `#[vectorize]`; rename it".
+fn check_reserved_names(f: &Ufunc<'_>, errors: &Errors) {
     for p in &f.params {
         let name = p.ident.to_string();
         if RESERVED_PARAMS.contains(&name.as_str()) || name.starts_with("__ufunc") {
             errors.spanned(
                 p.ident,
-                format!("the parameter name `{name}` is reserved by #[vectorize]; rename it"),
+                format!(
+                    "the parameter name `{name}` is reserved by {}; rename it",
+                    f.attr.kind.name()
+                ),
             );
         }
     }
 }
 
 /// A ufunc returns one element or a tuple of 2 to 4: `fn f(x: f32)` -> "... must return ...".
-fn check_outputs(f: &Function<'_>, errors: &mut Errors) {
+fn check_outputs(f: &Ufunc<'_>, errors: &Errors) {
     let sig = &f.item.sig;
     match &sig.output {
         ReturnType::Default => errors.spanned(
@@ -232,7 +212,7 @@ fn check_outputs(f: &Function<'_>, errors: &mut Errors) {
                     );
                 }
             }
-            for out in &f.outputs {
+            for out in &f.returns {
                 check_element_type(out, f.generic, "result", errors);
             }
         }
@@ -240,12 +220,9 @@ fn check_outputs(f: &Function<'_>, errors: &mut Errors) {
 }
 
 /// A generic function has exactly one type parameter and a `types = [...]` list of element
-/// types; a non-generic one has no list.
-fn check_generics(
-    f: &Function<'_>,
-    types: Option<&(proc_macro2::Span, Vec<Type>)>,
-    errors: &mut Errors,
-) {
+/// types; a non-generic one has no list. `fn f<T>(x: T) -> T` alone -> "a generic ufunc needs
+/// the element types to instantiate: add `types = [f32, f64]` ...".
+fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
     let generics = &f.item.sig.generics;
     let type_params = generics.type_params().count();
     let other_params = generics.params.len() - type_params;
@@ -256,23 +233,20 @@ fn check_generics(
              it can only be generic over one element type parameter",
         );
     }
-    match types {
+    match &f.attr.types {
         None if type_params > 0 => errors.spanned(
             generics,
             "a generic ufunc needs the element types to instantiate: \
              add `types = [f32, f64]` (or the types you need) to #[vectorize]",
         ),
-        Some((span, _)) if type_params != 1 => errors.push(syn::Error::new(
+        Some((span, _)) if type_params != 1 => errors.at(
             *span,
             "`types = [...]` needs a function with exactly one type parameter, \
              as in `fn f<T>(x: T) -> T`",
-        )),
+        ),
         Some((span, list)) => {
             if list.is_empty() {
-                errors.push(syn::Error::new(
-                    *span,
-                    "`types` must list at least one type",
-                ));
+                errors.at(*span, "`types` must list at least one type");
             }
             for ty in list {
                 if matches!(elem_kind(ty, None), None | Some(ElemKind::Generic)) {
@@ -284,10 +258,21 @@ fn check_generics(
     }
 }
 
+/// A helper is written for concrete types: `#[kernel_fn] fn h<T>(a: T) -> T` -> "a
+/// `#[kernel_fn]` helper cannot be generic ...".
+fn check_not_generic(f: &Ufunc<'_>, errors: &Errors) {
+    if !f.item.sig.generics.params.is_empty() {
+        errors.spanned(
+            &f.item.sig.generics,
+            "a #[kernel_fn] helper cannot be generic; write it for concrete element types",
+        );
+    }
+}
+
 /// The body must be safe, synchronous code: `unsafe { .. }` or `async` in a body is an error.
-fn check_body(f: &Function<'_>, errors: &mut Errors) {
+fn check_body(f: &Ufunc<'_>, errors: &Errors) {
     struct Forbidden<'e> {
-        errors: &'e mut Errors,
+        errors: &'e Errors,
     }
     impl<'ast> Visit<'ast> for Forbidden<'_> {
         fn visit_expr_unsafe(&mut self, e: &'ast syn::ExprUnsafe) {

@@ -1,0 +1,255 @@
+//! The one generator of what `#[vectorize]` and `#[guvectorize]` share: the array function
+//! `foo`, and `struct foo` with `TARGETS`, `DEFAULT_TARGET` and the call forms `on`, `out`,
+//! `out_on` and, with the `cuda` target, `on_device`, `on_stream`, `out_device`,
+//! `out_stream`. The two differ only in the runtime functions they call and the arrays they
+//! return ([`Form`]); a new call form (`reduce`, `accumulate`) is added here, once.
+
+use super::target_tokens;
+use crate::model::Ufunc;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+/// Which runtime entry points a call goes through.
+pub(super) enum Form {
+    /// `#[vectorize]`: `call`, `call_out`, ...; outputs of the broadcast dimension type.
+    Elementwise,
+    /// `#[guvectorize]`: `gu_call`, `gu_call_out`, ...; outputs of dynamic dimension.
+    Generalized,
+}
+
+/// What a ufunc's companions are made of, beyond the model.
+pub(super) struct Companions<'a> {
+    pub f: &'a Ufunc<'a>,
+    pub form: Form,
+    /// Generic parameters put first on every function (`T: __ufunc_types_foo,`), and the
+    /// turbofish that forwards them (`T,`); empty unless `types = [...]` is given.
+    pub lead: TokenStream,
+    pub lead_args: TokenStream,
+    /// The type that implements `Body` or `GuBody` for a call.
+    pub body: TokenStream,
+    /// The array function's doc attributes.
+    pub fn_docs: TokenStream,
+    /// The doc of `struct foo`.
+    pub struct_doc: String,
+    /// Associated constants only one kind has (`KERNEL_PATH`; `LAYOUT`), after the targets.
+    pub consts: TokenStream,
+    /// Associated functions only one kind has (`scalar` of a generic ufunc; `core`), after
+    /// the call forms.
+    pub fns: TokenStream,
+}
+
+/// Docs of the call forms, in the words of each kind.
+struct Docs {
+    on: String,
+    out: String,
+    on_device: &'static str,
+    on_stream: &'static str,
+    out_device: &'static str,
+}
+
+impl Form {
+    fn docs(&self, name: &Ident) -> Docs {
+        match self {
+            Form::Elementwise => Docs {
+                on: format!(
+                    "Applies `{name}` element-wise on the chosen target, one of \
+                     [`Self::TARGETS`] (`Error::TargetNotCompiled` for any other)."
+                ),
+                out: format!(
+                    "Writes `{name}` of the inputs into existing arrays or mutable views (any \
+                     strides), which must have exactly the broadcast shape of the inputs."
+                ),
+                on_device: "Applies the function on the GPU and leaves the results there: device \
+                    arrays and views are used in place, host arrays and scalars are copied in. \
+                    Waits for the kernel, so that a panic in the body is this call's `Err`.",
+                on_stream: "As `on_device`, queued on `stream` without waiting: read the results \
+                    after `stream.synchronize()`, which reports a panic in the body.",
+                out_device: "Writes into existing device arrays of exactly the broadcast shape.",
+            },
+            Form::Generalized => Docs {
+                on: "Calls the gufunc on the chosen target.".into(),
+                out: "Writes into existing arrays or views of the loop shape plus the core shape; \
+                      output dimensions that only outputs name take their size from these arrays."
+                    .into(),
+                on_device: "Calls the gufunc on the GPU and leaves the outputs there \
+                    (zero-initialised before the core runs): device arrays and views are used in \
+                    place, host arrays and scalars are copied in. Waits for the kernel, so that a \
+                    panic is this call's `Err`.",
+                on_stream: "As `on_device`, queued on `stream` without waiting.",
+                out_device: "Writes into existing device arrays of the loop shape plus the core \
+                    shape.",
+            },
+        }
+    }
+}
+
+/// The array function and `struct foo` with its companions.
+pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
+    let f = c.f;
+    let name = f.name();
+    let vis = &f.item.vis;
+    let p = quote!(::ufunc::__private);
+    let (lead, lead_args, body) = (&c.lead, &c.lead_args, &c.body);
+    let inputs: Vec<&Ident> = f.inputs().map(|p| p.ident).collect();
+    let in_tuple = f.input_tuple();
+    let arg_tys: Vec<Ident> = (0..inputs.len())
+        .map(|i| format_ident!("__UfuncA{}", i))
+        .collect();
+    let out_ty = f.output_type();
+    let out_params: Vec<Ident> = match f.output_elems().len() {
+        1 => vec![format_ident!("out")],
+        n => (0..n).map(|i| format_ident!("out{}", i)).collect(),
+    };
+    let out_tys: Vec<Ident> = (0..out_params.len())
+        .map(|i| format_ident!("__UfuncO{}", i))
+        .collect();
+    let (arrays, device_arrays, call, call_out, call_device, call_out_device) = match c.form {
+        Form::Elementwise => (
+            quote!(#p::ArraysOf<#body, (#(#arg_tys,)*)>),
+            quote!(#p::DeviceArraysOf<#body, (#(#arg_tys,)*)>),
+            quote!(#p::call),
+            quote!(#p::call_out),
+            quote!(#p::call_device),
+            quote!(#p::call_out_device),
+        ),
+        Form::Generalized => (
+            quote!(<#out_ty as #p::Outputs>::Arrays<::ufunc::ndarray::IxDyn>),
+            quote!(<#out_ty as #p::DeviceOutputs>::DeviceArrays<::ufunc::ndarray::IxDyn>),
+            quote!(#p::gu_call),
+            quote!(#p::gu_call_out),
+            quote!(#p::gu_call_device),
+            quote!(#p::gu_call_out_device),
+        ),
+    };
+    let docs = c.form.docs(name);
+    let (doc_on, doc_out) = (&docs.on, &docs.out);
+    let (doc_on_device, doc_on_stream, doc_out_device) =
+        (docs.on_device, docs.on_stream, docs.out_device);
+    let targets = f.attr.target_names();
+    let target_list = targets.iter().map(|t| target_tokens(t));
+    let default_target = target_tokens(&targets[0]);
+    let targets_doc = format!(
+        "The targets `{name}` was compiled for: `{}`. The first is the default.",
+        targets.join("`, `")
+    );
+    let ins = quote!((#(#arg_tys,)*): #p::Operands<#in_tuple>);
+    let outs = quote!((#(#out_tys,)*): #p::OutOperands<#out_ty>);
+    let device_fns = if f.attr.wants_cuda() {
+        let ins = quote!((#(#arg_tys,)*): #p::DeviceOperands<#in_tuple>);
+        let outs = quote!((#(#out_tys,)*): #p::DeviceOutOperands<#out_ty>);
+        quote! {
+            #[doc = #doc_on_device]
+            pub fn on_device<#lead #(#arg_tys),*>(#(#inputs: #arg_tys),*)
+                -> ::ufunc::Result<#device_arrays>
+            where
+                #ins,
+            {
+                #call_device::<#body, _>(Self::TARGETS, None, (#(#inputs,)*))
+            }
+
+            #[doc = #doc_on_stream]
+            pub fn on_stream<#lead #(#arg_tys),*>(
+                stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys),*
+            ) -> ::ufunc::Result<#device_arrays>
+            where
+                #ins,
+            {
+                #call_device::<#body, _>(Self::TARGETS, Some(stream), (#(#inputs,)*))
+            }
+
+            #[doc = #doc_out_device]
+            pub fn out_device<#lead #(#arg_tys,)* #(#out_tys),*>(
+                #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                #ins,
+                #outs,
+            {
+                #call_out_device::<#body, _, _>(
+                    Self::TARGETS, None, (#(#inputs,)*), (#(#out_params,)*)
+                )
+            }
+
+            /// As `out_device`, queued on `stream` without waiting.
+            pub fn out_stream<#lead #(#arg_tys,)* #(#out_tys),*>(
+                stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                #ins,
+                #outs,
+            {
+                #call_out_device::<#body, _, _>(
+                    Self::TARGETS, Some(stream), (#(#inputs,)*), (#(#out_params,)*)
+                )
+            }
+        }
+    } else {
+        quote!()
+    };
+    let fn_docs = &c.fn_docs;
+    let struct_doc = &c.struct_doc;
+    let (consts, fns) = (&c.consts, &c.fns);
+    quote! {
+        #fn_docs
+        #vis fn #name<#lead #(#arg_tys),*>(#(#inputs: #arg_tys),*) -> ::ufunc::Result<#arrays>
+        where
+            #ins,
+        {
+            #name::on::<#lead_args #(#arg_tys),*>(#name::DEFAULT_TARGET, #(#inputs),*)
+        }
+
+        #[doc = #struct_doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {
+            _private: (),
+        }
+
+        #[allow(clippy::all)]
+        impl #name {
+            #[doc = #targets_doc]
+            pub const TARGETS: &'static [::ufunc::Target] = &[#(#target_list),*];
+            /// The target the plain call and `out` use.
+            pub const DEFAULT_TARGET: ::ufunc::Target = #default_target;
+            #consts
+
+            #[doc = #doc_on]
+            pub fn on<#lead #(#arg_tys),*>(target: ::ufunc::Target, #(#inputs: #arg_tys),*)
+                -> ::ufunc::Result<#arrays>
+            where
+                #ins,
+            {
+                #call::<#body, _>(target, Self::TARGETS, (#(#inputs,)*))
+            }
+
+            #[doc = #doc_out]
+            pub fn out<#lead #(#arg_tys,)* #(#out_tys),*>(
+                #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                #ins,
+                #outs,
+            {
+                Self::out_on::<#lead_args #(#arg_tys,)* #(#out_tys),*>(
+                    Self::DEFAULT_TARGET, #(#inputs,)* #(#out_params),*
+                )
+            }
+
+            /// `out` on the chosen target.
+            pub fn out_on<#lead #(#arg_tys,)* #(#out_tys),*>(
+                target: ::ufunc::Target, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                #ins,
+                #outs,
+            {
+                #call_out::<#body, _, _>(
+                    target, Self::TARGETS, (#(#inputs,)*), (#(#out_params,)*)
+                )
+            }
+
+            #device_fns
+
+            #fns
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! `#[kernel_fn]`: the helper unchanged, plus `struct name` whose `__ufunc_lane` is its lane
+//! form and, for cuda ufuncs that call it, its device function (or why it has none).
+
+use super::cuda::push_captures;
+use super::{panic_free, param_tokens};
+use crate::cuda::DeviceFn;
+use crate::lane::{isa_ident, rewrite, scalar_reason, LaneOptions};
+use crate::model::Ufunc;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The checked helper and its translation.
+pub(super) fn expand(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStream {
+    let item_fn = f.item;
+    let name = f.name();
+    let vis = &item_fn.vis;
+    let isa = isa_ident();
+    let reason = scalar_reason(&item_fn.block);
+    let options = LaneOptions {
+        speculate: reason.is_none() && panic_free(f),
+        fastmath: false,
+    };
+    let lane_block = rewrite(&item_fn.block, &isa, options);
+    let params = f
+        .params
+        .iter()
+        .map(|p| param_tokens(p.ident, p.ty, p.mutable));
+    let output = &item_fn.sig.output;
+    let cuda = cuda_fragment(f, device);
+    let reason_tokens = match &reason {
+        None => quote!(::core::option::Option::None),
+        Some(r) => {
+            let r = format!("helper `{name}`: {r}");
+            quote!(::core::option::Option::Some(#r))
+        }
+    };
+    quote! {
+        #[inline]
+        #item_fn
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {
+            _private: (),
+        }
+
+        #[allow(unused_mut, unused_parens, clippy::all)]
+        impl #name {
+            /// Why the helper is not straight-line lane code, if it is not.
+            pub const __UFUNC_SCALAR_REASON: ::core::option::Option<&'static str> = #reason_tokens;
+            #[inline(always)]
+            pub fn __ufunc_lane<#isa: ::ufunc::__private::Isa>(#(#params),*) #output #lane_block
+            #cuda
+        }
+    }
+}
+
+/// A helper's CUDA side: `__UFUNC_CUDA_ERROR` (why it cannot be translated, if it cannot) and
+/// `__ufunc_cuda_fragment()`, its device function with what it needs, once per source.
+fn cuda_fragment(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStream {
+    let name = f.name();
+    match device {
+        Ok(device) => {
+            let guard = format!("__UFUNC_HELPER_{name}");
+            let open = format!("#ifndef {guard}\n#define {guard}\n");
+            let code = &device.code;
+            let captures = push_captures(device);
+            quote! {
+                /// Why the helper cannot be translated to CUDA, if it cannot.
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
+                    ::core::option::Option::None;
+                /// The helper as a CUDA device function, with the helpers and constants it uses.
+                pub fn __ufunc_cuda_fragment() -> ::std::string::String {
+                    let mut s = ::std::string::String::from(#open);
+                    #captures
+                    s.push_str(#code);
+                    s.push_str("#endif\n");
+                    s
+                }
+            }
+        }
+        Err(reason) => {
+            let error = format!(
+                "#error \"the #[kernel_fn] helper `{name}` cannot be translated to CUDA\"\n"
+            );
+            quote! {
+                /// Why the helper cannot be translated to CUDA.
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
+                    ::core::option::Option::Some(#reason);
+                /// A source that fails to compile, naming the helper.
+                pub fn __ufunc_cuda_fragment() -> ::std::string::String {
+                    ::std::string::String::from(#error)
+                }
+            }
+        }
+    }
+}
