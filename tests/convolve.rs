@@ -3,6 +3,7 @@
 //! longer than the input, complex and mixed inputs, empty inputs and the error cases) through
 //! the FFT, overlap-add and direct methods, within 1e-5 of the largest value for float32.
 
+mod common;
 use ndarray::{ArrayD, IxDyn};
 use num_complex::Complex;
 use serde_json::Value;
@@ -12,25 +13,7 @@ use ufunc::Target;
 
 type C64 = Complex<f64>;
 
-/// An input of the fixture as a complex f64 array (its dtype kept aside).
-fn values(v: &Value) -> (Vec<usize>, Vec<C64>) {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_u64().unwrap() as usize)
-        .collect();
-    let vals = v["values"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| match x.as_array() {
-            Some(p) => C64::new(p[0].as_f64().unwrap(), p[1].as_f64().unwrap()),
-            None => C64::new(x.as_f64().unwrap(), 0.0),
-        })
-        .collect();
-    (shape, vals)
-}
+use common::fixture_values as values;
 
 trait FromC64: FftElement {
     fn from_c64(v: C64) -> Self;

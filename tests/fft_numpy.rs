@@ -2,6 +2,7 @@
 //! `scripts/fixtures/fft_fixtures.py`): each function with NumPy's `n`/`s`, `axis`/`axes` and
 //! `norm`, float32 and float64, real and complex, 1-d to 3-d.
 
+mod common;
 use ndarray::{ArrayD, IxDyn};
 use num_complex::Complex;
 use serde_json::Value;
@@ -9,24 +10,7 @@ use ufunc::fft::{self, FftOptions, Norm};
 
 type C64 = Complex<f64>;
 
-fn values(v: &Value) -> (Vec<usize>, Vec<C64>) {
-    let shape = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_u64().unwrap() as usize)
-        .collect();
-    let vals = v["values"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| match x.as_array() {
-            Some(p) => C64::new(p[0].as_f64().unwrap(), p[1].as_f64().unwrap()),
-            None => C64::new(x.as_f64().unwrap(), 0.0),
-        })
-        .collect();
-    (shape, vals)
-}
+use common::fixture_values as values;
 
 fn usizes(v: &Value) -> Option<Vec<usize>> {
     v.as_array()

@@ -39,3 +39,24 @@ impl Lcg {
         }
     }
 }
+
+/// A fixture array (`{"shape": [...], "values": [...]}`, complex values as `[re, im]` pairs)
+/// as its shape and complex f64 values.
+pub fn fixture_values(v: &serde_json::Value) -> (Vec<usize>, Vec<num_complex::Complex<f64>>) {
+    let shape = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap() as usize)
+        .collect();
+    let vals = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| match x.as_array() {
+            Some(p) => num_complex::Complex::new(p[0].as_f64().unwrap(), p[1].as_f64().unwrap()),
+            None => num_complex::Complex::new(x.as_f64().unwrap(), 0.0),
+        })
+        .collect();
+    (shape, vals)
+}
