@@ -279,3 +279,72 @@ fn frames_aligned_at_a_smaller_size_give_the_same_drift() {
         }
     ));
 }
+
+/// Counts the reads of a movie held in memory.
+struct CountingReads {
+    movie: Array3<f32>,
+    reads: usize,
+}
+
+impl FrameSource for CountingReads {
+    fn frame_shape(&self) -> (usize, usize) {
+        (self.movie.shape()[1], self.movie.shape()[2])
+    }
+    fn len(&self) -> usize {
+        self.movie.shape()[0]
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        mut out: ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.reads += 1;
+        out.assign(&self.movie.index_axis(ndarray::Axis(0), index));
+        Ok(())
+    }
+}
+
+#[test]
+fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
+    let m = movie(12, (64, 48), 2.0, 77);
+    for reference in [Reference::Sum, Reference::First] {
+        for max_size in [4096, 32] {
+            let options = AlignOptions {
+                reference,
+                max_size,
+                ..Default::default()
+            };
+            let mut kept = CountingReads {
+                movie: m.clone(),
+                reads: 0,
+            };
+            let a = align_movie(&mut kept, &options).unwrap();
+            let mut streamed = CountingReads {
+                movie: m.clone(),
+                reads: 0,
+            };
+            let limit = AlignOptions {
+                memory_limit: 0,
+                ..options
+            };
+            let b = align_movie(&mut streamed, &limit).unwrap();
+            assert_eq!(a.shifts, b.shifts, "{reference:?} at {max_size}");
+            assert_eq!(a.iterations, b.iterations);
+            assert!((&a.sum - &b.sum).iter().all(|d| d.abs() < 1e-3));
+            // Kept: every frame read once (twice when cropped: the full-size sum). Streamed:
+            // once for the first sum (or frame 0 again for the first-frame reference), once per
+            // pass, and once more for a cropped sum.
+            let crop = usize::from(max_size < 64);
+            assert_eq!(kept.reads, 12 * (1 + crop));
+            let passes = match reference {
+                Reference::Sum => 12 * (1 + b.iterations),
+                Reference::First => 1 + 12,
+            };
+            assert_eq!(
+                streamed.reads,
+                passes + 12 * crop,
+                "{reference:?} at {max_size}"
+            );
+        }
+    }
+}

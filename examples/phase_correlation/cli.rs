@@ -44,6 +44,11 @@ pub struct Args {
     /// which bounds the memory the alignment keeps per frame [default: 4096].
     #[arg(long, value_name = "PX")]
     pub align_size: Option<usize>,
+    /// The frames' spectra stay in memory between passes when they fit in this many MiB;
+    /// otherwise each pass reads the movie again, so memory stays bounded by a few frames
+    /// [default: 2048].
+    #[arg(long, value_name = "MIB")]
+    pub memory_limit: Option<usize>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
     pub target: TargetArg,
@@ -135,6 +140,9 @@ impl Args {
             max_iterations: self.iterations.unwrap_or(defaults.max_iterations),
             tolerance: self.tolerance.unwrap_or(defaults.tolerance),
             max_size: self.align_size.unwrap_or(defaults.max_size),
+            memory_limit: self
+                .memory_limit
+                .map_or(defaults.memory_limit, |mib| mib.saturating_mul(1 << 20)),
             target: match self.target {
                 TargetArg::Cpu => Target::Cpu,
                 TargetArg::Parallel => Target::Parallel,

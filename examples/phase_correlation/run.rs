@@ -13,7 +13,7 @@ use ndarray::ArrayViewMut2;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use ufunc::registration::{align_movie, AlignOptions, FrameSource};
 
 /// How progress is shown.
@@ -261,6 +261,7 @@ struct OptionsReport {
     max_iterations: usize,
     tolerance: f64,
     max_size: usize,
+    memory_limit: usize,
     target: String,
 }
 
@@ -268,6 +269,8 @@ struct OptionsReport {
 struct Timing {
     /// Reading and aligning, seconds.
     align_s: f64,
+    /// Of which reading the frames (and applying the gain), seconds.
+    read_s: f64,
     /// The same per frame, milliseconds.
     per_frame_ms: f64,
     /// Writing the results, seconds.
@@ -286,9 +289,14 @@ pub fn align_and_write(
     let (ny, nx) = source.frame_shape();
     let n = source.len();
     let start = Instant::now();
-    let alignment = align_movie(source, options)
+    let mut source = TimedReads {
+        source,
+        spent: Duration::ZERO,
+    };
+    let alignment = align_movie(&mut source, options)
         .with_context(|| format!("{}: alignment failed", meta.movie))?;
     let align_s = start.elapsed().as_secs_f64();
+    let read_s = source.spent.as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
     let written = Instant::now();
@@ -309,6 +317,7 @@ pub fn align_and_write(
     })?;
     let timing = |write_s| Timing {
         align_s,
+        read_s,
         per_frame_ms: 1e3 * align_s / n as f64,
         write_s,
     };
@@ -328,6 +337,7 @@ pub fn align_and_write(
             max_iterations: options.max_iterations,
             tolerance: options.tolerance,
             max_size: options.max_size,
+            memory_limit: options.memory_limit,
             target: options.target.name().to_owned(),
         },
         iterations: alignment.iterations,
@@ -346,10 +356,37 @@ pub fn align_and_write(
         frames: n,
         shape: (ny, nx),
         align_s,
+        read_s,
         iterations: alignment.iterations,
         max_shift,
         rms_error,
     })
+}
+
+/// A frame source that keeps the time spent reading, so that the report can tell reading
+/// from aligning.
+struct TimedReads<'a> {
+    source: &'a mut dyn FrameSource,
+    spent: Duration,
+}
+
+impl FrameSource for TimedReads<'_> {
+    fn frame_shape(&self) -> (usize, usize) {
+        self.source.frame_shape()
+    }
+    fn len(&self) -> usize {
+        self.source.len()
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        out: ArrayViewMut2<'_, f32>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let start = Instant::now();
+        let read = self.source.read_frame(index, out);
+        self.spent += start.elapsed();
+        read
+    }
 }
 
 /// The root-mean-square distance between measured and true shifts, in pixels.

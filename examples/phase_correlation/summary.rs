@@ -11,6 +11,8 @@ pub struct Done {
     pub shape: (usize, usize),
     /// Seconds reading and aligning.
     pub align_s: f64,
+    /// Of which seconds reading the frames.
+    pub read_s: f64,
     pub iterations: usize,
     /// The largest shift of any frame from frame 0, in pixels.
     pub max_shift: f64,
@@ -33,8 +35,9 @@ impl Status {
     pub fn describe(&self) -> String {
         match self {
             Status::Done(d) => format!(
-                "done in {:.2} s ({:.1} ms per frame, {} iterations, largest shift {:.2} px)",
+                "done in {:.2} s (reading {:.2} s; {:.1} ms per frame, {} iterations, largest shift {:.2} px)",
                 d.align_s,
+                d.read_s,
                 1e3 * d.align_s / d.frames.max(1) as f64,
                 d.iterations,
                 d.max_shift
@@ -99,18 +102,19 @@ impl Summary {
             .clamp(5, 60);
         writeln!(
             out,
-            "{:<width$}  {:>7}  {:>11}  {:>8}  {:>9}  {:>5}  {:>10}",
-            "movie", "status", "size", "time s", "ms/frame", "iters", "rms err px"
+            "{:<width$}  {:>7}  {:>11}  {:>8}  {:>6}  {:>9}  {:>5}  {:>10}",
+            "movie", "status", "size", "time s", "read s", "ms/frame", "iters", "rms err px"
         )?;
         for o in &self.outcomes {
             let name = o.movie.display().to_string();
             match &o.status {
                 Status::Done(d) => writeln!(
                     out,
-                    "{name:<width$}  {:>7}  {:>11}  {:>8.2}  {:>9.1}  {:>5}  {:>10}",
+                    "{name:<width$}  {:>7}  {:>11}  {:>8.2}  {:>6.2}  {:>9.1}  {:>5}  {:>10}",
                     "done",
                     format!("{}x{}x{}", d.frames, d.shape.0, d.shape.1),
                     d.align_s,
+                    d.read_s,
                     1e3 * d.align_s / d.frames.max(1) as f64,
                     d.iterations,
                     d.rms_error.map(|e| format!("{e:.3}")).unwrap_or("-".into())

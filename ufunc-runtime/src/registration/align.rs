@@ -50,6 +50,11 @@ pub struct AlignOptions {
     pub max_size: usize,
     /// `Cpu` or `Parallel` (frames are registered in parallel).
     pub target: Target,
+    /// The frames' (cropped) half spectra are kept in memory between passes when they fit in
+    /// this many bytes (`frames x rows x (cols/2+1) x 8`); otherwise every pass reads and
+    /// transforms the frames again, so that memory stays bounded by a few frames per thread
+    /// however long the movie (default 2 GiB).
+    pub memory_limit: usize,
 }
 
 impl Default for AlignOptions {
@@ -63,6 +68,7 @@ impl Default for AlignOptions {
             tolerance: 0.05,
             max_size: 4096,
             target: Target::Parallel,
+            memory_limit: 2 << 30,
         }
     }
 }
@@ -165,41 +171,201 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     let threads = threads_of(options.target)?;
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
-    let (cy, cx) = (ny.min(options.max_size), nx.min(options.max_size));
+    let crop = (ny.min(options.max_size), nx.min(options.max_size));
     let full = ImagePlan::<f32>::new(ny, nx)?;
-    let plan = ImagePlan::<f32>::new(cy, cx)?;
-    let spectra = read_spectra(frames, &full, (cy, cx), threads)?;
+    let cropped = if crop == (ny, nx) {
+        None
+    } else {
+        Some(ImagePlan::<f32>::new(crop.0, crop.1)?)
+    };
+    let plan = cropped.as_ref().unwrap_or(&full);
     let pcc = PccOptions {
         upsample_factor: options.upsample_factor,
         normalization: options.normalization,
         ..Default::default()
     };
-    let (mut shifts, peaks, iterations) = match options.reference {
+    let keep = spectra_bytes(frames.len(), crop) <= options.memory_limit as u128;
+    let mut spectra = Spectra::new(frames, &full, crop, threads, keep)?;
+    let scratch = ScratchPool::new(plan);
+    let Registered {
+        mut shifts,
+        peaks,
+        iterations,
+        total,
+    } = match options.reference {
         Reference::First => {
-            let first = |_| spectra[0].clone();
-            let (shifts, peaks) = register_all(&spectra, threads, first, &plan, &pcc, 0.0)?;
-            (shifts, peaks, 1)
+            let first = spectra.first()?;
+            let register = |_: usize, s: &Spectrum| register(&first, None, s, &scratch, &pcc, 0.0);
+            let (found, total) = spectra.pass(threads, register, |r| r.0)?;
+            let (shifts, peaks) = found.into_iter().unzip();
+            Registered {
+                shifts,
+                peaks,
+                iterations: 1,
+                total,
+            }
         }
-        Reference::Sum => iterate_on_sum(&spectra, &plan, &pcc, options, threads)?,
+        Reference::Sum => iterate_on_sum(&mut spectra, &scratch, &pcc, options, threads)?,
     };
     let origin = shifts[0];
-    let scale = [ny as f64 / cy as f64, nx as f64 / cx as f64];
+    let scale = [ny as f64 / crop.0 as f64, nx as f64 / crop.1 as f64];
     for s in &mut shifts {
         *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
     }
-    let sum = if (cy, cx) == (ny, nx) {
-        aligned_sum(&spectra, &shifts, &full, threads)?
-    } else {
-        drop(spectra);
-        streamed_sum(frames, &shifts, &full, threads)?
+    let sum = match cropped {
+        // The last pass added every frame moved by its shift: moving that sum by -origin
+        // makes it frame 0's, as the shifts are.
+        None => {
+            let mut total = total;
+            move_by(&mut total, [-origin[0], -origin[1]], nx);
+            let mut sum = Array2::zeros((ny, nx));
+            full.inverse(&total, &mut sum, threads)?;
+            sum
+        }
+        Some(_) => streamed_sum(spectra.into_frames(), &shifts, &full, threads)?,
     };
     Ok(Alignment {
         shifts,
         peaks,
         iterations,
         sum,
-        alignment_shape: (cy, cx),
+        alignment_shape: crop,
     })
+}
+
+type Spectrum = Array2<Complex<f32>>;
+
+/// The bytes of `frames` half spectra of `(cy, cx)` images.
+fn spectra_bytes(frames: usize, (cy, cx): (usize, usize)) -> u128 {
+    frames as u128 * cy as u128 * (cx / 2 + 1) as u128 * size_of::<Complex<f32>>() as u128
+}
+
+/// The frames' (cropped) half spectra, as the passes over the movie see them: kept in memory
+/// when they fit in [`AlignOptions::memory_limit`], else read and transformed again for every
+/// pass, so that memory stays bounded by a batch of frames whatever the movie's length.
+struct Spectra<'a, S: FrameSource + ?Sized> {
+    frames: &'a mut S,
+    plan: &'a ImagePlan<f32>,
+    crop: (usize, usize),
+    kept: Option<Vec<Spectrum>>,
+}
+
+impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
+    fn new(
+        frames: &'a mut S,
+        plan: &'a ImagePlan<f32>,
+        crop: (usize, usize),
+        threads: Threads,
+        keep: bool,
+    ) -> Result<Self> {
+        let mut spectra = Spectra {
+            frames,
+            plan,
+            crop,
+            kept: None,
+        };
+        if keep {
+            let mut kept = Vec::with_capacity(spectra.frames.len());
+            spectra.each_batch(threads, |batch| {
+                kept.extend(batch);
+                Ok(())
+            })?;
+            spectra.kept = Some(kept);
+        }
+        Ok(spectra)
+    }
+
+    fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Frame 0's spectrum.
+    fn first(&mut self) -> Result<Spectrum> {
+        if let Some(kept) = &self.kept {
+            return Ok(kept[0].clone());
+        }
+        let (ny, nx) = self.frames.frame_shape();
+        let mut image = Array2::zeros((ny, nx));
+        read_one(self.frames, 0, &mut image)?;
+        transform(self.plan, self.crop, &image, Threads::All)
+    }
+
+    /// Reads the frames in order, a batch at a time, transforms each batch (in parallel) and
+    /// hands it to `take`.
+    fn each_batch(
+        &mut self,
+        threads: Threads,
+        mut take: impl FnMut(Vec<Spectrum>) -> Result<()>,
+    ) -> Result<()> {
+        let (ny, nx) = self.frames.frame_shape();
+        let n = self.frames.len();
+        let batch = match threads {
+            Threads::One => 1,
+            Threads::All => 2 * rayon::current_num_threads(),
+        };
+        let mut images: Vec<Array2<f32>> =
+            (0..batch.min(n)).map(|_| Array2::zeros((ny, nx))).collect();
+        for start in (0..n).step_by(batch) {
+            let count = batch.min(n - start);
+            for (k, image) in images.iter_mut().take(count).enumerate() {
+                read_one(self.frames, start + k, image)?;
+            }
+            let (plan, crop) = (self.plan, self.crop);
+            let transform = |image: &Array2<f32>| transform(plan, crop, image, Threads::One);
+            let spectra: Result<Vec<_>> = match threads {
+                Threads::One => images[..count].iter().map(transform).collect(),
+                Threads::All => images[..count].par_iter().map(transform).collect(),
+            };
+            take(spectra?)?;
+        }
+        Ok(())
+    }
+
+    /// One pass over the movie: `visit(i, spectrum)` for every frame (in parallel), and the
+    /// sum of the spectra each moved by `shift_of` its result (added in frame order, so the
+    /// sum does not depend on the thread count).
+    fn pass<R: Send>(
+        &mut self,
+        threads: Threads,
+        visit: impl Fn(usize, &Spectrum) -> Result<R> + Sync,
+        shift_of: impl Fn(&R) -> [f64; 2],
+    ) -> Result<(Vec<R>, Spectrum)> {
+        let width = self.crop.1;
+        let mut total = Array2::zeros((self.crop.0, width / 2 + 1));
+        let mut results = Vec::with_capacity(self.len());
+        let mut visit_all = |first: usize, spectra: &[Spectrum]| -> Result<()> {
+            let one = |(k, s): (usize, &Spectrum)| visit(first + k, s);
+            let found: Result<Vec<R>> = match threads {
+                Threads::One => spectra.iter().enumerate().map(one).collect(),
+                Threads::All => spectra.par_iter().enumerate().map(one).collect(),
+            };
+            for (s, r) in spectra.iter().zip(found?) {
+                add_shifted(&mut total, s, shift_of(&r), width, threads);
+                results.push(r);
+            }
+            Ok(())
+        };
+        match self.kept.take() {
+            Some(kept) => {
+                let done = visit_all(0, &kept);
+                self.kept = Some(kept);
+                done?;
+            }
+            None => {
+                let mut next = 0;
+                self.each_batch(threads, |batch| {
+                    visit_all(next, &batch)?;
+                    next += batch.len();
+                    Ok(())
+                })?;
+            }
+        }
+        Ok((results, total))
+    }
+
+    fn into_frames(self) -> &'a mut S {
+        self.frames
+    }
 }
 
 /// The half spectrum of a `(cy, cx)` image made of the low frequencies of a larger one's
@@ -227,7 +393,7 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, &mut image)?;
         plan.forward(image.view(), &mut spectrum, threads)?;
-        total += &fourier_shift(&spectrum, shift, nx);
+        add_shifted(&mut total, &spectrum, shift, nx, threads);
     }
     let mut sum = Array2::zeros((ny, nx));
     plan.inverse(&total, &mut sum, threads)?;
@@ -298,173 +464,195 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
     Ok(())
 }
 
-/// Every frame's half spectrum (cropped to `crop`), read in order and transformed in parallel
-/// batches.
-fn read_spectra<S: FrameSource + ?Sized>(
-    frames: &mut S,
+/// The half spectrum of `image`, cropped to `crop`.
+fn transform(
     plan: &ImagePlan<f32>,
     crop: (usize, usize),
+    image: &Array2<f32>,
     threads: Threads,
-) -> Result<Vec<Array2<Complex<f32>>>> {
-    let (ny, nx) = frames.frame_shape();
-    let batch = match threads {
-        Threads::One => 1,
-        Threads::All => 2 * rayon::current_num_threads(),
-    };
-    let mut spectra = Vec::with_capacity(frames.len());
-    let mut images: Vec<Array2<f32>> = (0..batch.min(frames.len()))
-        .map(|_| Array2::zeros((ny, nx)))
-        .collect();
-    for start in (0..frames.len()).step_by(batch) {
-        let count = batch.min(frames.len() - start);
-        for (k, image) in images.iter_mut().take(count).enumerate() {
-            read_one(frames, start + k, image)?;
+) -> Result<Spectrum> {
+    let (ny, nx) = image.dim();
+    let mut s = Array2::zeros((ny, plan.half_width()));
+    plan.forward(image.view(), &mut s, threads)?;
+    Ok(if crop == (ny, nx) {
+        s
+    } else {
+        crop_half(&s, crop)
+    })
+}
+
+/// Registration buffers, one per concurrent registration, reused across frames and passes.
+struct ScratchPool<'a> {
+    plan: &'a ImagePlan<f32>,
+    free: std::sync::Mutex<Vec<Scratch<f32>>>,
+}
+
+impl<'a> ScratchPool<'a> {
+    fn new(plan: &'a ImagePlan<f32>) -> Self {
+        ScratchPool {
+            plan,
+            free: std::sync::Mutex::new(Vec::new()),
         }
-        let transform = |image: &Array2<f32>| -> Result<Array2<Complex<f32>>> {
-            let mut s = Array2::zeros((ny, plan.half_width()));
-            plan.forward(image.view(), &mut s, Threads::One)?;
-            Ok(if crop == (ny, nx) {
-                s
-            } else {
-                crop_half(&s, crop)
-            })
-        };
-        let batch_spectra: Result<Vec<_>> = match threads {
-            Threads::One => images[..count].iter().map(transform).collect(),
-            Threads::All => images[..count].par_iter().map(transform).collect(),
-        };
-        spectra.extend(batch_spectra?);
     }
-    Ok(spectra)
+
+    fn with<R>(&self, f: impl FnOnce(&mut Scratch<f32>, &ImagePlan<f32>) -> R) -> R {
+        let pool = || self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = pool().pop();
+        let mut scratch = taken.unwrap_or_else(|| Scratch::new(self.plan));
+        let r = f(&mut scratch, self.plan);
+        pool().push(scratch);
+        r
+    }
 }
 
-/// Registers every frame against `reference_of(frame)`, frames in parallel.
-fn register_all(
-    spectra: &[Array2<Complex<f32>>],
-    threads: Threads,
-    reference_of: impl Fn(usize) -> Array2<Complex<f32>> + Sync,
-    plan: &ImagePlan<f32>,
-    pcc: &PccOptions,
-    bfactor: f64,
-) -> Result<(Vec<[f64; 2]>, Vec<f64>)> {
-    let one = |i: usize| register(&reference_of(i), &spectra[i], plan, pcc, bfactor);
-    let results: Result<Vec<([f64; 2], f64)>> = match threads {
-        Threads::One => (0..spectra.len()).map(one).collect(),
-        Threads::All => (0..spectra.len()).into_par_iter().map(one).collect(),
-    };
-    Ok(results?.into_iter().unzip())
-}
-
-/// The shift that registers `moving` onto `reference` (both half spectra), and the peak height.
+/// The shift that registers `moving` onto a reference, and the peak height. The reference is
+/// `reference`, or with `leave_out = Some(shift)` the sum `reference` less `moving` moved by
+/// `shift` (the sum of the other frames, formed element by element here).
 fn register(
-    reference: &Array2<Complex<f32>>,
-    moving: &Array2<Complex<f32>>,
-    plan: &ImagePlan<f32>,
+    reference: &Spectrum,
+    leave_out: Option<[f64; 2]>,
+    moving: &Spectrum,
+    scratch: &ScratchPool<'_>,
     pcc: &PccOptions,
     bfactor: f64,
 ) -> Result<([f64; 2], f64)> {
-    let (ny, nx) = (plan.height(), plan.width());
-    let amplitudes = (half_power(reference, nx), half_power(moving, nx));
-    let mut scratch = Scratch::new(plan);
-    // The Gaussian weight exp(-B |f|² / 4) factors into a row and a column weight.
-    let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
-    let wy: Vec<f32> = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
-    let wx: Vec<f32> = (0..reference.ncols())
-        .map(|k| weight(k as f64, nx))
-        .collect();
-    ndarray::Zip::indexed(scratch.product_mut())
-        .and(reference)
-        .and(moving)
-        .for_each(|(ky, kx), p, &r, &m| {
-            *p = normalise(r * m.conj(), pcc.normalization) * (wy[ky] * wx[kx]);
-        });
-    let peak = half_product_peak(
-        plan,
-        &mut scratch,
-        pcc.upsample_factor,
-        amplitudes,
-        Threads::One,
-    )?;
-    let s = peak.shift(&[ny, nx], pcc.upsample_factor);
-    Ok(([s[0], s[1]], peak.correlation()))
+    scratch.with(|scratch, plan| {
+        let (ny, nx) = (plan.height(), plan.width());
+        // The Gaussian weight exp(-B |f|² / 4) factors into a row and a column weight.
+        let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
+        let wy: Vec<f32> = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
+        let wx: Vec<f32> = (0..reference.ncols())
+            .map(|k| weight(k as f64, nx))
+            .collect();
+        let product = scratch.product_mut();
+        match leave_out {
+            Some(shift) => {
+                let (py, px) = shift_phases(shift, reference.dim(), nx);
+                ndarray::Zip::indexed(&mut *product)
+                    .and(reference)
+                    .and(moving)
+                    .for_each(|(ky, kx), p, &r, &m| *p = r - m * (py[ky] * px[kx]));
+            }
+            None => product.assign(reference),
+        }
+        let amplitudes = (half_power(product, nx), half_power(moving, nx));
+        ndarray::Zip::indexed(&mut *product)
+            .and(moving)
+            .for_each(|(ky, kx), p, &m| {
+                *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx[kx]);
+            });
+        let peak = half_product_peak(plan, scratch, pcc.upsample_factor, amplitudes, Threads::One)?;
+        let s = peak.shift(&[ny, nx], pcc.upsample_factor);
+        Ok(([s[0], s[1]], peak.correlation()))
+    })
 }
 
 /// MotionCor2's scheme: each frame against the sum of the others as aligned, repeated until
-/// the largest change is below the tolerance.
-fn iterate_on_sum(
-    spectra: &[Array2<Complex<f32>>],
-    plan: &ImagePlan<f32>,
+/// the largest change is below the tolerance. Each pass registers every frame against the sum
+/// of the previous pass and adds up the frames moved by their new shifts for the next one.
+/// Returns the shifts, peaks, passes and the sum with the final shifts.
+fn iterate_on_sum<S: FrameSource + ?Sized>(
+    spectra: &mut Spectra<'_, S>,
+    scratch: &ScratchPool<'_>,
     pcc: &PccOptions,
     options: &AlignOptions,
     threads: Threads,
-) -> Result<(Vec<[f64; 2]>, Vec<f64>, usize)> {
+) -> Result<Registered> {
     let n = spectra.len();
     let mut shifts = vec![[0.0f64; 2]; n];
     let mut peaks = vec![0.0; n];
+    let (_, mut total) = spectra.pass(threads, |_, _| Ok(()), |_| [0.0; 2])?;
     let mut iterations = 0;
     while iterations < options.max_iterations {
         iterations += 1;
-        let total = shifted_sum(spectra, &shifts, plan.width());
-        // Frame i's reference: the sum of the others, each moved by its current shift.
-        let others = |i: usize| &total - &fourier_shift(&spectra[i], shifts[i], plan.width());
-        let (new, p) = register_all(spectra, threads, others, plan, pcc, options.bfactor)?;
-        let change = new
+        let previous = &shifts;
+        let visit = |i: usize, s: &Spectrum| {
+            register(&total, Some(previous[i]), s, scratch, pcc, options.bfactor)
+        };
+        let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
+        let change = found
             .iter()
             .zip(&shifts)
-            .map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs()))
+            .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
             .fold(0.0, f64::max);
-        shifts = new;
-        peaks = p;
+        (shifts, peaks) = found.into_iter().unzip();
+        total = next;
         if change <= options.tolerance || n == 1 {
             break;
         }
     }
-    Ok((shifts, peaks, iterations))
+    Ok(Registered {
+        shifts,
+        peaks,
+        iterations,
+        total,
+    })
 }
 
-/// The half spectrum of the image moved by `shift` = (dy, dx): `F(k) exp(-2πi k·shift / n)`.
-fn fourier_shift(
-    spectrum: &Array2<Complex<f32>>,
+/// The outcome of the passes: per frame the shift and peak, the passes made, and the sum of
+/// the frames moved by their shifts.
+struct Registered {
+    shifts: Vec<[f64; 2]>,
+    peaks: Vec<f64>,
+    iterations: usize,
+    total: Spectrum,
+}
+
+/// The row and column factors of the phase ramp `exp(-2πi k·shift / n)` that moves the image
+/// of a half spectrum of `shape` (an image `nx` wide) by `shift` = (dy, dx).
+fn shift_phases(
+    shift: [f64; 2],
+    (rows, cols): (usize, usize),
+    nx: usize,
+) -> (Vec<Complex<f32>>, Vec<Complex<f32>>) {
+    let ramp = |k: f64, d: f64, n: usize| {
+        let z = Complex::from_polar(1.0, -2.0 * PI * k * d / n as f64);
+        Complex::new(z.re as f32, z.im as f32)
+    };
+    let py = (0..rows)
+        .map(|k| ramp(signed_bin(k, rows), shift[0], rows))
+        .collect();
+    let px = (0..cols).map(|k| ramp(k as f64, shift[1], nx)).collect();
+    (py, px)
+}
+
+/// Moves the image of a half spectrum by `shift`.
+fn move_by(spectrum: &mut Spectrum, shift: [f64; 2], nx: usize) {
+    let (py, px) = shift_phases(shift, spectrum.dim(), nx);
+    for ((ky, kx), z) in spectrum.indexed_iter_mut() {
+        *z *= py[ky] * px[kx];
+    }
+}
+
+type RowPair<'a> = (&'a mut [Complex<f32>], &'a [Complex<f32>]);
+
+/// `total += spectrum` moved by `shift` = (dy, dx), rows split across threads.
+fn add_shifted(
+    total: &mut Spectrum,
+    spectrum: &Spectrum,
     shift: [f64; 2],
     nx: usize,
-) -> Array2<Complex<f32>> {
-    let ny = spectrum.nrows();
-    let row_phase: Vec<Complex<f64>> = (0..ny)
-        .map(|k| Complex::from_polar(1.0, -2.0 * PI * signed_bin(k, ny) * shift[0] / ny as f64))
-        .collect();
-    let col_phase: Vec<Complex<f64>> = (0..spectrum.ncols())
-        .map(|k| Complex::from_polar(1.0, -2.0 * PI * k as f64 * shift[1] / nx as f64))
-        .collect();
-    let mut out = spectrum.clone();
-    for ((ky, kx), z) in out.indexed_iter_mut() {
-        let p = row_phase[ky] * col_phase[kx];
-        *z *= Complex::new(p.re as f32, p.im as f32);
-    }
-    out
-}
-
-/// The spectrum of every frame moved by its shift, added.
-fn shifted_sum(
-    spectra: &[Array2<Complex<f32>>],
-    shifts: &[[f64; 2]],
-    nx: usize,
-) -> Array2<Complex<f32>> {
-    let mut total = Array2::<Complex<f32>>::zeros(spectra[0].raw_dim());
-    for (s, &shift) in spectra.iter().zip(shifts) {
-        total += &fourier_shift(s, shift, nx);
-    }
-    total
-}
-
-/// Every frame moved by its shift and added, back in real space.
-fn aligned_sum(
-    spectra: &[Array2<Complex<f32>>],
-    shifts: &[[f64; 2]],
-    plan: &ImagePlan<f32>,
     threads: Threads,
-) -> Result<Array2<f32>> {
-    let total = shifted_sum(spectra, shifts, plan.width());
-    let mut sum = Array2::zeros((plan.height(), plan.width()));
-    plan.inverse(&total, &mut sum, threads)?;
-    Ok(sum)
+) {
+    let (py, px) = shift_phases(shift, spectrum.dim(), nx);
+    let cols = spectrum.ncols().max(1);
+    let total = total.as_slice_mut().expect("a standard-layout spectrum");
+    let spectrum = spectrum.as_slice().expect("a standard-layout spectrum");
+    let row = |(ky, (t, s)): (usize, RowPair<'_>)| {
+        for ((t, &s), &p) in t.iter_mut().zip(s).zip(&px) {
+            *t += s * (py[ky] * p);
+        }
+    };
+    match threads {
+        Threads::One => total
+            .chunks_mut(cols)
+            .zip(spectrum.chunks(cols))
+            .enumerate()
+            .for_each(row),
+        Threads::All => total
+            .par_chunks_mut(cols)
+            .zip(spectrum.par_chunks(cols))
+            .enumerate()
+            .for_each(row),
+    }
 }
