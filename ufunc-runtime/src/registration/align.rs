@@ -184,7 +184,9 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         normalization: options.normalization,
         ..Default::default()
     };
-    let keep = spectra_bytes(frames.len(), crop) <= options.memory_limit as u128;
+    // One pass (the first frame as reference) gains nothing from keeping the spectra.
+    let keep = options.reference == Reference::Sum
+        && spectra_bytes(frames.len(), crop) <= options.memory_limit as u128;
     let mut spectra = Spectra::new(frames, &full, crop, threads, keep)?;
     let scratch = ScratchPool::new(plan);
     let Registered {
