@@ -211,6 +211,13 @@ fn bad_movies_and_options_are_errors() {
         ),
         (
             AlignOptions {
+                taper: 0.6,
+                ..Default::default()
+            },
+            "taper",
+        ),
+        (
+            AlignOptions {
                 max_iterations: 0,
                 ..Default::default()
             },
@@ -348,4 +355,64 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
             );
         }
     }
+}
+
+/// A frame cut from a specimen that does not repeat (blobs over a larger field and a gradient
+/// of illumination across it): the frame's edges stay put while the specimen moves.
+fn edge_frame(
+    shape: (usize, usize),
+    shift: [f64; 2],
+    blobs: &[(f64, f64, f64, f64)],
+) -> Array2<f32> {
+    Array2::from_shape_fn(shape, |(y, x)| {
+        let (y, x) = (y as f64 - shift[0], x as f64 - shift[1]);
+        let v: f64 = blobs
+            .iter()
+            .map(|&(cy, cx, s, a)| {
+                a * (-((y - cy).powi(2) + (x - cx).powi(2)) / (2.0 * s * s)).exp()
+            })
+            .sum();
+        (1.0 + 0.01 * (y + 2.0 * x) + v) as f32
+    })
+}
+
+#[test]
+fn an_edge_taper_removes_the_pull_of_fixed_edges_on_phase_correlation() {
+    let (frames, shape) = (8, (96, 96));
+    let mut rng = Lcg(5);
+    let blobs: Vec<(f64, f64, f64, f64)> = (0..120)
+        .map(|_| {
+            let mut at = |n: usize| -20.0 + (n as f64 + 40.0) * rng.next();
+            (
+                at(shape.0),
+                at(shape.1),
+                1.5 + 2.5 * rng.next(),
+                0.5 + rng.next(),
+            )
+        })
+        .collect();
+    let mut m = Array3::zeros((frames, shape.0, shape.1));
+    for i in 0..frames {
+        m.index_axis_mut(ndarray::Axis(0), i)
+            .assign(&edge_frame(shape, drift(i), &blobs));
+    }
+    let error = |taper| {
+        let options = AlignOptions {
+            reference: Reference::First,
+            normalization: ufunc::registration::Normalization::Phase,
+            upsample_factor: 20,
+            taper,
+            ..Default::default()
+        };
+        let a = align_movie(&mut m.clone(), &options).unwrap();
+        (rms_error(&a.shifts), a.sum)
+    };
+    let (plain, plain_sum) = error(0.0);
+    let (tapered, tapered_sum) = error(0.25);
+    eprintln!("rms error: no taper {plain:.3} px, a quarter of each axis {tapered:.3} px");
+    assert!(tapered < 0.1, "{tapered}");
+    assert!(plain > 10.0 * tapered, "{plain} against {tapered}");
+    // The sum is made from the frames as they are, not from the tapered ones.
+    assert!(tapered_sum.iter().all(|&v| v > 0.5 * frames as f32));
+    assert!(plain_sum.iter().all(|&v| v > 0.5 * frames as f32));
 }

@@ -49,6 +49,11 @@ pub struct Args {
     /// [default: 2048].
     #[arg(long, value_name = "MIB")]
     pub memory_limit: Option<usize>,
+    /// Taper each frame's edges (a raised cosine over this fraction of each axis, 0 to 0.5)
+    /// before registering it: for frames whose edges do not move with the specimen
+    /// (illumination gradients), which otherwise pull the shifts towards zero [default: 0].
+    #[arg(long, value_name = "FRACTION")]
+    pub taper: Option<f64>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
     pub target: TargetArg,
@@ -140,6 +145,7 @@ impl Args {
             max_iterations: self.iterations.unwrap_or(defaults.max_iterations),
             tolerance: self.tolerance.unwrap_or(defaults.tolerance),
             max_size: self.align_size.unwrap_or(defaults.max_size),
+            taper: self.taper.unwrap_or(defaults.taper),
             memory_limit: self
                 .memory_limit
                 .map_or(defaults.memory_limit, |mib| mib.saturating_mul(1 << 20)),
@@ -180,12 +186,17 @@ mod tests {
             "phase",
             "--upsample",
             "50",
+            "--taper",
+            "0.25",
+            "--memory-limit",
+            "3",
         ]);
         let o = args.align_options();
         assert_eq!(
             (o.reference, o.normalization, o.upsample_factor),
             (Reference::First, Normalization::Phase, 50)
         );
+        assert_eq!((o.taper, o.memory_limit), (0.25, 3 << 20));
         assert_eq!(o.bfactor, AlignOptions::default().bfactor);
         assert!(Args::try_parse_from(["phase_correlation", "--upsample", "0"]).is_err());
         assert!(Args::try_parse_from(["phase_correlation", "--shard", "2/2"]).is_err());

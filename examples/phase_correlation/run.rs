@@ -262,6 +262,7 @@ struct OptionsReport {
     tolerance: f64,
     max_size: usize,
     memory_limit: usize,
+    taper: f64,
     target: String,
 }
 
@@ -338,6 +339,7 @@ pub fn align_and_write(
             tolerance: options.tolerance,
             max_size: options.max_size,
             memory_limit: options.memory_limit,
+            taper: options.taper,
             target: options.target.name().to_owned(),
         },
         iterations: alignment.iterations,

@@ -50,6 +50,13 @@ pub struct AlignOptions {
     pub max_size: usize,
     /// `Cpu` or `Parallel` (frames are registered in parallel).
     pub target: Target,
+    /// A raised-cosine edge taper applied to each frame (less its mean) before it is
+    /// registered, rising over this fraction of each axis from each edge (0 to 0.5; default 0,
+    /// off). Where a frame's edges carry strong contrast that does not move with the specimen
+    /// (an illumination gradient, a cut-off specimen), they pull the shifts towards zero; a
+    /// taper of 0.2-0.25 removes that pull (20x lower error in the test), at the cost of
+    /// some accuracy on frames without such edges. The sum is made from the frames as they are.
+    pub taper: f64,
     /// The frames' (cropped) half spectra are kept in memory between passes when they fit in
     /// this many bytes (`frames x rows x (cols/2+1) x 8`); otherwise every pass reads and
     /// transforms the frames again, so that memory stays bounded by a few frames per thread
@@ -69,6 +76,7 @@ impl Default for AlignOptions {
             max_size: 4096,
             target: Target::Parallel,
             memory_limit: 2 << 30,
+            taper: 0.0,
         }
     }
 }
@@ -187,7 +195,8 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     // One pass (the first frame as reference) gains nothing from keeping the spectra.
     let keep = options.reference == Reference::Sum
         && spectra_bytes(frames.len(), crop) <= options.memory_limit as u128;
-    let mut spectra = Spectra::new(frames, &full, crop, threads, keep)?;
+    let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
+    let mut spectra = Spectra::new(frames, &full, crop, taper.as_ref(), threads, keep)?;
     let scratch = ScratchPool::new(plan);
     let Registered {
         mut shifts,
@@ -214,17 +223,18 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     for s in &mut shifts {
         *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
     }
-    let sum = match cropped {
+    let sum = match (&cropped, &taper) {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are.
-        None => {
+        (None, None) => {
             let mut total = total;
             move_by(&mut total, [-origin[0], -origin[1]], nx);
             let mut sum = Array2::zeros((ny, nx));
             full.inverse(&total, &mut sum, threads)?;
             sum
         }
-        Some(_) => streamed_sum(spectra.into_frames(), &shifts, &full, threads)?,
+        // Aligned on cropped or tapered spectra: the sum is made from the frames read again.
+        _ => streamed_sum(spectra.into_frames(), &shifts, &full, threads)?,
     };
     Ok(Alignment {
         shifts,
@@ -249,6 +259,7 @@ struct Spectra<'a, S: FrameSource + ?Sized> {
     frames: &'a mut S,
     plan: &'a ImagePlan<f32>,
     crop: (usize, usize),
+    taper: Option<&'a Taper>,
     kept: Option<Vec<Spectrum>>,
 }
 
@@ -257,6 +268,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
         frames: &'a mut S,
         plan: &'a ImagePlan<f32>,
         crop: (usize, usize),
+        taper: Option<&'a Taper>,
         threads: Threads,
         keep: bool,
     ) -> Result<Self> {
@@ -264,6 +276,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
             frames,
             plan,
             crop,
+            taper,
             kept: None,
         };
         if keep {
@@ -289,7 +302,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
         let (ny, nx) = self.frames.frame_shape();
         let mut image = Array2::zeros((ny, nx));
         read_one(self.frames, 0, &mut image)?;
-        transform(self.plan, self.crop, &image, Threads::All)
+        transform(self.plan, self.crop, self.taper, &mut image, Threads::All)
     }
 
     /// Reads the frames in order, a batch at a time, transforms each batch (in parallel) and
@@ -312,11 +325,12 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
             for (k, image) in images.iter_mut().take(count).enumerate() {
                 read_one(self.frames, start + k, image)?;
             }
-            let (plan, crop) = (self.plan, self.crop);
-            let transform = |image: &Array2<f32>| transform(plan, crop, image, Threads::One);
+            let (plan, crop, taper) = (self.plan, self.crop, self.taper);
+            let transform =
+                |image: &mut Array2<f32>| transform(plan, crop, taper, image, Threads::One);
             let spectra: Result<Vec<_>> = match threads {
-                Threads::One => images[..count].iter().map(transform).collect(),
-                Threads::All => images[..count].par_iter().map(transform).collect(),
+                Threads::One => images[..count].iter_mut().map(transform).collect(),
+                Threads::All => images[..count].par_iter_mut().map(transform).collect(),
             };
             take(spectra?)?;
         }
@@ -448,6 +462,15 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
             ),
         });
     }
+    if !(0.0..=0.5).contains(&options.taper) {
+        return Err(Error::InvalidArgument {
+            name: "taper",
+            message: format!(
+                "is the fraction of each axis the edge taper rises over, from 0 (none) to 0.5, got {}",
+                options.taper
+            ),
+        });
+    }
     if !(options.bfactor >= 0.0 && options.bfactor.is_finite()) {
         return Err(Error::InvalidArgument {
             name: "bfactor",
@@ -466,13 +489,17 @@ fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<
     Ok(())
 }
 
-/// The half spectrum of `image`, cropped to `crop`.
+/// The half spectrum of `image` (tapered first, where asked), cropped to `crop`.
 fn transform(
     plan: &ImagePlan<f32>,
     crop: (usize, usize),
-    image: &Array2<f32>,
+    taper: Option<&Taper>,
+    image: &mut Array2<f32>,
     threads: Threads,
 ) -> Result<Spectrum> {
+    if let Some(taper) = taper {
+        taper.apply(image);
+    }
     let (ny, nx) = image.dim();
     let mut s = Array2::zeros((ny, plan.half_width()));
     plan.forward(image.view(), &mut s, threads)?;
@@ -481,6 +508,45 @@ fn transform(
     } else {
         crop_half(&s, crop)
     })
+}
+
+/// A raised-cosine edge window, as the product of a row and a column window.
+struct Taper {
+    rows: Vec<f32>,
+    cols: Vec<f32>,
+}
+
+impl Taper {
+    fn new((ny, nx): (usize, usize), fraction: f64) -> Taper {
+        let window = |n: usize| -> Vec<f32> {
+            let width = (fraction * n as f64).round().max(1.0) as usize;
+            (0..n)
+                .map(|i| {
+                    let d = i.min(n - 1 - i);
+                    if d >= width {
+                        1.0
+                    } else {
+                        (0.5 - 0.5 * (PI * (d as f64 + 0.5) / width as f64).cos()) as f32
+                    }
+                })
+                .collect()
+        };
+        Taper {
+            rows: window(ny),
+            cols: window(nx),
+        }
+    }
+
+    /// `image` less its mean, times the window.
+    fn apply(&self, image: &mut Array2<f32>) {
+        let mean = image.iter().map(|&v| v as f64).sum::<f64>() / image.len().max(1) as f64;
+        let mean = mean as f32;
+        for (mut row, &wy) in image.rows_mut().into_iter().zip(&self.rows) {
+            for (v, &wx) in row.iter_mut().zip(&self.cols) {
+                *v = (*v - mean) * (wy * wx);
+            }
+        }
+    }
 }
 
 /// Registration buffers, one per concurrent registration, reused across frames and passes.
