@@ -61,6 +61,28 @@ pub(crate) fn try_zeroed<T: crate::Element, D: ndarray::Dimension>(
     ndarray::Array::from_shape_vec(dim.clone(), v).map_err(|_| too_large(dim))
 }
 
+/// Grows `v` to at least `n` zero elements: a fresh zeroed allocation (calloc's fresh pages,
+/// advised onto huge pages) rather than `resize`, which writes every new element and faults
+/// its 4 KiB pages one by one. Aborts on allocation failure, as `Vec` growth does.
+pub(crate) fn grow_zeroed<T: crate::fft::FftReal>(v: &mut Vec<num_complex::Complex<T>>, n: usize) {
+    if v.len() >= n {
+        return;
+    }
+    let layout = match std::alloc::Layout::array::<num_complex::Complex<T>>(n) {
+        Ok(layout) => layout,
+        Err(_) => panic!("capacity overflow: {n} complex elements"),
+    };
+    // SAFETY: `layout` has a non-zero size (`n > v.len() >= 0`, and the element is not a ZST).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut num_complex::Complex<T>;
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    advise_huge_pages(ptr as *mut u8, layout.size());
+    // SAFETY: a fresh allocation of `n` elements with their layout, all zero bits, which is
+    // 0 + 0i for a complex float.
+    *v = unsafe { Vec::from_raw_parts(ptr, n, n) };
+}
+
 /// A standard-layout array of `dim` with uninitialised elements, allocated fallibly and
 /// advised onto huge pages.
 pub(crate) fn try_uninit<T, D: ndarray::Dimension>(
@@ -74,6 +96,17 @@ pub(crate) fn try_uninit<T, D: ndarray::Dimension>(
     unsafe { v.set_len(n) };
     advise_huge_pages(v.as_mut_ptr() as *mut u8, n * size_of::<T>());
     ndarray::Array::from_shape_vec(dim.clone(), v).map_err(|_| too_large(dim))
+}
+
+/// A standard-layout copy of `view`, in memory from [`try_uninit`] (huge pages for a large
+/// copy: a plain `to_owned` faults its 4 KiB pages one by one).
+pub(crate) fn try_to_owned<T: Copy, D: ndarray::Dimension>(
+    view: ndarray::ArrayView<'_, T, D>,
+) -> crate::Result<ndarray::Array<T, D>> {
+    let mut out = try_uninit::<T, D>(&view.raw_dim())?;
+    view.assign_to(&mut out);
+    // SAFETY: `assign_to` wrote every element.
+    Ok(unsafe { out.assume_init() })
 }
 
 /// The element count of `dim`, checked as ndarray and the allocator need it.

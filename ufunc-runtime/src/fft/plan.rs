@@ -274,9 +274,7 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
                 }
             };
             if let Loc::Temp(j) = dst {
-                if temps[j].len() < shape.iter().product() {
-                    temps[j].resize(shape.iter().product(), Complex::default());
-                }
+                crate::alloc::grow_zeroed(&mut temps[j], shape.iter().product());
             }
             let temp_ptrs = [temps[0].as_mut_ptr(), temps[1].as_mut_ptr()];
             let same = src == dst || (in_place && src == Loc::Input && dst == Loc::Out);

@@ -249,12 +249,11 @@ where
                 A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
             }
         };
-        computed
-            .slice_each_axis(|d| {
-                let (start, len) = window[d.axis.index()];
-                Slice::from(start..start + len)
-            })
-            .to_owned()
+        let cut = computed.slice_each_axis(|d| {
+            let (start, len) = window[d.axis.index()];
+            Slice::from(start..start + len)
+        });
+        crate::alloc::try_to_owned(cut)?
     };
     result
         .into_dimensionality::<D>()
