@@ -539,14 +539,23 @@ fn cross_power<T: FftReal>(
 /// `argmax`), pieces split across threads.
 fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> usize {
     const PIECE: usize = 1 << 16;
+    // The largest |v| of a piece in eight independent lanes (branch-free, so it vectorises),
+    // then the first index that holds it.
     let piece = |(p, chunk): (usize, &[T])| -> (usize, T) {
-        let mut best = (0, T::neg_infinity());
-        for (i, &v) in chunk.iter().enumerate() {
-            if v.abs() > best.1 {
-                best = (i, v.abs());
+        let larger = |m: T, v: T| if v.abs() > m { v.abs() } else { m };
+        let mut lanes = [T::neg_infinity(); 8];
+        let mut eights = chunk.chunks_exact(8);
+        for e in &mut eights {
+            for (m, &v) in lanes.iter_mut().zip(e) {
+                *m = larger(*m, v);
             }
         }
-        (p * PIECE + best.0, best.1)
+        let top = eights.remainder().iter().fold(
+            lanes.into_iter().fold(T::neg_infinity(), larger),
+            |m, &v| larger(m, v),
+        );
+        let at = chunk.iter().position(|v| v.abs() == top).unwrap_or(0);
+        (p * PIECE + at, top)
     };
     let better = |a: (usize, T), b: (usize, T)| {
         if b.1 > a.1 || (b.1 == a.1 && b.0 < a.0) {
@@ -556,10 +565,17 @@ fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> usize {
         }
     };
     let start = (0, T::neg_infinity());
-    let pieces = values.chunks(PIECE).enumerate();
     match threads {
-        Threads::One => pieces.map(piece).fold(start, better),
-        Threads::All => pieces.par_bridge().map(piece).reduce(|| start, better),
+        Threads::One => values
+            .chunks(PIECE)
+            .enumerate()
+            .map(piece)
+            .fold(start, better),
+        Threads::All => values
+            .par_chunks(PIECE)
+            .enumerate()
+            .map(piece)
+            .reduce(|| start, better),
     }
     .0
 }
