@@ -17,14 +17,25 @@ use crate::shape::{byte_strides, copy_strided, walk_rows, Shape, Strides};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Elements of an accumulator row chunk, and of a gather buffer (16 KiB of 8-byte elements).
+/// Elements of a gather buffer (16 KiB of 8-byte elements).
 const CHUNK: usize = 2048;
+/// Elements of an accumulator row chunk: long runs of each input row (32 KiB of f32), so that
+/// the rows streamed in are read as long sequential runs, while the chunk stays in L2.
+const ROW_CHUNK: usize = 8192;
 /// Kept elements (outputs) are spread over threads when there are enough of them.
 const SPLIT_KEPT: Split = Split {
     min_work: 1 << 15,
     min_items: 2,
     pieces_per_thread: 4,
     align: 16,
+};
+/// Outer reductions split their kept rows into one long run per thread, so that every thread
+/// still reads long sequential runs of each input row.
+const SPLIT_ROWS: Split = Split {
+    min_work: 1 << 15,
+    min_items: 2,
+    pieces_per_thread: 1,
+    align: 1024,
 };
 /// Otherwise each output's reduced elements are, in pieces of whole blocks, combined in order.
 const SPLIT_REDUCED: Split = Split {
@@ -182,7 +193,8 @@ impl<T: Element> Job<T> {
     /// (outer; `each` for an accumulation).
     fn walk_kept(&self, threads: Threads, each: bool, item: impl Fn(*const T, *mut T) + Sync) {
         let work = self.reduced.len().max(1);
-        SPLIT_KEPT.run(threads, self.kept.len(), work, |range| {
+        let split = if self.inner { SPLIT_KEPT } else { SPLIT_ROWS };
+        split.run(threads, self.kept.len(), work, |range| {
             let mut acc = Vec::new();
             walk_rows(
                 &self.kept.shape,
@@ -268,10 +280,10 @@ impl<T: Element> Job<T> {
         let n_red = self.reduced.len();
         let r_inner_a = self.reduced.a_inner;
         let r_inner_out = self.reduced.out_inner;
-        acc.resize(CHUNK.min(len), T::default());
+        acc.resize(ROW_CHUNK.min(len), T::default());
         let mut gathered: Vec<T> = Vec::new();
-        for c in (j..j + len).step_by(CHUNK) {
-            let m = CHUNK.min(j + len - c);
+        for c in (j..j + len).step_by(ROW_CHUNK) {
+            let m = ROW_CHUNK.min(j + len - c);
             let a0 = (p[0] as *const T).wrapping_offset(c as isize * ka);
             let o0 = (p[1] as *mut T).wrapping_offset(c as isize * ko);
             let mut first = true;
