@@ -23,14 +23,15 @@ NE = {"SQRT_2PI": SQRT_2PI, "TINY": TINY, "HALF_NEG": HALF_NEG, "mean": MEAN, "s
 
 ELEMENTWISE = ["square_sum", "gaussian_pdf", "polar_distance", "hypot_like", "broadcast_add", "contiguous_add",
                "tiny_call"]
+METHODS = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate"]
 GUFUNC = ["matmul_small", "matmul_4x4", "matmul_256", "polygon_mask"]
 _ap = argparse.ArgumentParser(description=__doc__)
 _ap.add_argument("--quick", action="store_true", help="small sizes and 3 reps: a smoke run")
 _ap.add_argument("--only", action="append", metavar="CASE", help="run only these cases (repeatable, or a,b)")
 ARGS = _ap.parse_args()
 ONLY = {c for arg in ARGS.only for c in arg.split(",")} if ARGS.only else None
-if ONLY and not ONLY <= set(ELEMENTWISE + GUFUNC):
-    _ap.error(f"unknown case(s) {sorted(ONLY - set(ELEMENTWISE + GUFUNC))}; known: {ELEMENTWISE + GUFUNC}")
+if ONLY and not ONLY <= set(ELEMENTWISE + GUFUNC + METHODS):
+    _ap.error(f"unknown case(s) {sorted(ONLY - set(ELEMENTWISE + GUFUNC + METHODS))}; known: {ELEMENTWISE + GUFUNC + METHODS}")
 QUICK = ARGS.quick
 REPS = 3 if QUICK else 7
 SIZES = (1_000_000,) if QUICK else (1_000_000, 16_000_000)
@@ -351,6 +352,22 @@ def tiny_call():
         emit("tiny_call", 1, impl, ns=round(statistics.median(runs), 1))
 
 
+def methods(data):
+    """NumPy's ufunc methods on the Rust bench's sizes: 16M float32, flat or 4000x4000."""
+    flat = data(16_000_000)
+    square = flat.reshape(4000, 4000)
+    cases = {
+        "add_reduce_all": lambda: np.add.reduce(flat),
+        "add_reduce_axis0": lambda: np.add.reduce(square, axis=0),
+        "add_reduce_axis1": lambda: np.add.reduce(square, axis=1),
+        "max_reduce_all": lambda: np.maximum.reduce(flat),
+        "add_accumulate": lambda: np.add.accumulate(flat),
+    }
+    for case, fn in cases.items():
+        if want(case, False):
+            emit(case, flat.size, "numpy", ms=round(median_ms(fn), 4))
+
+
 def machine_info():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(
@@ -381,6 +398,7 @@ def main():
         bench("contiguous_add", big.size, "add", (big, big2))
     if want("tiny_call"):
         tiny_call()
+    methods(data)
     gufunc_cases()
     print(f"peers: numba threading layer {numba.threading_layer()}", file=sys.stderr)
     if failures:

@@ -26,9 +26,60 @@ fn hypot_like(a: f32, b: f32) -> f32 {
     hi * (1.0 + t * t).sqrt()
 }
 
-#[vectorize(targets = ["cpu", "parallel"])]
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0)]
 fn add(a: f32, b: f32) -> f32 {
     a + b
+}
+
+/// NumPy's `maximum`: NaN propagates.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn maximum(a: f32, b: f32) -> f32 {
+    if a > b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+/// The ufunc methods: `add.reduce` of 16M float32 over all axes and over each axis of a
+/// 4000x4000 array, `maximum.reduce` of all, `add.accumulate` of 16M (GB/s of the bytes read,
+/// and written for `accumulate`).
+fn methods(b: &Bench) {
+    let n = 16_000_000;
+    let flat = data(n, 9);
+    let square = flat.clone().into_shape_with_order((4000, 4000)).unwrap();
+    let cases: [(&str, &dyn Fn(Target)); 5] = [
+        ("add_reduce_all", &|t| {
+            black_box(add::reduce_on(t, &flat, 0).unwrap());
+        }),
+        ("add_reduce_axis0", &|t| {
+            black_box(add::reduce_on(t, &square, 0).unwrap());
+        }),
+        ("add_reduce_axis1", &|t| {
+            black_box(add::reduce_on(t, &square, 1).unwrap());
+        }),
+        ("max_reduce_all", &|t| {
+            black_box(maximum::reduce_on(t, &flat, 0).unwrap());
+        }),
+        ("add_accumulate", &|t| {
+            black_box(add::accumulate_on(t, &flat, 0).unwrap());
+        }),
+    ];
+    for (case, call) in cases {
+        if !b.wanted(case) {
+            continue;
+        }
+        let bytes = if case == "add_accumulate" {
+            8 * n
+        } else {
+            4 * n
+        };
+        for target in [Target::Cpu, Target::Parallel] {
+            let ms = b.time(|| call(target));
+            let gbps = Some(bytes as f64 / ms / 1e6);
+            b.report(case, n, &format!("ufunc-{target}"), ms, gbps);
+        }
+    }
 }
 
 struct Bench {
@@ -232,6 +283,7 @@ fn main() {
             |t| add::out_on(t, &big, &big2, &mut **o.borrow_mut()).unwrap(),
         );
         triad(&b, n);
+        methods(&b);
     }
     // Per-call overhead on a 1-element array.
     let one = Array1::from_elem(1, 1.0f32);

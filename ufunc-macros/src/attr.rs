@@ -77,6 +77,8 @@ pub(crate) struct Attr {
     pub types: Option<(Span, Vec<Type>)>,
     /// `fastmath = true`: lane code may contract `a * b + c` into fused multiply-adds.
     pub fastmath: Option<(Span, bool)>,
+    /// `identity = expr`: the result of reducing no elements (`reduce` and its kin).
+    pub identity: Option<(Span, syn::Expr)>,
 }
 
 impl Attr {
@@ -108,6 +110,7 @@ impl Attr {
             target_keys: Vec::new(),
             types: None,
             fastmath: None,
+            identity: None,
         };
         for arg in args {
             let parser = |input: ParseStream| attr.parse_arg(input, mac);
@@ -120,7 +123,7 @@ impl Attr {
     fn parse_arg(&mut self, input: ParseStream, mac: Macro) -> syn::Result<()> {
         let key = input.call(syn::Path::parse_mod_style)?;
         let Some(ident) = key.get_ident().filter(|i| {
-            ["target", "targets", "types", "fastmath"].contains(&i.to_string().as_str())
+            ["target", "targets", "types", "fastmath", "identity"].contains(&i.to_string().as_str())
         }) else {
             return Err(syn::Error::new_spanned(key, unknown_argument(mac)));
         };
@@ -137,6 +140,7 @@ impl Attr {
                 self.target_keys.push(span);
             }
             "types" => self.types = Some((span, bracketed_list::<Type>(input)?)),
+            "identity" => self.identity = Some((span, input.parse()?)),
             _ => {
                 let value: syn::LitBool = input.parse()?;
                 self.fastmath = Some((span, value.value));
@@ -180,7 +184,7 @@ fn unknown_argument(mac: Macro) -> String {
             .into(),
         _ => format!(
             "unknown argument of {}; expected `target = \"...\"`, `targets = [...]`, \
-             `types = [...]` or `fastmath = true`",
+             `types = [...]`, `fastmath = true` or `identity = ...`",
             mac.name()
         ),
     }

@@ -170,6 +170,30 @@ impl<'a> Ufunc<'a> {
         names
     }
 
+    /// The element type `T` of a function `f(T, T) -> T`, which gets the ufunc methods
+    /// (`reduce`, `accumulate`, `outer`, `at`), or why it does not.
+    pub(crate) fn method_elem(&self) -> Result<&'a Type, String> {
+        const NEEDS: &str = "a #[vectorize] function of two inputs and one output of one type";
+        let name = self.name();
+        let ins: Vec<&Param<'a>> = self.inputs().collect();
+        let outs = self.output_elems();
+        if ins.len() != 2 || outs.len() != 1 {
+            return Err(format!(
+                "{NEEDS}, and `{name}` takes {} input{} and gives {} output{}",
+                ins.len(),
+                if ins.len() == 1 { "" } else { "s" },
+                outs.len(),
+                if outs.len() == 1 { "" } else { "s" },
+            ));
+        }
+        let ty = |t: &Type| t.to_token_stream().to_string();
+        let (a, b, r) = (ty(ins[0].elem), ty(ins[1].elem), ty(outs[0]));
+        if a != b || a != r {
+            return Err(format!("{NEEDS}, and `{name}` is `({a}, {b}) -> {r}`"));
+        }
+        Ok(ins[0].elem)
+    }
+
     /// The instantiations of the body: one per type of `types = [...]` for a generic function,
     /// else the function as written.
     pub(crate) fn instances(&self) -> Vec<Instance<'_>> {

@@ -20,6 +20,8 @@ pub trait Body: 'static {
     const NAME: &'static str;
     /// Whether the body was rewritten into branch-free lane code, or runs the scalar function.
     const PATH: KernelPath;
+    /// The result of reducing no elements (`identity = ...` on the attribute), if any.
+    const IDENTITY: Option<Self::Out> = None;
     /// Computes one element. Inlined into loops compiled for the instruction set `M`.
     fn call<M: Isa>(args: Self::In) -> Self::Out;
 }

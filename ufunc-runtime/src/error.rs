@@ -134,6 +134,42 @@ pub enum Error {
         /// The axes as given.
         axes: Vec<usize>,
     },
+    /// An axis given to a ufunc method (`reduce`, `accumulate`) is not an axis of the array.
+    MethodAxis {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The method, e.g. `reduce`.
+        method: &'static str,
+        /// The axis as given (negative counts from the end).
+        axis: isize,
+        /// The array's number of dimensions.
+        ndim: usize,
+    },
+    /// An axis appears more than once among the axes of a reduction.
+    MethodRepeatedAxis {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The axes as given.
+        axes: Vec<isize>,
+    },
+    /// A reduction over an empty axis, of a function with no identity, would have a result.
+    EmptyReduction {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The first empty reduced axis.
+        axis: usize,
+        /// The shape of the array reduced.
+        shape: Vec<usize>,
+    },
+    /// An index given to a ufunc's `at` is outside the first axis.
+    IndexOutOfBounds {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The index as given.
+        index: i128,
+        /// The length of the first axis.
+        len: usize,
+    },
     /// A transform would have no points along an axis (`n = 0`, an empty axis without `n`,
     /// or `irfft` of one point without `n`).
     FftLength {
@@ -338,6 +374,37 @@ impl fmt::Display for Error {
                 "axis {axis} is out of bounds for an array of dimension {ndim}"
             ),
             Error::RepeatedAxis { axes } => write!(f, "repeated axis in axes {axes:?}"),
+            Error::MethodAxis {
+                function,
+                method,
+                axis,
+                ndim,
+            } => write!(
+                f,
+                "`{function}::{method}`: axis {axis} is out of bounds for an array of dimension \
+                 {ndim}"
+            ),
+            Error::MethodRepeatedAxis { function, axes } => {
+                write!(f, "`{function}::reduce`: repeated axis in axes {axes:?}")
+            }
+            Error::EmptyReduction {
+                function,
+                axis,
+                shape,
+            } => write!(
+                f,
+                "zero-size array to reduction operation `{function}`, which has no identity: \
+                 axis {axis} of shape {} is empty (give the function `identity = ...`)",
+                ShapeDisplay(shape)
+            ),
+            Error::IndexOutOfBounds {
+                function,
+                index,
+                len,
+            } => write!(
+                f,
+                "`{function}::at`: index {index} is out of bounds for axis 0 with size {len}"
+            ),
             Error::FftLength { axis, shape } => write!(
                 f,
                 "invalid number of data points (0) along axis {axis} of an array of shape {}; \

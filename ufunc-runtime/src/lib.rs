@@ -17,6 +17,7 @@ mod math;
 mod operand;
 mod panic;
 mod parallel;
+mod reduce;
 pub mod registration;
 mod shape;
 pub mod signal;
@@ -41,5 +42,6 @@ pub use gufunc::{
 pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::{FusedMulAdd, LaneMath};
 pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};
+pub use reduce::{accumulate, at, outer, reduce, reduce_out, Axes, MethodsNeedBinaryOp};
 pub use shape::{broadcast_shapes, broadcast_strides, element_count};
 pub use target::Target;

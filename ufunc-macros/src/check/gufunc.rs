@@ -67,6 +67,13 @@ pub(super) fn check_options(attr: &Attr, errors: &Errors) {
             "`types = [...]` is not supported by #[guvectorize] yet; write one function per type",
         );
     }
+    if let Some((span, _)) = &attr.identity {
+        errors.at(
+            *span,
+            "`identity` is the empty reduction of a #[vectorize] function `f(T, T) -> T`; a \
+             #[guvectorize] function has no `reduce`",
+        );
+    }
 }
 
 /// `fn f<T>(a: ArrayView1<T>) -> T` -> "... cannot be generic over types ...",

@@ -29,6 +29,7 @@ pub(crate) fn check(f: &Ufunc<'_>, errors: &Errors) {
             check_outputs(f, errors);
             check_generics(f, errors);
             check_body(f, errors);
+            check_identity(f, errors);
         }
         Kind::KernelFn => {
             check_outputs(f, errors);
@@ -42,6 +43,17 @@ pub(crate) fn check(f: &Ufunc<'_>, errors: &Errors) {
             check_reserved_names(f, errors);
             gufunc::check_against_layout(f, layout, errors);
         }
+    }
+}
+
+/// `identity = ...` only on a function that gets the methods (`f(T, T) -> T`):
+/// `fn f(a: f32) -> f32` -> "`identity` ... `f` takes 1 input".
+fn check_identity(f: &Ufunc<'_>, errors: &Errors) {
+    if let (Some((span, _)), Err(why)) = (&f.attr.identity, f.method_elem()) {
+        errors.at(
+            *span,
+            format!("`identity` is for `reduce`, which needs {why}"),
+        );
     }
 }
 

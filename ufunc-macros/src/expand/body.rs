@@ -75,6 +75,10 @@ pub(super) fn body_impl(
             )
         }
     };
+    let identity = f.attr.identity.as_ref().map(|(_, e)| {
+        let e = inst.apply(e.to_token_stream());
+        quote!(const IDENTITY: ::core::option::Option<Self::Out> = ::core::option::Option::Some(#e);)
+    });
     let (cuda_items, cuda_const) = match kernel {
         Some(kernel) => cuda_parts(f, body_ty, kernel),
         None => (quote!(), quote!(::core::option::Option::None)),
@@ -103,6 +107,7 @@ pub(super) fn body_impl(
             type Out = #out_ty;
             const NAME: &'static str = #name;
             const PATH: ::ufunc::KernelPath = #path;
+            #identity
             #[inline(always)]
             fn call<#isa: ::ufunc::__private::Isa>((#(#patterns,)*): Self::In) -> Self::Out
                 #call_body

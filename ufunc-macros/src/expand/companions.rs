@@ -189,6 +189,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
     let fn_docs = &c.fn_docs;
     let struct_doc = &c.struct_doc;
     let (consts, fns) = (&c.consts, &c.fns);
+    let methods = methods(c);
     quote! {
         #fn_docs
         #vis fn #name<#lead #(#arg_tys),*>(#(#inputs: #arg_tys),*) -> ::ufunc::Result<#arrays>
@@ -249,7 +250,139 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
 
             #device_fns
 
+            #methods
+
             #fns
+        }
+    }
+}
+
+/// `reduce`, `accumulate`, `outer` and `at` of a `#[vectorize]` function `f(T, T) -> T`.
+/// Another `#[vectorize]` function gets hidden ones bound by `MethodsNeedBinaryOp`, which
+/// nothing implements, so that calling one is a compile error that says why (and
+/// `identity = ...` on it is an error too); a `#[guvectorize]` function gets none.
+fn methods(c: &Companions<'_>) -> TokenStream {
+    let name = c.f.name();
+    let p = quote!(::ufunc::__private);
+    let elem = match (&c.form, c.f.method_elem()) {
+        (Form::Generalized, _) => return quote!(),
+        (Form::Elementwise, Ok(elem)) => elem,
+        (Form::Elementwise, Err(_)) => {
+            let bound = quote!(#p::MethodsNeedBinaryOp<#name>);
+            let never = quote!(<__UfuncA as #p::MethodsNeedBinaryOp<#name>>::unreachable());
+            return quote! {
+                #[doc(hidden)]
+                pub fn reduce<__UfuncA: #bound, __UfuncX>(_a: __UfuncA, _axes: __UfuncX) -> ! {
+                    #never
+                }
+                #[doc(hidden)]
+                pub fn accumulate<__UfuncA: #bound>(_a: __UfuncA, _axis: isize) -> ! {
+                    #never
+                }
+                #[doc(hidden)]
+                pub fn outer<__UfuncA: #bound, __UfuncB>(_a: __UfuncA, _b: __UfuncB) -> ! {
+                    #never
+                }
+                #[doc(hidden)]
+                pub fn at<__UfuncA: #bound, __UfuncI, __UfuncB>(
+                    _a: __UfuncA, _indices: __UfuncI, _b: __UfuncB,
+                ) -> ! {
+                    #never
+                }
+            };
+        }
+    };
+    let (lead, lead_args, body) = (&c.lead, &c.lead_args, &c.body);
+    let t = match c.f.generic {
+        Some(g) if c.f.attr.types.is_some() => quote!(#g),
+        _ => quote!(#elem),
+    };
+    let arr = quote!(::ufunc::ndarray::ArrayD<#t>);
+    let axes = quote!(impl ::core::convert::Into<::ufunc::Axes>);
+    let doc_reduce = format!(
+        "`{name}` reduced over `axes` of `a` (`0`, `-1`, `[0, 2]`, `Axes::All`), as NumPy's \
+         `{name}.reduce`: a new array without those axes. Treats `{name}` as associative and \
+         commutative (pairwise over runs, see `ufunc::Axes`); reducing an empty axis gives the \
+         `identity` of the attribute, or `Error::EmptyReduction` without one."
+    );
+    let doc_acc = format!(
+        "The running `{name}` along `axis` of `a` (negative counts from the end): element `i` \
+         along it is `{name}` over elements `0..=i`, as NumPy's `{name}.accumulate`."
+    );
+    let doc_outer = format!(
+        "`{name}` of every pair, as NumPy's `{name}.outer`: `out[i.., j..] = {name}(a[i..], \
+         b[j..])`, of shape `a.shape + b.shape`."
+    );
+    let doc_at = format!(
+        "In place, unbuffered: `a[indices[k], ..] = {name}(a[indices[k], ..], b[k, ..])` for each \
+         `k` in order (a repeated index is applied repeatedly), as NumPy's `{name}.at`; `b` \
+         broadcasts to `(indices.len(),) + a.shape[1..]`. Runs on the calling thread."
+    );
+    quote! {
+        #[doc = #doc_reduce]
+        pub fn reduce<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axes: #axes)
+            -> ::ufunc::Result<#arr>
+        {
+            Self::reduce_on::<#lead_args __UfuncA>(Self::DEFAULT_TARGET, a, axes)
+        }
+
+        /// `reduce` on the chosen target (`cpu` or `parallel`).
+        pub fn reduce_on<#lead __UfuncA: #p::Operand<#t>>(
+            target: ::ufunc::Target, a: __UfuncA, axes: #axes,
+        ) -> ::ufunc::Result<#arr> {
+            #p::reduce::<#body, #t, __UfuncA>(target, Self::TARGETS, a, axes.into(), false)
+        }
+
+        /// `reduce`, keeping the reduced axes as length 1 (NumPy's `keepdims=True`).
+        pub fn reduce_keepdims<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axes: #axes)
+            -> ::ufunc::Result<#arr>
+        {
+            #p::reduce::<#body, #t, __UfuncA>(
+                Self::DEFAULT_TARGET, Self::TARGETS, a, axes.into(), true
+            )
+        }
+
+        /// `reduce` into `out` (any strides), of the reduced shape with or without the reduced
+        /// axes kept as length 1.
+        pub fn reduce_out<#lead __UfuncA: #p::Operand<#t>, __UfuncO: #p::OutOperand<#t>>(
+            a: __UfuncA, axes: #axes, out: __UfuncO,
+        ) -> ::ufunc::Result<()> {
+            #p::reduce_out::<#body, #t, __UfuncA, __UfuncO>(
+                Self::DEFAULT_TARGET, Self::TARGETS, a, axes.into(), out
+            )
+        }
+
+        #[doc = #doc_acc]
+        pub fn accumulate<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axis: isize)
+            -> ::ufunc::Result<::ufunc::ndarray::Array<#t, __UfuncA::Dim>>
+        {
+            #p::accumulate::<#body, #t, __UfuncA>(Self::DEFAULT_TARGET, Self::TARGETS, a, axis)
+        }
+
+        /// `accumulate` on the chosen target (`cpu` or `parallel`).
+        pub fn accumulate_on<#lead __UfuncA: #p::Operand<#t>>(
+            target: ::ufunc::Target, a: __UfuncA, axis: isize,
+        ) -> ::ufunc::Result<::ufunc::ndarray::Array<#t, __UfuncA::Dim>> {
+            #p::accumulate::<#body, #t, __UfuncA>(target, Self::TARGETS, a, axis)
+        }
+
+        #[doc = #doc_outer]
+        pub fn outer<#lead __UfuncA: #p::Operand<#t>, __UfuncB: #p::Operand<#t>>(
+            a: __UfuncA, b: __UfuncB,
+        ) -> ::ufunc::Result<#arr> {
+            #p::outer::<#body, #t, __UfuncA, __UfuncB>(
+                Self::DEFAULT_TARGET, Self::TARGETS, a, b
+            )
+        }
+
+        #[doc = #doc_at]
+        pub fn at<
+            #lead
+            __UfuncO: #p::OutOperand<#t>,
+            __UfuncI: ::core::marker::Copy + ::core::convert::TryInto<i128>,
+            __UfuncB: #p::Operand<#t>,
+        >(a: __UfuncO, indices: &[__UfuncI], b: __UfuncB) -> ::ufunc::Result<()> {
+            #p::at::<#body, #t, __UfuncO, __UfuncI, __UfuncB>(a, indices, b)
         }
     }
 }

@@ -1,0 +1,472 @@
+//! The ufunc methods `reduce`, `accumulate`, `outer` and `at` of `#[vectorize]` functions
+//! `f(T, T) -> T`, against naive references: random shapes, axis sets and layouts (steps,
+//! negative strides, permuted axes, broadcast views), empty and length-1 axes, NaN propagation,
+//! integer wrapping, float-sum accuracy, and `parallel` against `cpu`.
+
+use ndarray::{array, Array, ArrayD, ArrayViewD, Axis, IxDyn, ShapeBuilder, Slice};
+use proptest::prelude::*;
+use ufunc::prelude::*;
+use ufunc::Axes;
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0)]
+fn add_f32(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0)]
+fn add_f64(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 0)]
+fn add_i32(a: i32, b: i32) -> i32 {
+    a.wrapping_add(b)
+}
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 0)]
+fn add_i64(a: i64, b: i64) -> i64 {
+    a.wrapping_add(b)
+}
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 1)]
+fn mul_i64(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(b)
+}
+
+/// NumPy's `maximum`: NaN propagates. No identity.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn maximum(a: f64, b: f64) -> f64 {
+    if a > b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+/// NumPy's `fmax`: NaN is ignored when the other is a number.
+#[vectorize(targets = ["cpu", "parallel"], identity = f64::NAN)]
+fn fmax(a: f64, b: f64) -> f64 {
+    a.max(b)
+}
+
+#[vectorize(targets = ["cpu", "parallel"], types = [f64, i64], identity = 0 as T)]
+fn add_generic<T>(a: T, b: T) -> T {
+    a + b
+}
+
+/// `-a - b`: not associative, so that `outer` and `at` show the order of their operands.
+#[vectorize]
+fn sub_i64(a: i64, b: i64) -> i64 {
+    a.wrapping_sub(b)
+}
+
+/// The naive reduction: every element folded in C order into its output element.
+fn naive<T: Copy>(
+    a: &ArrayViewD<'_, T>,
+    axes: &[usize],
+    identity: Option<T>,
+    f: impl Fn(T, T) -> T,
+) -> Option<ArrayD<T>> {
+    let shape: Vec<usize> = (0..a.ndim())
+        .filter(|i| !axes.contains(i))
+        .map(|i| a.shape()[i])
+        .collect();
+    let mut acc: ArrayD<Option<T>> = ArrayD::from_elem(IxDyn(&shape), None);
+    for (idx, &v) in a.indexed_iter() {
+        let o: Vec<usize> = (0..a.ndim())
+            .filter(|i| !axes.contains(i))
+            .map(|i| idx[i])
+            .collect();
+        let slot = &mut acc[IxDyn(&o)];
+        *slot = Some(slot.map_or(v, |s| f(s, v)));
+    }
+    let mut out = Vec::new();
+    for s in acc.iter() {
+        out.push(s.or(identity)?);
+    }
+    Some(ArrayD::from_shape_vec(IxDyn(&shape), out).unwrap())
+}
+
+/// A view of `data` with the given layout: axes permuted by `perm`, each sliced with a step.
+fn view<'a, T>(data: &'a ArrayD<T>, perm: &[usize], steps: &[isize]) -> ArrayViewD<'a, T> {
+    let mut v = data.view().permuted_axes(IxDyn(perm));
+    // A negative step takes every element from the end.
+    for (ax, &s) in steps.iter().enumerate() {
+        v.slice_axis_inplace(Axis(ax), Slice::new(0, None, s));
+    }
+    v
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<usize>,
+    perm: Vec<usize>,
+    steps: Vec<isize>,
+    axes: Vec<usize>,
+    negative: bool,
+    seed: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (0usize..=4)
+        .prop_flat_map(|nd| {
+            (
+                proptest::collection::vec(prop_oneof![0usize..=3, Just(1), 5usize..=40], nd),
+                Just((0..nd).collect::<Vec<_>>()).prop_shuffle(),
+                proptest::collection::vec(
+                    prop_oneof![Just(1isize), Just(1), Just(2), Just(-1)],
+                    nd,
+                ),
+                proptest::collection::vec(any::<bool>(), nd),
+                any::<bool>(),
+                any::<u64>(),
+            )
+        })
+        .prop_map(|(shape, perm, steps, pick, negative, seed)| Case {
+            axes: (0..shape.len()).filter(|&i| pick[i]).collect(),
+            shape,
+            perm,
+            steps,
+            negative,
+            seed,
+        })
+}
+
+fn data_i64(case: &Case) -> ArrayD<i64> {
+    // The underlying array before slicing: each stepped axis twice as long.
+    let full: Vec<usize> = case
+        .shape
+        .iter()
+        .zip(&case.steps)
+        .map(|(&n, &s)| n * s.unsigned_abs())
+        .collect();
+    let mut state = case.seed | 1;
+    let n: usize = full.iter().product();
+    let v: Vec<i64> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state as i64) >> (state % 60)
+        })
+        .collect();
+    // Fortran order: permuting and slicing the view then gives every kind of layout.
+    ArrayD::from_shape_vec(IxDyn(&full).f(), v).unwrap()
+}
+
+fn axes_arg(case: &Case) -> Axes {
+    let nd = case.shape.len() as isize;
+    Axes::List(
+        case.axes
+            .iter()
+            .map(|&a| {
+                if case.negative {
+                    a as isize - nd
+                } else {
+                    a as isize
+                }
+            })
+            .collect(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Exact operations (wrapping integers, max) match the naive reference bit for bit on
+    /// `cpu` and on `parallel`, for any layout and axis set.
+    #[test]
+    fn reduce_matches_the_naive_reference(case in case()) {
+        let data = data_i64(&case);
+        let a = view(&data, &(0..case.shape.len()).collect::<Vec<_>>(), &case.steps);
+        let a = a.permuted_axes(IxDyn(&case.perm));
+        let axes = axes_arg(&case);
+        let expect = naive(&a, &case.axes, Some(0), i64::wrapping_add);
+        for target in [Target::Cpu, Target::Parallel] {
+            let got = add_i64::reduce_on(target, &a, axes.clone()).unwrap();
+            prop_assert_eq!(Some(&got), expect.as_ref());
+        }
+        let expect = naive(&a, &case.axes, Some(1), i64::wrapping_mul);
+        prop_assert_eq!(Some(mul_i64::reduce(&a, axes.clone()).unwrap()), expect);
+        let af = a.mapv(|x| (x % 1000) as f64);
+        let expect = naive(&af.view(), &case.axes, None, f64::max);
+        let got = maximum::reduce(&af, axes.clone());
+        match expect {
+            Some(e) => prop_assert_eq!(got.unwrap(), e),
+            None => {
+                let empty = matches!(got, Err(Error::EmptyReduction { .. }));
+                prop_assert!(empty);
+            }
+        }
+        // keepdims: the same values with the reduced axes as length 1.
+        let kept = add_i64::reduce_keepdims(&a, axes.clone()).unwrap();
+        let plain = add_i64::reduce(&a, axes.clone()).unwrap();
+        let expect_shape: Vec<usize> = (0..a.ndim())
+            .map(|i| if case.axes.contains(&i) { 1 } else { a.shape()[i] })
+            .collect();
+        prop_assert_eq!(kept.shape(), &expect_shape[..]);
+        prop_assert_eq!(kept.iter().collect::<Vec<_>>(), plain.iter().collect::<Vec<_>>());
+        // out, into a transposed (strided) output of the plain shape.
+        let mut out = ArrayD::<i64>::zeros(IxDyn(&plain.shape().iter().rev().copied().collect::<Vec<_>>()));
+        let mut out_t = out.view_mut().reversed_axes();
+        add_i64::reduce_out(&a, axes.clone(), &mut out_t).unwrap();
+        prop_assert_eq!(out_t, plain.view());
+        // Float sums within rounding of the exact (integer) sum.
+        let got = add_f64::reduce_on(Target::Parallel, &af, axes.clone()).unwrap();
+        let exact = naive(&af.view(), &case.axes, Some(0.0), |x, y| x + y).unwrap();
+        prop_assert_eq!(got, exact, "small integers sum exactly in f64");
+    }
+
+    /// `accumulate` along every axis of any layout matches the running fold.
+    #[test]
+    fn accumulate_matches_the_running_fold(case in case()) {
+        prop_assume!(!case.shape.is_empty());
+        let data = data_i64(&case);
+        let a = view(&data, &(0..case.shape.len()).collect::<Vec<_>>(), &case.steps);
+        let a = a.permuted_axes(IxDyn(&case.perm));
+        for axis in 0..a.ndim() {
+            let mut expect = a.to_owned();
+            for mut lane in expect.lanes_mut(Axis(axis)) {
+                for i in 1..lane.len() {
+                    lane[i] = lane[i - 1].wrapping_add(lane[i]);
+                }
+            }
+            for target in [Target::Cpu, Target::Parallel] {
+                let got = add_i64::accumulate_on(target, &a, axis as isize - a.ndim() as isize).unwrap();
+                prop_assert_eq!(&got, &expect);
+            }
+        }
+    }
+}
+
+#[test]
+fn axes_are_checked_with_the_function_named() {
+    let a = Array::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as i32);
+    assert_eq!(add_i32::reduce(&a, 0).unwrap(), array![3, 5, 7].into_dyn());
+    assert_eq!(add_i32::reduce(&a, -1).unwrap(), array![3, 12].into_dyn());
+    assert_eq!(
+        add_i32::reduce(&a, 1usize).unwrap(),
+        array![3, 12].into_dyn()
+    );
+    assert_eq!(add_i32::reduce(&a, Axes::All).unwrap()[[]], 15);
+    assert_eq!(add_i32::reduce(&a, [0, 1]).unwrap()[[]], 15);
+    assert_eq!(
+        add_i32::reduce(&a, Vec::<isize>::new()).unwrap(),
+        a.clone().into_dyn()
+    );
+    let e = add_i32::reduce(&a, 2).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`add_i32::reduce`: axis 2 is out of bounds for an array of dimension 2"
+    );
+    let e = add_i32::reduce(&a, [0, -2]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`add_i32::reduce`: repeated axis in axes [0, -2]"
+    );
+    assert!(matches!(
+        add_i32::accumulate(&a, -3),
+        Err(Error::MethodAxis {
+            method: "accumulate",
+            axis: -3,
+            ndim: 2,
+            ..
+        })
+    ));
+    // out of the wrong shape.
+    let mut out = Array::<i32, _>::zeros(4);
+    assert!(matches!(
+        add_i32::reduce_out(&a, 0, &mut out),
+        Err(Error::OutputShape { .. })
+    ));
+    // keepdims-shaped out is accepted too.
+    let mut out = Array::<i32, _>::zeros((1, 3));
+    add_i32::reduce_out(&a, 0, &mut out).unwrap();
+    assert_eq!(out, array![[3, 5, 7]]);
+}
+
+#[test]
+fn empty_axes_give_the_identity_or_an_error() {
+    let a = Array::<f64, _>::zeros((0, 3));
+    assert_eq!(add_f64::reduce(&a, 0).unwrap(), Array::zeros(3).into_dyn());
+    assert_eq!(add_f64::reduce(&a, Axes::All).unwrap()[[]], 0.0);
+    assert_eq!(
+        add_f64::reduce(&a, 1).unwrap().shape(),
+        &[0],
+        "no output, no error"
+    );
+    let e = maximum::reduce(&a, 0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "zero-size array to reduction operation `maximum`, which has no identity: axis 0 of \
+         shape (0,3) is empty (give the function `identity = ...`)"
+    );
+    assert!(maximum::reduce(&a, 1).unwrap().is_empty());
+    assert!(add_generic::reduce(&Array::<i64, _>::zeros(0), 0).unwrap()[[]] == 0);
+    // Length-1 axes: a copy.
+    let b = array![[1.5f64], [2.5]];
+    assert_eq!(maximum::reduce(&b, 1).unwrap(), array![1.5, 2.5].into_dyn());
+    // -0.0 alone stays -0.0 (the identity is only the empty result).
+    assert!(add_f64::reduce(&array![-0.0f64], 0).unwrap()[[]].is_sign_negative());
+}
+
+#[test]
+fn nan_propagates_through_maximum_not_fmax() {
+    for n in [1usize, 7, 100, 10_000, 100_001] {
+        for pos in [0, n / 2, n - 1] {
+            let mut v = Array::from_shape_fn(n, |i| (i % 97) as f64);
+            v[pos] = f64::NAN;
+            for t in [Target::Cpu, Target::Parallel] {
+                assert!(
+                    maximum::reduce_on(t, &v, 0).unwrap()[[]].is_nan(),
+                    "n {n} pos {pos}"
+                );
+                let m = fmax::reduce_on(t, &v, 0).unwrap()[[]];
+                let expect = v.iter().fold(f64::NAN, |a, &b| a.max(b));
+                assert!(
+                    m == expect || (n == 1 && m.is_nan()),
+                    "n {n} pos {pos}: {m}"
+                );
+            }
+        }
+    }
+    let v = array![[1.0, f64::NAN], [3.0, 2.0]];
+    let m = maximum::reduce(&v, 0).unwrap();
+    assert_eq!(m[[0]], 3.0);
+    assert!(m[[1]].is_nan());
+    assert_eq!(fmax::reduce(&v, 0).unwrap(), array![3.0, 2.0].into_dyn());
+}
+
+#[test]
+fn integers_wrap_as_the_scalar_function() {
+    let a = Array::from_elem(1000, i32::MAX);
+    let expect = (0..1000).fold(0i32, |s, _| s.wrapping_add(i32::MAX));
+    for t in [Target::Cpu, Target::Parallel] {
+        assert_eq!(add_i32::reduce_on(t, &a, 0).unwrap()[[]], expect);
+    }
+    let acc = add_i32::accumulate(&a, 0).unwrap();
+    assert_eq!(acc[1], i32::MAX.wrapping_add(i32::MAX));
+}
+
+#[test]
+fn a_float_sum_of_ten_million_is_pairwise_accurate() {
+    let n = 10_000_000;
+    let a = Array::from_shape_fn(n, |i| 1.0f32 + ((i * 7919) % 1000) as f32 * 1e-3);
+    let exact: f64 = a.iter().map(|&x| x as f64).sum();
+    let mut naive = 0.0f32;
+    for &x in &a {
+        naive += x;
+    }
+    for t in [Target::Cpu, Target::Parallel] {
+        let got = add_f32::reduce_on(t, &a, 0).unwrap()[[]] as f64;
+        let rel = ((got - exact) / exact).abs();
+        // NumPy's pairwise sum: a few ulps times log2(n); a running sum is far off.
+        assert!(rel < 1e-6, "{t:?}: {got} vs {exact}, relative {rel}");
+        let drift = ((naive as f64 - exact) / exact).abs();
+        assert!(
+            drift > 1e-4 && rel < drift / 100.0,
+            "running sum {drift}, pairwise {rel}"
+        );
+    }
+    // Over the outer axis of a 2-d array: rows streamed into an accumulator row, a running sum
+    // per column as in NumPy: within n * eps relative for n = 10^4 terms.
+    let b = a.into_shape_with_order((10_000, 1000)).unwrap();
+    let got = add_f32::reduce(&b, 0).unwrap();
+    let exact = b.mapv(|x| x as f64).sum_axis(Axis(0));
+    for (g, e) in got.iter().zip(&exact) {
+        assert!(
+            ((*g as f64 - e) / e).abs() < 1e4 * f32::EPSILON as f64,
+            "{g} vs {e}"
+        );
+    }
+}
+
+#[test]
+fn parallel_is_deterministic_and_exact_ops_match_cpu() {
+    let a = Array::from_shape_fn((300, 5000), |(i, j)| {
+        ((i * 31 + j * 17) % 1013) as f64 * 0.37 - 100.0
+    });
+    for axes in [Axes::All, Axes::from(0), Axes::from(1)] {
+        let p1 = add_f64::reduce_on(Target::Parallel, &a, axes.clone()).unwrap();
+        let p2 = add_f64::reduce_on(Target::Parallel, &a, axes.clone()).unwrap();
+        assert_eq!(p1, p2, "same input, same threads: same bits");
+        let c = maximum::reduce_on(Target::Cpu, &a, axes.clone()).unwrap();
+        assert_eq!(
+            maximum::reduce_on(Target::Parallel, &a, axes.clone()).unwrap(),
+            c
+        );
+        let ai = a.mapv(|x| (x * 1e3) as i64 * 1_000_003);
+        assert_eq!(
+            add_i64::reduce_on(Target::Parallel, &ai, axes.clone()).unwrap(),
+            add_i64::reduce_on(Target::Cpu, &ai, axes.clone()).unwrap()
+        );
+    }
+}
+
+#[test]
+fn outer_has_the_shapes_concatenated() {
+    let a = array![[1i64, 2], [3, 4]];
+    let b = array![10i64, 20, 30];
+    let o = sub_i64::outer(&a, &b).unwrap();
+    assert_eq!(o.shape(), &[2, 2, 3]);
+    for ((i, j, k), &v) in o
+        .clone()
+        .into_dimensionality::<ndarray::Ix3>()
+        .unwrap()
+        .indexed_iter()
+    {
+        assert_eq!(v, a[[i, j]] - b[k]);
+    }
+    // Views of any strides, and a scalar.
+    let o = sub_i64::outer(a.t(), 5i64).unwrap();
+    assert_eq!(o, (&a.t() - 5).into_dyn());
+    let o = add_f64::outer(&Array::<f64, _>::zeros(0), &array![1.0]).unwrap();
+    assert_eq!(o.shape(), &[0, 1]);
+}
+
+#[test]
+fn at_applies_repeated_indices_repeatedly() {
+    let mut a = array![1i64, 2, 3, 4];
+    sub_i64::at(&mut a, &[0, 0, -1, 2], &array![1i64, 2, 3, 4]).unwrap();
+    assert_eq!(a, array![1 - 1 - 2, 2, 3 - 4, 4 - 3]);
+    // Rows of a 2-d array, `b` broadcast; a strided view.
+    let mut m = Array::<i64, _>::zeros((3, 2));
+    add_i64::at(
+        m.view_mut().reversed_axes().reversed_axes(),
+        &[2usize, 2, 0],
+        1i64,
+    )
+    .unwrap();
+    assert_eq!(m, array![[1, 1], [0, 0], [2, 2]]);
+    // Bad indices: an error naming the function, and nothing applied.
+    let e = add_i64::at(&mut m, &[0, 3], 1i64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`add_i64::at`: index 3 is out of bounds for axis 0 with size 3"
+    );
+    assert_eq!(m, array![[1, 1], [0, 0], [2, 2]]);
+    assert!(matches!(
+        add_i64::at(&mut m, &[0], &array![1i64, 2, 3]),
+        Err(Error::Broadcast { .. })
+    ));
+}
+
+#[test]
+fn the_cuda_target_is_refused_for_host_methods() {
+    #[vectorize(targets = ["cpu"])]
+    fn min_i32(a: i32, b: i32) -> i32 {
+        a.min(b)
+    }
+    assert!(matches!(
+        min_i32::reduce_on(Target::Parallel, &array![1, 2], 0),
+        Err(Error::TargetNotCompiled { .. })
+    ));
+    assert_eq!(
+        min_i32::reduce(&array![[4, 2], [3, 5]], Axes::All).unwrap()[[]],
+        2
+    );
+    assert_eq!(
+        min_i32::accumulate(&array![4, 2, 3], 0).unwrap(),
+        array![4, 2, 2]
+    );
+}

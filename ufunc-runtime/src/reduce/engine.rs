@@ -1,0 +1,360 @@
+//! The CPU engine of `reduce` and `accumulate`: the axes are put in memory order (largest
+//! stride first), length-1 axes dropped and neighbours that step as one merged, then split
+//! into the kept sub-space, walked (and, on `parallel`, split) by the shared walker and
+//! splitter, and the reduced sub-space, walked for each kept element or row:
+//!
+//! - *inner* reduction (the axis of smallest stride is reduced): each output element reduces
+//!   its runs with the pairwise kernel (contiguous runs directly, strided ones through a
+//!   buffer), runs combined in order;
+//! - *outer* reduction (the axis of smallest stride is kept): chunks of an output row are
+//!   accumulated in a buffer that input rows stream into with the element-wise combine.
+
+use super::kernels::{call, kernels, Kernels};
+use crate::body::Body;
+use crate::element::Element;
+use crate::parallel::{Split, Threads};
+use crate::shape::{byte_strides, copy_strided, walk_rows, Shape, Strides};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Elements of a gather buffer (16 KiB of 8-byte elements).
+const CHUNK: usize = 2048;
+/// Elements of an accumulator row chunk: long runs of each input row (32 KiB of f32), so that
+/// the rows streamed in are read as long sequential runs, while the chunk stays in L2.
+const ROW_CHUNK: usize = 8192;
+/// Kept elements (outputs) are spread over threads when there are enough of them.
+const SPLIT_KEPT: Split = Split {
+    min_work: 1 << 15,
+    min_items: 2,
+    pieces_per_thread: 4,
+    align: 16,
+};
+/// Outer reductions split their kept rows into one long run per thread, so that every thread
+/// still reads long sequential runs of each input row.
+const SPLIT_ROWS: Split = Split {
+    min_work: 1 << 15,
+    min_items: 2,
+    pieces_per_thread: 1,
+    align: 1024,
+};
+/// Otherwise each output's reduced elements are, in pieces of whole blocks, combined in order.
+const SPLIT_REDUCED: Split = Split {
+    min_work: 1 << 16,
+    min_items: 2,
+    pieces_per_thread: 2,
+    align: 512,
+};
+
+/// One axis of the walk: length, input stride and output stride, in elements.
+#[derive(Clone, Copy, Debug)]
+struct Axis {
+    len: usize,
+    a: isize,
+    out: isize,
+}
+
+/// Axes sorted by decreasing input stride (stable), length-1 axes dropped, then neighbours
+/// merged where both the input and the output step through them as one axis.
+fn ordered(axes: impl Iterator<Item = Axis>) -> Vec<Axis> {
+    let mut v: Vec<Axis> = axes.filter(|x| x.len != 1).collect();
+    v.sort_by_key(|x| std::cmp::Reverse(x.a.unsigned_abs()));
+    let mut merged: Vec<Axis> = Vec::with_capacity(v.len());
+    for x in v {
+        match merged.last_mut() {
+            Some(m) if m.a == x.a * x.len as isize && m.out == x.out * x.len as isize => {
+                m.len *= x.len;
+                m.a = x.a;
+                m.out = x.out;
+            }
+            _ => merged.push(x),
+        }
+    }
+    merged
+}
+
+/// A sub-space: its shape and byte strides of the input and the output.
+struct Space {
+    shape: Shape,
+    a: Strides,
+    out: Strides,
+    /// Element strides of the last axis (0 when there is none).
+    a_inner: isize,
+    out_inner: isize,
+}
+
+impl Space {
+    fn new(axes: &[Axis], size: usize) -> Space {
+        let a: Strides = axes.iter().map(|x| x.a).collect();
+        let out: Strides = axes.iter().map(|x| x.out).collect();
+        Space {
+            shape: axes.iter().map(|x| x.len).collect(),
+            a: byte_strides(&a, size),
+            out: byte_strides(&out, size),
+            a_inner: axes.last().map_or(0, |x| x.a),
+            out_inner: axes.last().map_or(0, |x| x.out),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// What a reduction or accumulation walks. Pointers address the caller's arrays.
+pub(super) struct Job<T> {
+    kept: Space,
+    reduced: Space,
+    /// Whether the axis of smallest stride is reduced.
+    inner: bool,
+    a: *const T,
+    out: *mut T,
+    k: Kernels<T>,
+}
+
+// SAFETY: the pointers address the caller's arrays, which outlive the call; threads write
+// disjoint output elements and only read the input.
+unsafe impl<T: Send> Send for Job<T> {}
+unsafe impl<T: Sync> Sync for Job<T> {}
+
+/// One operand axis: its length, the input's stride, the output's stride (0 along a reduced
+/// axis of a reduction) and whether it is reduced (walked for each output element).
+pub(super) type AxisSpec = (usize, isize, isize, bool);
+
+impl<T: Element> Job<T> {
+    pub(super) fn new<B: Body<In = (T, T), Out = T>>(
+        axes: &[AxisSpec],
+        a: *const T,
+        out: *mut T,
+    ) -> Job<T> {
+        let size = size_of::<T>();
+        let pick = |r: bool| {
+            ordered(
+                axes.iter()
+                    .filter(move |x| x.3 == r)
+                    .map(|&(len, a, out, _)| Axis { len, a, out }),
+            )
+        };
+        let (kept, reduced) = (pick(false), pick(true));
+        let inner = match (kept.last(), reduced.last()) {
+            (Some(k), Some(r)) => r.a.unsigned_abs() < k.a.unsigned_abs(),
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        Job {
+            kept: Space::new(&kept, size),
+            reduced: Space::new(&reduced, size),
+            inner,
+            a,
+            out,
+            k: kernels::<B, T>(),
+        }
+    }
+
+    /// Reduces: every output element gets `f` over its reduced elements (at least one).
+    pub(super) fn reduce<B: Body<In = (T, T), Out = T>>(&self, threads: Threads) {
+        let n_kept = self.kept.len();
+        let n_red = self.reduced.len();
+        let nthreads = match threads {
+            Threads::One => 1,
+            Threads::All => rayon::current_num_threads(),
+        };
+        if self.inner && threads == Threads::All && n_kept < 2 * nthreads {
+            // Few outputs: split each one's reduced elements, combined in a fixed order.
+            let pieces = SPLIT_REDUCED.pieces(n_red, 1, nthreads);
+            walk_rows(
+                &self.kept.shape,
+                &[&self.kept.a, &self.kept.out],
+                &[self.a as *mut u8, self.out as *mut u8],
+                0..n_kept,
+                |p, j, len| {
+                    for i in j..j + len {
+                        let (a, out) = self.item(p, i);
+                        let a = a as usize;
+                        let parts: Vec<T> = pieces
+                            .par_iter()
+                            .map(|r| self.reduce_item::<B>(a as *const T, r.clone()))
+                            .collect();
+                        let v = parts.into_iter().reduce(call::<B, T>).expect("one piece");
+                        // SAFETY: `out` is this output element.
+                        unsafe { out.write(v) };
+                    }
+                },
+            );
+            return;
+        }
+        self.walk_kept(threads, false, |a, out| {
+            let v = self.reduce_item::<B>(a, 0..n_red);
+            // SAFETY: `out` is this output element.
+            unsafe { out.write(v) };
+        });
+    }
+
+    /// The kept elements, split over threads: `item(a, out)` for each (inner), or rows streamed
+    /// (outer; `each` for an accumulation).
+    fn walk_kept(&self, threads: Threads, each: bool, item: impl Fn(*const T, *mut T) + Sync) {
+        let work = self.reduced.len().max(1);
+        let split = if self.inner { SPLIT_KEPT } else { SPLIT_ROWS };
+        split.run(threads, self.kept.len(), work, |range| {
+            let mut acc = Vec::new();
+            walk_rows(
+                &self.kept.shape,
+                &[&self.kept.a, &self.kept.out],
+                &[self.a as *mut u8, self.out as *mut u8],
+                range,
+                |p, j, len| {
+                    if self.inner {
+                        for i in j..j + len {
+                            let (a, out) = self.item(p, i);
+                            item(a, out);
+                        }
+                    } else {
+                        self.stream_row(p, j, len, &mut acc, each);
+                    }
+                },
+            )
+        });
+    }
+
+    /// Accumulates along the one reduced axis (`out` has the input's shape).
+    pub(super) fn accumulate(&self, threads: Threads) {
+        let n_red = self.reduced.len();
+        self.walk_kept(threads, true, |a, out| {
+            // SAFETY: one axis of `n_red` elements at these strides in both.
+            unsafe { (self.k.scan)(a, self.reduced.a_inner, out, self.reduced.out_inner, n_red) };
+        });
+    }
+
+    /// The input and output addresses of element `i` of a kept row.
+    fn item(&self, p: &[*mut u8], i: usize) -> (*const T, *mut T) {
+        let a = (p[0] as *const T).wrapping_offset(i as isize * self.kept.a_inner);
+        let out = (p[1] as *mut T).wrapping_offset(i as isize * self.kept.out_inner);
+        (a, out)
+    }
+
+    /// `f` over the reduced elements `range` (flat C-order indices of the reduced sub-space)
+    /// of the output element whose first input element is at `a`; `range` is not empty.
+    fn reduce_item<B: Body<In = (T, T), Out = T>>(&self, a: *const T, range: Range<usize>) -> T {
+        let mut acc: Option<T> = None;
+        let mut buf: Vec<T> = Vec::new();
+        let stride = self.reduced.a_inner;
+        let mut push = |v: T| acc = Some(acc.map_or(v, |a| call::<B, T>(a, v)));
+        walk_rows(
+            &self.reduced.shape,
+            &[&self.reduced.a],
+            &[a as *mut u8],
+            range,
+            |p, j, len| {
+                let start = (p[0] as *const T).wrapping_offset(j as isize * stride);
+                if stride == 1 || len == 1 {
+                    // SAFETY: a contiguous run of `len` input elements.
+                    push(unsafe { (self.k.reduce)(start, len) });
+                    return;
+                }
+                buf.resize(CHUNK.min(len), T::default());
+                for c in (0..len).step_by(CHUNK) {
+                    let m = CHUNK.min(len - c);
+                    // SAFETY: `m` input elements at `stride` into the buffer of `m` or more.
+                    unsafe {
+                        copy_strided(
+                            buf.as_mut_ptr() as *mut u8,
+                            size_of::<T>() as isize,
+                            start.wrapping_offset(c as isize * stride) as *const u8,
+                            stride * size_of::<T>() as isize,
+                            size_of::<T>(),
+                            m,
+                        );
+                        push((self.k.reduce)(buf.as_ptr(), m));
+                    }
+                }
+            },
+        );
+        acc.expect("a non-empty range")
+    }
+
+    /// Elements `j..j + len` of a kept row (its first element at `p`): chunks of the row are
+    /// accumulated in `acc` while the input rows of every reduced index stream into them,
+    /// then written out (with `each`, after every reduced index: an accumulation).
+    fn stream_row(&self, p: &[*mut u8], j: usize, len: usize, acc: &mut Vec<T>, each: bool) {
+        let size = size_of::<T>() as isize;
+        let (ka, ko) = (self.kept.a_inner, self.kept.out_inner);
+        let n_red = self.reduced.len();
+        let r_inner_a = self.reduced.a_inner;
+        let r_inner_out = self.reduced.out_inner;
+        acc.resize(ROW_CHUNK.min(len), T::default());
+        let mut gathered: Vec<T> = Vec::new();
+        for c in (j..j + len).step_by(ROW_CHUNK) {
+            let m = ROW_CHUNK.min(j + len - c);
+            let a0 = (p[0] as *const T).wrapping_offset(c as isize * ka);
+            let o0 = (p[1] as *mut T).wrapping_offset(c as isize * ko);
+            let mut first = true;
+            walk_rows(
+                &self.reduced.shape,
+                &[&self.reduced.a, &self.reduced.out],
+                &[a0 as *mut u8, o0 as *mut u8],
+                0..n_red,
+                |q, rj, rlen| {
+                    for r in rj..rj + rlen {
+                        let src = (q[0] as *const T).wrapping_offset(r as isize * r_inner_a);
+                        let src = if ka == 1 {
+                            src
+                        } else {
+                            gathered.resize(m, T::default());
+                            // SAFETY: `m` input elements at stride `ka`.
+                            unsafe {
+                                copy_strided(
+                                    gathered.as_mut_ptr() as *mut u8,
+                                    size,
+                                    src as *const u8,
+                                    ka * size,
+                                    size_of::<T>(),
+                                    m,
+                                )
+                            };
+                            gathered.as_ptr()
+                        };
+                        // SAFETY: `acc` and `src` hold `m` elements each.
+                        unsafe {
+                            if first {
+                                std::ptr::copy_nonoverlapping(src, acc.as_mut_ptr(), m);
+                                first = false;
+                            } else {
+                                (self.k.combine)(acc.as_mut_ptr(), src, m);
+                            }
+                        }
+                        if each {
+                            let dst = (q[1] as *mut T).wrapping_offset(r as isize * r_inner_out);
+                            // SAFETY: `m` output elements at stride `ko`.
+                            unsafe { write_out(dst, ko, acc.as_ptr(), m) };
+                        }
+                    }
+                },
+            );
+            if !each {
+                // SAFETY: `m` output elements at stride `ko`.
+                unsafe { write_out(o0, ko, acc.as_ptr(), m) };
+            }
+        }
+    }
+}
+
+/// `m` elements of `src` written at element stride `stride` from `dst`.
+///
+/// # Safety
+/// `dst` addresses `m` writable elements at that stride.
+unsafe fn write_out<T: Copy>(dst: *mut T, stride: isize, src: *const T, m: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if stride == 1 {
+            std::ptr::copy_nonoverlapping(src, dst, m);
+        } else {
+            copy_strided(
+                dst as *mut u8,
+                stride * size_of::<T>() as isize,
+                src as *const u8,
+                size_of::<T>() as isize,
+                size_of::<T>(),
+                m,
+            );
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The contiguous loops of the ufunc methods, one copy per instruction set (as
+//! [`exec`](crate::exec)'s row loop): a reduction of one contiguous run (several accumulators,
+//! then a tree, blocks of them combined pairwise), an element-wise combine of a row into an
+//! accumulator row, and a running scan.
+
+use crate::body::Body;
+use crate::element::Element;
+use crate::isa::{Isa, IsaLevel, NoFma};
+
+/// Independent accumulators of the block loop: enough for four vectors of 4-byte lanes on
+/// AVX2, so that the loop is bound by loads rather than by the latency of the operation.
+const LANES: usize = 32;
+/// Elements per block: each accumulator takes `BLOCK / LANES` = 16 elements in a running
+/// combine, as NumPy's pairwise sum (8 accumulators over blocks of 128); blocks are then
+/// combined pairwise, so a float sum's error grows as `log2(n)` rather than `n`.
+const BLOCK: usize = 512;
+
+/// The loops of body `B` for one instruction set.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernels<T> {
+    /// `f` over `n >= 1` contiguous elements.
+    pub reduce: unsafe fn(*const T, usize) -> T,
+    /// `acc[i] = f(acc[i], x[i])` for `i < n`.
+    pub combine: unsafe fn(*mut T, *const T, usize),
+    /// `out[0] = x[0]`, `out[i] = f(out[i - 1], x[i])` along strided runs of `n >= 1`
+    /// elements (strides in elements).
+    pub scan: unsafe fn(*const T, isize, *mut T, isize, usize),
+}
+
+/// `f(a, b)` of `B` outside the vector loops (combining partial results).
+#[inline(always)]
+pub(crate) fn call<B: Body<In = (T, T), Out = T>, T: Element>(a: T, b: T) -> T {
+    B::call::<NoFma>((a, b))
+}
+
+/// One block of at most [`BLOCK`] elements, `n >= 1`.
+#[inline(always)]
+unsafe fn block<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T, n: usize) -> T {
+    // SAFETY (whole body): the caller's contract, `n` elements from `p`.
+    unsafe {
+        let f = |a: T, b: T| B::call::<M>((a, b));
+        if n < 2 * LANES {
+            let mut acc = p.read();
+            for i in 1..n {
+                acc = f(acc, p.add(i).read());
+            }
+            return acc;
+        }
+        let mut r: [T; LANES] = std::array::from_fn(|k| p.add(k).read());
+        let mut i = LANES;
+        while i + LANES <= n {
+            for (k, r) in r.iter_mut().enumerate() {
+                *r = f(*r, p.add(i + k).read());
+            }
+            i += LANES;
+        }
+        // The tail folds into the accumulators it would have met, then a tree.
+        for (k, j) in (i..n).enumerate() {
+            r[k] = f(r[k], p.add(j).read());
+        }
+        let mut w = LANES;
+        while w > 1 {
+            w /= 2;
+            for k in 0..w {
+                r[k] = f(r[k], r[k + w]);
+            }
+        }
+        r[0]
+    }
+}
+
+/// Blocks combined as a binary counter: after each block, partials of equal rank merge, so the
+/// result is a balanced tree over the blocks without recursion.
+#[inline(always)]
+unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T, n: usize) -> T {
+    let f = |a: T, b: T| B::call::<M>((a, b));
+    // 64 ranks cover any `usize` count of blocks.
+    let mut stack: [(T, u32); 64] = [(T::default(), 0); 64];
+    let mut depth = 0;
+    let mut start = 0;
+    while start < n {
+        let len = BLOCK.min(n - start);
+        // SAFETY: `start + len <= n`.
+        let mut v = (unsafe { block::<B, T, M>(p.add(start), len) }, 0u32);
+        while depth > 0 && stack[depth - 1].1 == v.1 {
+            depth -= 1;
+            v = (f(stack[depth].0, v.0), v.1 + 1);
+        }
+        stack[depth] = v;
+        depth += 1;
+        start += len;
+    }
+    let mut acc = stack[depth - 1].0;
+    for k in (0..depth - 1).rev() {
+        acc = f(stack[k].0, acc);
+    }
+    acc
+}
+
+#[inline(always)]
+unsafe fn combine<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    acc: *mut T,
+    x: *const T,
+    n: usize,
+) {
+    for i in 0..n {
+        // SAFETY: the caller's contract, `n` elements behind both pointers.
+        unsafe { *acc.add(i) = B::call::<M>((*acc.add(i), x.add(i).read())) };
+    }
+}
+
+#[inline(always)]
+unsafe fn scan<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    x: *const T,
+    xs: isize,
+    out: *mut T,
+    os: isize,
+    n: usize,
+) {
+    // SAFETY: the caller's contract, `n` elements at those strides.
+    unsafe {
+        let mut acc = x.read();
+        out.write(acc);
+        for i in 1..n as isize {
+            acc = B::call::<M>((acc, x.offset(i * xs).read()));
+            out.offset(i * os).write(acc);
+        }
+    }
+}
+
+macro_rules! entry {
+    ($reduce:ident, $combine:ident, $scan:ident, $m:ty $(, $feat:literal)?) => {
+        $(#[target_feature(enable = $feat)])?
+        unsafe fn $reduce<B: Body<In = (T, T), Out = T>, T: Element>(p: *const T, n: usize) -> T {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { reduce::<B, T, $m>(p, n) }
+        }
+        $(#[target_feature(enable = $feat)])?
+        unsafe fn $combine<B: Body<In = (T, T), Out = T>, T: Element>(
+            acc: *mut T,
+            x: *const T,
+            n: usize,
+        ) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { combine::<B, T, $m>(acc, x, n) }
+        }
+        $(#[target_feature(enable = $feat)])?
+        unsafe fn $scan<B: Body<In = (T, T), Out = T>, T: Element>(
+            x: *const T,
+            xs: isize,
+            out: *mut T,
+            os: isize,
+            n: usize,
+        ) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { scan::<B, T, $m>(x, xs, out, os, n) }
+        }
+    };
+}
+
+entry!(reduce_base, combine_base, scan_base, NoFma);
+#[cfg(target_arch = "x86_64")]
+entry!(
+    reduce_avx2,
+    combine_avx2,
+    scan_avx2,
+    crate::isa::WithFma,
+    "avx2,fma"
+);
+#[cfg(target_arch = "x86_64")]
+entry!(
+    reduce_avx512,
+    combine_avx512,
+    scan_avx512,
+    crate::isa::WithFma,
+    "avx2,fma,avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+);
+#[cfg(target_arch = "aarch64")]
+entry!(
+    reduce_neon,
+    combine_neon,
+    scan_neon,
+    crate::isa::WithFma,
+    "neon"
+);
+
+/// The loops of `B` for the active instruction set.
+pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T> {
+    match crate::isa::active_isa() {
+        #[cfg(target_arch = "x86_64")]
+        IsaLevel::Avx512 => Kernels {
+            reduce: reduce_avx512::<B, T>,
+            combine: combine_avx512::<B, T>,
+            scan: scan_avx512::<B, T>,
+        },
+        #[cfg(target_arch = "x86_64")]
+        IsaLevel::Avx2 => Kernels {
+            reduce: reduce_avx2::<B, T>,
+            combine: combine_avx2::<B, T>,
+            scan: scan_avx2::<B, T>,
+        },
+        #[cfg(target_arch = "aarch64")]
+        IsaLevel::Neon => Kernels {
+            reduce: reduce_neon::<B, T>,
+            combine: combine_neon::<B, T>,
+            scan: scan_neon::<B, T>,
+        },
+        _ => Kernels {
+            reduce: reduce_base::<B, T>,
+            combine: combine_base::<B, T>,
+            scan: scan_base::<B, T>,
+        },
+    }
+}

@@ -1,0 +1,451 @@
+//! The ufunc methods of a `#[vectorize]` function `f(T, T) -> T`: `reduce`, `accumulate`,
+//! `outer` and `at`, with NumPy's semantics (axis order, negative axes, repeated axes an error,
+//! result shapes; any strides and broadcast views as input).
+//!
+//! `reduce` and `accumulate` treat `f` as associative and commutative, as NumPy treats
+//! `add` and `multiply`: a contiguous run is reduced with several accumulators and a tree, and
+//! runs of more than 512 elements are combined pairwise, which gives float addition NumPy's
+//! accuracy (error growing as `log2(n)`, not `n`). For an operation that is not associative
+//! (subtraction, say) the grouping is unspecified. The identity (`identity = ...` on the
+//! attribute) is the result of reducing no elements; a non-empty reduction starts from its
+//! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
+
+mod engine;
+mod kernels;
+
+use crate::body::Body;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::operand::{Operand, OutOperand, RawOperand, RawOutOperand};
+use crate::panic::catching_panics;
+use crate::parallel::Threads;
+use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows};
+use crate::target::Target;
+use engine::{AxisSpec, Job};
+use ndarray::{Array, ArrayD, Dimension, IxDyn};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The bound of the `reduce`, `accumulate`, `outer` and `at` that a `#[vectorize]` function
+/// which is not `f(T, T) -> T` gets in their place: implemented by nothing, so that a call is a
+/// compile error that says why.
+#[diagnostic::on_unimplemented(
+    message = "`{F}` has no `reduce`, `accumulate`, `outer` or `at`",
+    label = "called here",
+    note = "the ufunc methods need a #[vectorize] function of two inputs and one output of \
+            one type, `fn(T, T) -> T`"
+)]
+pub trait MethodsNeedBinaryOp<F>: sealed::Sealed {
+    /// Never called: nothing implements the trait.
+    fn unreachable() -> !;
+}
+
+/// The axes a reduction runs over: all of them, or a list (negative counting from the end).
+///
+/// Built from one axis (`0`, `-1`, `1usize`), a list (`[0, 2]`, `&[-1, 0][..]`, a `Vec`), or
+/// [`Axes::All`].
+///
+/// ```
+/// use ufunc_runtime::Axes;
+/// assert_eq!(Axes::from(-1), Axes::List(vec![-1]));
+/// assert_eq!(Axes::from([0usize, 2]), Axes::List(vec![0, 2]));
+/// assert_eq!(Axes::from(&[1i64][..]), Axes::List(vec![1]));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Axes {
+    /// Every axis: the result is 0-d (or all ones with keepdims).
+    All,
+    /// These axes, in any order, each at most once; an empty list reduces nothing.
+    List(Vec<isize>),
+}
+
+macro_rules! axes_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Axes {
+            fn from(axis: $t) -> Axes {
+                Axes::List(vec![axis as isize])
+            }
+        }
+        impl From<&[$t]> for Axes {
+            fn from(axes: &[$t]) -> Axes {
+                Axes::List(axes.iter().map(|&a| a as isize).collect())
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Axes {
+            fn from(axes: [$t; N]) -> Axes {
+                Axes::from(&axes[..])
+            }
+        }
+        impl From<Vec<$t>> for Axes {
+            fn from(axes: Vec<$t>) -> Axes {
+                Axes::from(&axes[..])
+            }
+        }
+    )*};
+}
+
+axes_from!(i32, i64, isize, usize);
+
+/// `axis` counted from the end where negative, or `Error::MethodAxis`.
+fn normalize(
+    function: &'static str,
+    method: &'static str,
+    axis: isize,
+    ndim: usize,
+) -> Result<usize> {
+    let a = if axis < 0 { axis + ndim as isize } else { axis };
+    if a < 0 || a >= ndim as isize {
+        return Err(Error::MethodAxis {
+            function,
+            method,
+            axis,
+            ndim,
+        });
+    }
+    Ok(a as usize)
+}
+
+/// Which axes of an array of `ndim` dimensions `axes` reduces.
+fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> Result<Vec<bool>> {
+    let mut reduced = vec![false; ndim];
+    match axes {
+        Axes::All => reduced.fill(true),
+        Axes::List(list) => {
+            for &axis in list {
+                let a = normalize(function, "reduce", axis, ndim)?;
+                if std::mem::replace(&mut reduced[a], true) {
+                    return Err(Error::MethodRepeatedAxis {
+                        function,
+                        axes: list.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(reduced)
+}
+
+/// The CPU threads of a call on `target`: the methods run on `cpu` and `parallel`.
+fn threads(function: &'static str, target: Target, compiled: &'static [Target]) -> Result<Threads> {
+    if !compiled.contains(&target) {
+        return Err(Error::TargetNotCompiled {
+            function,
+            target,
+            compiled,
+        });
+    }
+    match target {
+        Target::Cpu => Ok(Threads::One),
+        Target::Parallel => Ok(Threads::All),
+        Target::Cuda => Err(Error::InvalidArgument {
+            name: "target",
+            message: format!(
+                "the methods of `{function}` (reduce, accumulate, outer, at) run on host arrays \
+                 on the cpu and parallel targets; cuda is not one of them"
+            ),
+        }),
+    }
+}
+
+/// Reduces `a` over `reduced` into `out` (its strides given for every axis of `a`, 0 along
+/// reduced ones).
+fn reduce_into<B: Body<In = (T, T), Out = T>, T: Element>(
+    threads: Threads,
+    a: RawOperand<'_>,
+    reduced: &[bool],
+    out_ptr: *mut T,
+    out_strides: &[isize],
+) -> Result<()> {
+    let n_out: usize = (0..reduced.len())
+        .filter(|&i| !reduced[i])
+        .map(|i| a.shape[i])
+        .product();
+    if n_out == 0 {
+        return Ok(());
+    }
+    if let Some(axis) = (0..reduced.len()).find(|&i| reduced[i] && a.shape[i] == 0) {
+        let Some(identity) = B::IDENTITY else {
+            return Err(Error::EmptyReduction {
+                function: B::NAME,
+                axis,
+                shape: a.shape.to_vec(),
+            });
+        };
+        let kept: Vec<usize> = (0..reduced.len()).filter(|&i| !reduced[i]).collect();
+        let shape: Vec<usize> = kept.iter().map(|&i| a.shape[i]).collect();
+        let strides = byte_strides(
+            &kept.iter().map(|&i| out_strides[i]).collect::<Vec<_>>(),
+            size_of::<T>(),
+        );
+        let inner = *strides.last().unwrap_or(&0);
+        walk_rows(
+            &shape,
+            &[strides],
+            &[out_ptr as *mut u8],
+            0..n_out,
+            |p, j, len| {
+                for i in j..j + len {
+                    // SAFETY: an element of `out`.
+                    unsafe { (p[0].wrapping_offset(i as isize * inner) as *mut T).write(identity) };
+                }
+            },
+        );
+        return Ok(());
+    }
+    let axes: Vec<AxisSpec> = (0..reduced.len())
+        .map(|i| (a.shape[i], a.strides[i], out_strides[i], reduced[i]))
+        .collect();
+    let job = Job::new::<B>(&axes, a.ptr as *const T, out_ptr);
+    catching_panics(B::NAME, || job.reduce::<B>(threads))
+}
+
+/// The output's strides for every axis of the input: 0 along reduced axes; `out_strides` are
+/// those of an output of the kept axes, or of every axis (keepdims).
+fn full_strides(reduced: &[bool], out_strides: &[isize], keepdims: bool) -> Vec<isize> {
+    let mut kept = out_strides.iter();
+    reduced
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let s = if keepdims {
+                out_strides[i]
+            } else if r {
+                0
+            } else {
+                *kept.next().expect("one per kept axis")
+            };
+            if r {
+                0
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+fn reduced_shape(shape: &[usize], reduced: &[bool], keepdims: bool) -> Vec<usize> {
+    shape
+        .iter()
+        .zip(reduced)
+        .filter_map(|(&n, &r)| match (r, keepdims) {
+            (false, _) => Some(n),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+/// `B` reduced over `axes` of `a`: a new array of `a`'s shape without those axes (with them as
+/// length 1 where `keepdims`).
+pub fn reduce<B, T, A>(
+    target: Target,
+    compiled: &'static [Target],
+    a: A,
+    axes: Axes,
+    keepdims: bool,
+) -> Result<ArrayD<T>>
+where
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    A: Operand<T>,
+{
+    let threads = threads(B::NAME, target, compiled)?;
+    let raw = a.raw();
+    let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
+    let shape = reduced_shape(raw.shape, &reduced, keepdims);
+    let mut out = Array::<T, IxDyn>::uninit(IxDyn(&shape));
+    let strides = full_strides(&reduced, &c_strides(&shape), keepdims);
+    reduce_into::<B, T>(threads, raw, &reduced, out.as_mut_ptr() as *mut T, &strides)?;
+    // SAFETY: `reduce_into` wrote every element (it returned Ok).
+    Ok(unsafe { out.assume_init() })
+}
+
+/// `B` reduced over `axes` of `a` into `out`, of the reduced shape with or without the reduced
+/// axes kept as length 1, and any strides.
+pub fn reduce_out<B, T, A, O>(
+    target: Target,
+    compiled: &'static [Target],
+    a: A,
+    axes: Axes,
+    mut out: O,
+) -> Result<()>
+where
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    A: Operand<T>,
+    O: OutOperand<T>,
+{
+    let threads = threads(B::NAME, target, compiled)?;
+    let raw = a.raw();
+    let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
+    let out: RawOutOperand<'_> = out.raw_mut();
+    let plain = reduced_shape(raw.shape, &reduced, false);
+    let keepdims = if out.shape == plain.as_slice() {
+        false
+    } else if out.shape == reduced_shape(raw.shape, &reduced, true).as_slice() {
+        true
+    } else {
+        return Err(Error::OutputShape {
+            output: 0,
+            expected: plain,
+            found: out.shape.to_vec(),
+        });
+    };
+    let strides = full_strides(&reduced, out.strides, keepdims);
+    reduce_into::<B, T>(threads, raw, &reduced, out.ptr as *mut T, &strides)
+}
+
+/// The running `B` along `axis` of `a`: a new array of `a`'s shape whose element `i` along
+/// the axis is `f` over elements `0..=i`.
+pub fn accumulate<B, T, A>(
+    target: Target,
+    compiled: &'static [Target],
+    a: A,
+    axis: isize,
+) -> Result<Array<T, A::Dim>>
+where
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    A: Operand<T>,
+{
+    let threads = threads(B::NAME, target, compiled)?;
+    let raw = a.raw();
+    let axis = normalize(B::NAME, "accumulate", axis, raw.shape.len())?;
+    let mut dim = A::Dim::zeros(raw.shape.len());
+    dim.slice_mut().copy_from_slice(raw.shape);
+    let mut out = Array::<T, A::Dim>::uninit(dim);
+    let strides = c_strides(raw.shape);
+    if !raw.shape.contains(&0) {
+        let axes: Vec<AxisSpec> = (0..raw.shape.len())
+            .map(|i| (raw.shape[i], raw.strides[i], strides[i], i == axis))
+            .collect();
+        let job = Job::new::<B>(&axes, raw.ptr as *const T, out.as_mut_ptr() as *mut T);
+        catching_panics(B::NAME, || job.accumulate(threads))?;
+    }
+    // SAFETY: the accumulation wrote every element (or there are none).
+    Ok(unsafe { out.assume_init() })
+}
+
+/// `B` of every pair: `out[i.., j..] = f(a[i..], b[j..])`, of shape `a.shape + b.shape`.
+pub fn outer<B, T, A, Bo>(
+    target: Target,
+    compiled: &'static [Target],
+    a: A,
+    b: Bo,
+) -> Result<ArrayD<T>>
+where
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    A: Operand<T>,
+    Bo: Operand<T>,
+{
+    let threads = threads(B::NAME, target, compiled)?;
+    let (ra, rb) = (a.raw(), b.raw());
+    let shape: Vec<usize> = ra.shape.iter().chain(rb.shape).copied().collect();
+    byte_size(&shape, size_of::<T>())?;
+    // `a` along the leading axes (stride 0 along `b`'s), `b` broadcast along `a`'s.
+    let a_shape: Vec<usize> = ra
+        .shape
+        .iter()
+        .copied()
+        .chain(rb.shape.iter().map(|_| 1))
+        .collect();
+    let a_strides: Vec<isize> = ra
+        .strides
+        .iter()
+        .copied()
+        .chain(rb.shape.iter().map(|_| 0))
+        .collect();
+    let ins = [
+        RawOperand {
+            ptr: ra.ptr,
+            shape: &a_shape,
+            strides: &a_strides,
+        },
+        rb,
+    ];
+    let mut out = Array::<T, IxDyn>::uninit(IxDyn(&shape));
+    let strides = c_strides(&shape);
+    let outs = [RawOutOperand {
+        ptr: out.as_mut_ptr() as *mut u8,
+        shape: &shape,
+        strides: &strides,
+    }];
+    crate::exec::execute::<B>(threads, &ins, &outs, &shape)?;
+    // SAFETY: the engine wrote every element (it returned Ok).
+    Ok(unsafe { out.assume_init() })
+}
+
+/// Unbuffered in-place `a[indices[k], ..] = f(a[indices[k], ..], b[k, ..])` for each `k` in
+/// order, so a repeated index is applied repeatedly; `b` broadcasts to `(indices.len(),) +
+/// a.shape[1..]`. Indices may be negative (from the end). Every index is checked before `a`
+/// is touched. Runs on the calling thread.
+pub fn at<B, T, O, I, Bo>(mut a: O, indices: &[I], b: Bo) -> Result<()>
+where
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    O: OutOperand<T>,
+    I: Copy + TryInto<i128>,
+    Bo: Operand<T>,
+{
+    let ra = a.raw_mut();
+    let rb = b.raw();
+    let Some((&len, sub_shape)) = ra.shape.split_first() else {
+        return Err(Error::InvalidArgument {
+            name: "a",
+            message: format!(
+                "`{}::at` needs an array of one dimension or more, not 0-d",
+                B::NAME
+            ),
+        });
+    };
+    let idx: Vec<usize> = indices
+        .iter()
+        .map(|&i| {
+            let i: i128 = i.try_into().unwrap_or(i128::MAX);
+            let j = if i < 0 { i + len as i128 } else { i };
+            if j < 0 || j >= len as i128 {
+                Err(Error::IndexOutOfBounds {
+                    function: B::NAME,
+                    index: i,
+                    len,
+                })
+            } else {
+                Ok(j as usize)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let b_shape: Vec<usize> = std::iter::once(idx.len())
+        .chain(sub_shape.iter().copied())
+        .collect();
+    let b_strides = broadcast_strides_to(&b_shape, rb.shape, rb.strides)?;
+    let size = size_of::<T>();
+    let a_bytes = byte_strides(&ra.strides[1..], size);
+    let b_bytes = byte_strides(&b_strides[1..], size);
+    let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
+    let n_sub: usize = sub_shape.iter().product();
+    catching_panics(B::NAME, || {
+        for (k, &i) in idx.iter().enumerate() {
+            let pa = ra
+                .ptr
+                .wrapping_offset((i as isize * ra.strides[0]) * size as isize);
+            let pb = (rb.ptr as *mut u8).wrapping_offset(k as isize * b_strides[0] * size as isize);
+            walk_rows(
+                sub_shape,
+                &[&a_bytes, &b_bytes],
+                &[pa, pb],
+                0..n_sub,
+                |p, j, len| {
+                    for t in j..j + len {
+                        let ea = p[0].wrapping_offset(t as isize * ia) as *mut T;
+                        let eb = p[1].wrapping_offset(t as isize * ib) as *const T;
+                        // SAFETY: elements of `a` and of `b` (broadcast).
+                        unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+                    }
+                },
+            );
+        }
+    })
+}
