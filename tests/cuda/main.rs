@@ -10,6 +10,7 @@ mod common;
 mod agree;
 mod cache;
 mod device;
+mod fft;
 mod kernels;
 mod reliability;
 mod translate;
