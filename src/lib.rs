@@ -93,16 +93,7 @@ pub mod cuda {
 
 /// Re-exports for the code the macros generate. Not a public API.
 #[doc(hidden)]
-pub mod __private {
-    pub use ufunc_runtime::{
-        call, call_device, call_out, call_out_device, cuda_const, cuda_prelude, gu_call,
-        gu_call_device, gu_call_out, gu_call_out_device, kernel_source, path_with_helpers,
-        store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral,
-        DeviceArraysOf, DeviceKernel, DeviceOperands, DeviceOutOperands, DeviceOutputs, Element,
-        FusedMulAdd, GuBody, GuOperand, Isa, KernelKind, KernelSource, LaneMath, Operands,
-        OutOperands, Outputs, Signature,
-    };
-}
+pub use ufunc_runtime::__private;
 
 pub use ndarray;
 pub use num_complex;

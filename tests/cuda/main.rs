@@ -9,6 +9,7 @@ mod common;
 
 mod agree;
 mod cache;
+mod convolve;
 mod device;
 mod fft;
 mod kernels;

@@ -275,6 +275,27 @@ pub(crate) fn run_recipe<I: FftElement>(
     Ok(out)
 }
 
+/// A C-order copy of `input` (elements `T`) in new device memory.
+pub(crate) fn contiguous<T: FftElement>(queue: &Queue, input: &FftInput<'_>) -> Result<Buffer> {
+    let real = size_of::<T::Real>();
+    let complex = size_of::<T>() == 2 * real;
+    let mut out = queue.alloc(byte_size(input.shape, size_of::<T>())?)?;
+    gather(
+        queue,
+        input,
+        input.shape,
+        input.shape,
+        complex,
+        size_of::<T>(),
+        real == 8,
+        &mut out,
+    )?;
+    if queue.deferred.is_none() {
+        queue.wait()?;
+    }
+    Ok(out)
+}
+
 /// Gathers `input` into `out`, C order of `shape`: element `k` of an axis from the input's
 /// element `k` where `k < limit`, else zero; real input widened when `out` is complex.
 #[allow(clippy::too_many_arguments)]

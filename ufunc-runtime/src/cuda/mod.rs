@@ -35,8 +35,9 @@ pub(crate) use array::wrap;
 pub use array::{device_array, to_device, DeviceArray, DeviceView};
 pub use backend::cuda_simulated;
 pub use cache::{cached_cubin, kernel_cache_dir};
+pub(crate) use call::queue_of;
 pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device};
-pub(crate) use fft::{run_recipe, FftInput};
+pub(crate) use fft::{contiguous, run_recipe};
 pub(crate) use host::{run_elementwise, run_gufunc};
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
 pub use literal::{cuda_const, CudaLiteral};
@@ -44,7 +45,6 @@ pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
 };
-pub(crate) use queue::Queue;
 pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
 pub use skeleton::{kernel_source, GuOperand, KernelKind};
 pub use stream::Stream;

@@ -39,9 +39,9 @@
 
 use super::{plan_recipe, DefaultAxes, Transform};
 use super::{FftElement, FftOptions, FftReal};
-use crate::cuda::{run_recipe, wrap, FftInput, Queue, RawDeviceOperand};
+use crate::cuda::{queue_of, run_recipe, wrap};
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::{DeviceArray, DeviceBuffer, DeviceView, Stream};
 use ndarray::Dimension;
 use num_complex::Complex;
@@ -91,28 +91,7 @@ where
 {
     options.check_device()?;
     let recipe = plan_recipe(a.shape(), transform, options, defaults)?;
-    let queue = match stream {
-        Some(s) => &s.queue,
-        None => Queue::default_queue()?,
-    };
-    let RawDeviceOperand::Device {
-        mem,
-        offset,
-        shape,
-        strides,
-    } = a.operand()
-    else {
-        return Err(Error::Cuda {
-            what: "a device view whose data is not on the device".into(),
-        });
-    };
-    let input = FftInput {
-        mem: &mem.0,
-        offset,
-        shape,
-        strides: &strides[..],
-    };
-    let buf = run_recipe::<I>(queue, &input, &recipe)?;
+    let buf = run_recipe::<I>(queue_of(stream)?, &a.fft_input(), &recipe)?;
     let mut dim = D::zeros(recipe.output.len());
     dim.slice_mut().copy_from_slice(&recipe.output);
     Ok(wrap(DeviceBuffer(buf), &dim))
