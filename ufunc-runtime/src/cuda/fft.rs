@@ -3,7 +3,9 @@
 //!
 //! 1. `load`: the input view (any strides) is gathered into a C-order working buffer, cropped
 //!    or zero-padded to the transform lengths, real widened to complex where a complex
-//!    transform reads it. A contiguous complex input of the right shape is read in place.
+//!    transform reads it. A contiguous complex input of the right shape is read in place by
+//!    the first (out-of-place, complex) plan, which cuFFT does not write; real transforms
+//!    always read a buffer of ours (a complex-to-real plan overwrites its input).
 //! 2. `stages`: consecutive passes over adjacent axes become one plan of rank up to 3 (a real
 //!    forward pass joins the complex passes before it when its axis is the innermost); the
 //!    complex passes run in place, the real ones into a new buffer. The half spectrum's

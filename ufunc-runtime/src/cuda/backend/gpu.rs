@@ -196,6 +196,10 @@ impl Backend for Gpu {
             None => None,
         };
         let output = (slice_mut(output.0)?, output.1);
+        // cuFFT runs in the thread's current context: this thread may not have used CUDA yet.
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("binding the CUDA context for an FFT", e))?;
         cufft::exec(stream(s)?, plan, input, output, inverse)
     }
 
