@@ -5,7 +5,8 @@ image with a 31x31 kernel (`same`) and a 2048x2048 one (`full`).
 Peers: numpy.fft, scipy.fft with all workers, pyfftw (threads = cores, its cache on), mkl_fft
 (MKL's threads), and scipy.signal's fftconvolve/oaconvolve under `scipy.fft.set_workers(-1)`.
 Median milliseconds after warm-up, one JSON object per line like the Rust bench; `--quick` for
-fewer repetitions.
+fewer repetitions. Where CuPy imports and sees a GPU, its cuFFT rows too (device data, each
+call synchronised); `--cupy-only` runs just those (the GPU bundle's runner).
 """
 
 import json
@@ -41,10 +42,42 @@ def transforms(name, fft2, rfft2, irfft2, fft_rows, rfft_rows, img, cimg, half, 
     timed("rfft_rows_4096x4096_f32", 4096, name, lambda: rfft_rows(rows))
 
 
+def cupy_rows(img, cimg):
+    """cuFFT through CuPy on device data: the reference of the device transforms."""
+    try:
+        import cupy as cp
+
+        cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no CuPy, or no GPU
+        print(f"peers_fft: cupy unavailable: {e}", file=sys.stderr)
+        return
+    import cupyx.scipy.signal as csig
+
+    d_img, d_cimg = cp.asarray(img), cp.asarray(cimg)
+    d_small = cp.asarray(image(31, 31, 3))
+
+    def synced(f):
+        def run():
+            f()
+            cp.cuda.get_current_stream().synchronize()
+        return run
+
+    timed("fft2_c2c_2048_f32", 2048, "cupy.fft", synced(lambda: cp.fft.fft2(d_cimg)))
+    timed("rfft2_r2c_2048_f32", 2048, "cupy.fft", synced(lambda: cp.fft.rfft2(d_img)))
+    d_half = cp.fft.rfft2(d_img)
+    timed("irfft2_c2r_2048_f32", 2048, "cupy.fft",
+          synced(lambda: cp.fft.irfft2(d_half, s=(2048, 2048))))
+    timed("fftconvolve_2048_k31_same", 2048, "cupyx.scipy.signal.fftconvolve",
+          synced(lambda: csig.fftconvolve(d_img, d_small, mode="same")))
+
+
 def main():
     img = image(2048, 2048, 1)
     cimg = (img + 1j * (0.5 - img)).astype(np.complex64)
     half = np.fft.rfft2(img).astype(np.complex64)
+    cupy_rows(img, cimg)
+    if "--cupy-only" in sys.argv:
+        return
     rows = image(4096, 4096, 2)
 
     # NumPy 2 keeps float32 as float32 (complex64 out).

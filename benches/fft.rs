@@ -2,8 +2,11 @@
 //! `bench/peers_fft.py` (numpy.fft, scipy.fft with all workers, pyfftw, mkl_fft,
 //! scipy.signal's fftconvolve/oaconvolve).
 //!
-//! `cargo bench --bench fft -- [--json] [--quick]`: median milliseconds after warm-up, with
-//! plans held (`FftPlan`, into a preallocated output) and through the plain functions.
+//! `cargo bench --bench fft -- [--json] [--quick] [--device-only]`: median milliseconds after
+//! warm-up, with plans held (`FftPlan`, into a preallocated output) and through the plain
+//! functions; on a GPU (or the host simulator, whose times mean nothing) also the transforms of
+//! `ufunc::fft::device` on device data, each call waited for (CuPy's rows in
+//! `bench/peers_fft.py` are timed the same way).
 
 mod common;
 use ndarray::{Array2, ArrayView2};
@@ -50,6 +53,10 @@ fn main() {
     };
     let img = image(2048, 2048, 1);
     let cimg = img.mapv(|v| Complex::new(v, 0.5 - v));
+    device_rows(&report, reps, &img, &cimg);
+    if args.iter().any(|a| a == "--device-only") {
+        return;
+    }
     let rows = image(4096, 4096, 2);
     for target in [Target::Parallel, Target::Cpu] {
         let name = |what: &str| format!("ufunc {target} {what}");
@@ -103,4 +110,40 @@ fn main() {
             }
         }
     }
+}
+
+/// The device transforms on data already on the device (skipped, with a note, without one).
+fn device_rows(report: &Report, reps: usize, img: &Array2<f32>, cimg: &Array2<Complex<f32>>) {
+    use ufunc::cuda::to_device;
+    use ufunc::fft::device;
+    let (d_img, d_cimg) = match (to_device(img), to_device(cimg)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return eprintln!("fft bench: no device rows ({e})"),
+    };
+    let name = |what: &str| {
+        let sim = if ufunc::cuda::cuda_simulated() {
+            " (simulator)"
+        } else {
+            ""
+        };
+        format!("ufunc cuda {what}{sim}")
+    };
+    let ms = common::median_ms(reps, || {
+        black_box(device::fft2(&d_cimg).unwrap());
+    });
+    report.row("fft2_c2c_2048_f32", 2048, &name("fft2"), ms);
+    let ms = common::median_ms(reps, || {
+        black_box(device::rfft2(&d_img).unwrap());
+    });
+    report.row("rfft2_r2c_2048_f32", 2048, &name("rfft2"), ms);
+    let half = device::rfft2(&d_img).unwrap();
+    let ms = common::median_ms(reps, || {
+        black_box(device::irfft2_with(&half, &FftOptions::new().s(&[2048, 2048])).unwrap());
+    });
+    report.row("irfft2_c2r_2048_f32", 2048, &name("irfft2"), ms);
+    let small = to_device(&image(31, 31, 3)).unwrap();
+    let ms = common::median_ms(reps.min(5), || {
+        black_box(signal::device::fftconvolve(&d_img, &small, Mode::Same).unwrap());
+    });
+    report.row("fftconvolve_2048_k31_same", 2048, &name("fftconvolve"), ms);
 }

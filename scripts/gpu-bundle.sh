@@ -12,8 +12,11 @@ grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 rm -rf .gpu && mkdir -p .gpu
 tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o 'target/release/deps/cuda-[0-9a-f]*' | head -1)
 bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o 'target/release/deps/cuda-[0-9a-f]*' | head -1)
+fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o 'target/release/deps/fft-[0-9a-f]*' | head -1)
 cp "$tests" .gpu/cuda-tests
 cp "$bench" .gpu/cuda-bench
+cp "$fft_bench" .gpu/fft-bench
+cp bench/peers_fft.py .gpu/peers_fft.py
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
@@ -27,5 +30,9 @@ done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 ./cuda-tests --test-threads=1
 ./cuda-bench
+# Device FFTs on device data, then cuFFT's own time through CuPy where it is installed (the
+# goal: the 2048x2048 c2c row within 10% of CuPy's).
+./fft-bench --device-only --json
+python3 peers_fft.py --cupy-only || true
 RUN
 du -sh .gpu

@@ -65,8 +65,8 @@
 pub use ufunc_macros::{guvectorize, kernel_fn, vectorize};
 pub use ufunc_runtime::registration;
 pub use ufunc_runtime::{
-    active_isa, broadcast_shapes, set_active_isa, Axes, Error, IsaLevel, KernelPath, LoopPlan,
-    Result, Target,
+    active_isa, broadcast_shapes, set_active_isa, Error, IsaLevel, KernelPath, LoopPlan, Result,
+    Target,
 };
 pub use ufunc_runtime::{fft, signal};
 
@@ -93,17 +93,7 @@ pub mod cuda {
 
 /// Re-exports for the code the macros generate. Not a public API.
 #[doc(hidden)]
-pub mod __private {
-    pub use ufunc_runtime::{
-        accumulate, at, call, call_device, call_out, call_out_device, cuda_const, cuda_prelude,
-        gu_call, gu_call_device, gu_call_out, gu_call_out_device, kernel_source, outer,
-        path_with_helpers, reduce, reduce_out, store_scalar, ArraysOf, Body, CoreArg, CoreDim,
-        CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperands,
-        DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
-        KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
-        Outputs, Signature,
-    };
-}
+pub use ufunc_runtime::__private;
 
 pub use ndarray;
 pub use num_complex;

@@ -9,7 +9,9 @@ mod common;
 
 mod agree;
 mod cache;
+mod convolve;
 mod device;
+mod fft;
 mod kernels;
 mod reliability;
 mod translate;

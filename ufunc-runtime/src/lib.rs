@@ -3,6 +3,9 @@
 //!
 //! Users depend on the `ufunc` facade; the items here are what `#[vectorize]` expands to.
 
+// The macros' generated code names `::ufunc::...`: inside this crate, that is this crate.
+extern crate self as ufunc;
+
 mod alloc;
 mod body;
 mod call;
@@ -45,3 +48,18 @@ pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperan
 pub use reduce::{accumulate, at, outer, reduce, reduce_out, Axes, MethodsNeedBinaryOp};
 pub use shape::{broadcast_shapes, broadcast_strides, element_count};
 pub use target::Target;
+
+/// Re-exports for the code the macros generate (here and in the `ufunc` facade). Not a public
+/// API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::{
+        accumulate, at, call, call_device, call_out, call_out_device, cuda_const, cuda_prelude,
+        gu_call, gu_call_device, gu_call_out, gu_call_out_device, kernel_source, outer,
+        path_with_helpers, reduce, reduce_out, store_scalar, ArraysOf, Body, CoreArg, CoreDim,
+        CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperands,
+        DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa,
+        KernelKind, KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand,
+        OutOperands, Outputs, Signature,
+    };
+}

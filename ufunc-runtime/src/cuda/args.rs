@@ -32,3 +32,36 @@ pub(crate) struct LaunchShape {
     pub items: usize,
     pub threads: u32,
 }
+
+/// What one batched FFT plan computes (cuFFT's `cufftPlanMany` advanced layout): `batch`
+/// transforms of rank `n.len()` (1 to 3), element `(b, x0, .., xr)` of the input at
+/// `b * idist + (x0 * inembed[1] * .. + xr) * istride`, and likewise for the output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FftLayout {
+    pub kind: FftKind,
+    /// `f64` (Z2Z, D2Z, Z2D) rather than `f32` (C2C, R2C, C2R).
+    pub double: bool,
+    /// The transform lengths (real points for the real transforms).
+    pub n: Vec<i64>,
+    pub inembed: Vec<i64>,
+    pub istride: i64,
+    pub idist: i64,
+    pub onembed: Vec<i64>,
+    pub ostride: i64,
+    pub odist: i64,
+    pub batch: i64,
+}
+
+/// The kind of a batched FFT: complex (either direction, chosen when run), real to half
+/// spectrum, half spectrum to real. Inverses are not scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum FftKind {
+    C2C,
+    R2C,
+    C2R,
+}
+
+/// A plan of some backend for one `FftLayout` (a cuFFT handle, or the layout itself for the
+/// simulator).
+#[derive(Clone)]
+pub(crate) struct FftPlanHandle(pub(crate) Arc<dyn Any + Send + Sync>);

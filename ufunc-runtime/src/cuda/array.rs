@@ -3,6 +3,7 @@
 //! `slice`, `permuted_axes`, `broadcast`) give other shapes and strides over the same memory
 //! without copying.
 
+use super::fft::FftInput;
 use super::host::upload_host;
 use super::operand::RawDeviceOperand;
 use super::queue::{DeviceBuffer, Queue};
@@ -12,7 +13,7 @@ use crate::operand::Operand;
 use crate::shape::{
     broadcast_strides_to, byte_size, c_order_bytes, c_strides, check_output_shapes, Strides,
 };
-use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension, SliceArg, SliceInfoElem};
+use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension, IxDyn, SliceArg, SliceInfoElem};
 use std::marker::PhantomData;
 
 /// An n-d array in GPU memory, C order.
@@ -311,6 +312,26 @@ impl<'a, T: Element, D: Dimension> DeviceView<'a, T, D> {
         })
     }
 
+    /// The view with a dynamic dimension.
+    pub(crate) fn into_dyn(self) -> DeviceView<'a, T, IxDyn> {
+        DeviceView {
+            buf: self.buf,
+            geometry: self.geometry,
+            dim: IxDyn(self.dim.slice()),
+            elem: PhantomData,
+        }
+    }
+
+    /// The view as a transform's input.
+    pub(crate) fn fft_input(&self) -> FftInput<'_> {
+        FftInput {
+            mem: &self.buf.0,
+            offset: self.geometry.offset * size_of::<T>(),
+            shape: self.dim.slice(),
+            strides: &self.geometry.strides,
+        }
+    }
+
     /// The view as a kernel operand.
     pub(crate) fn operand(&self) -> RawDeviceOperand<'_> {
         RawDeviceOperand::Device {
@@ -357,7 +378,7 @@ pub fn device_array<T: Element, Sh: IntoDimension>(shape: Sh) -> Result<DeviceAr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{s, Array2, ArrayView, IxDyn, NewAxis};
+    use ndarray::{s, Array2, ArrayView, NewAxis};
 
     /// The elements a geometry addresses in `a`'s memory, in C order.
     fn gather(a: &Array2<i32>, shape: &[usize], g: &Geometry) -> Vec<i32> {

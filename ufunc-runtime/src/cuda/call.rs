@@ -30,7 +30,7 @@ fn kernel_of<B: DeviceKernel>(
 }
 
 /// The queue a call runs on: the stream's, or the device's default queue, which waits.
-fn queue_of(stream: Option<&Stream>) -> Result<&Queue> {
+pub(crate) fn queue_of(stream: Option<&Stream>) -> Result<&Queue> {
     match stream {
         Some(s) => Ok(&s.queue),
         None => Queue::default_queue(),

@@ -31,7 +31,7 @@ pub(crate) struct LaunchOutput<'a> {
 /// The loaded module of `kernel`: from memory, or compiled (or read from the disk cache) and
 /// loaded. Modules are known by kernel name, source hash and options, so two functions with
 /// the same source share one.
-fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle> {
+pub(crate) fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle> {
     type Key = (&'static str, u64, bool);
     static MODULES: OnceLock<Mutex<HashMap<Key, ModuleHandle>>> = OnceLock::new();
     let source = (kernel.source)();

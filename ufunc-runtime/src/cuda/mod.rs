@@ -12,12 +12,15 @@
 //! - `host`: the target on host operands (copy in, launch, copy out).
 //! - `array`: device arrays and views; `operand`: what device calls accept and return;
 //!   `stream`: the public `Stream`; `call`: the device calls generated code makes.
+//! - `fft`: transforms on device memory (a host recipe run as batched backend plans), under
+//!   `crate::fft::device`.
 
 mod args;
 mod array;
 mod backend;
 mod cache;
 mod call;
+mod fft;
 mod host;
 mod kernel;
 mod launch;
@@ -28,10 +31,13 @@ mod queue;
 mod skeleton;
 mod stream;
 
+pub(crate) use array::wrap;
 pub use array::{device_array, to_device, DeviceArray, DeviceView};
 pub use backend::cuda_simulated;
 pub use cache::{cached_cubin, kernel_cache_dir};
+pub(crate) use call::queue_of;
 pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device};
+pub(crate) use fft::{contiguous, run_recipe};
 pub(crate) use host::{run_elementwise, run_gufunc};
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
 pub use literal::{cuda_const, CudaLiteral};

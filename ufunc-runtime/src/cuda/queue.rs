@@ -3,11 +3,12 @@
 //! and reports it exactly once, to its own call or stream. Every copy of operand data between
 //! host and device goes through here and is counted.
 
-use super::args::{Buffer, StreamHandle};
+use super::args::{Buffer, FftLayout, FftPlanHandle, StreamHandle};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
 use super::kernel::panic_message;
 use crate::error::{Error, Result};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -51,6 +52,9 @@ pub(crate) struct Queue {
     /// `None`: every call waits and reports its panics. `Some`: launches return at once and
     /// their status words wait here until `synchronize` reads them.
     pub(crate) deferred: Option<Mutex<Vec<(&'static str, Buffer)>>>,
+    /// The FFT plans made for this stream, by layout (a cuFFT plan owns a work area, so
+    /// streams do not share plans); dropped with the stream.
+    fft_plans: Mutex<HashMap<FftLayout, FftPlanHandle>>,
 }
 
 impl Queue {
@@ -62,6 +66,7 @@ impl Queue {
             backend,
             stream: backend.default_stream(),
             deferred: None,
+            fft_plans: Mutex::default(),
         }))
     }
 
@@ -72,6 +77,7 @@ impl Queue {
             backend,
             stream: backend.new_stream()?,
             deferred: Some(Mutex::new(Vec::new())),
+            fft_plans: Mutex::default(),
         })
     }
 
@@ -90,6 +96,22 @@ impl Queue {
     /// Zeroed device memory of `bytes` bytes.
     pub(crate) fn alloc_zeroed(&self, bytes: usize) -> Result<Buffer> {
         self.backend.alloc_zeroed(&self.stream, bytes)
+    }
+
+    /// Device memory of `bytes` bytes, for an output written whole before it is read.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        self.backend.alloc(&self.stream, bytes)
+    }
+
+    /// The plan of `layout` on this queue's stream: made once, then reused.
+    pub(crate) fn fft_plan(&self, layout: &FftLayout) -> Result<FftPlanHandle> {
+        let mut plans = self.fft_plans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = plans.get(layout) {
+            return Ok(p.clone());
+        }
+        let plan = self.backend.fft_plan(&self.stream, layout)?;
+        plans.insert(layout.clone(), plan.clone());
+        Ok(plan)
     }
 
     /// Copies `src` over `dst` on the device (not counted as a transfer).

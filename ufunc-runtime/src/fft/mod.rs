@@ -42,6 +42,10 @@
 //! # }
 //! ```
 //!
+//! **Device arrays.** [`device`] has the same functions on [`DeviceArray`](crate::DeviceArray)s
+//! and [`DeviceView`](crate::DeviceView)s, through cuFFT (or, under `UFUNC_CUDA_SIM=1`, this
+//! module's transforms on the simulated device memory), with results left on the device.
+//!
 //! **Plans.** Each call resolves its transform into an [`FftPlan`] whose 1-D transforms come
 //! from a process-wide cache (rustfft's and realfft's planners, one per float type, behind a
 //! mutex), so a length is planned once per process. Hold an `FftPlan` to transform many arrays
@@ -53,6 +57,7 @@
 //! rustfft picks AVX/SSE/NEON code at run time; real transforms go through realfft.
 
 mod cache;
+pub mod device;
 mod element;
 mod freq;
 mod options;
@@ -70,7 +75,7 @@ pub use plan::FftPlan;
 use crate::error::Result;
 use ndarray::{Array, ArrayBase, Data, Dimension};
 use num_complex::Complex;
-use options::{DefaultAxes, Transform};
+pub(crate) use options::{plan_recipe, DefaultAxes, Pass, PassKind, Recipe, Transform};
 
 /// The complex output of a transform of `A`s, of dimension `D`.
 pub type Spectrum<A, D> = Array<Complex<<A as FftElement>::Real>, D>;

@@ -92,6 +92,17 @@ impl FftOptions {
         self
     }
 
+    /// Device arrays are transformed on `cuda`: any other target given is an error.
+    pub(crate) fn check_device(&self) -> Result<()> {
+        match self.target {
+            None | Some(Target::Cuda) => Ok(()),
+            Some(other) => Err(Error::InvalidArgument {
+                name: "target",
+                message: format!("device arrays are transformed on `cuda`, not `{other}`"),
+            }),
+        }
+    }
+
     pub(crate) fn threads(&self) -> Result<Threads> {
         match self.target.unwrap_or(Target::Parallel) {
             Target::Cpu => Ok(Threads::One),

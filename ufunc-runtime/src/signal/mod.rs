@@ -14,6 +14,9 @@
 //!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`]
 //!   (its real variant for real results).
 //!
+//! [`device`] has [`fftconvolve`] and [`fftconvolve_axes`] on device arrays, with the same
+//! rules, through cuFFT and a `#[vectorize(target = "cuda")]` spectrum product.
+//!
 //! The short forms take the defaults (all axes, [`Method::Fft`] for the `fft` functions,
 //! `Target::Parallel`); [`convolve_with`] takes [`ConvOptions`], a builder like
 //! [`FftOptions`].
@@ -37,6 +40,7 @@
 //! # }
 //! ```
 
+pub mod device;
 mod direct;
 mod element;
 mod overlap_add;
@@ -50,7 +54,7 @@ use crate::fft::{next_fast_len, next_fast_len_real, FftElement, FftOptions};
 use crate::shape::Shape;
 use crate::Target;
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IxDyn, Slice};
-use shapes::{full_shape, init_axes, inputs_swap_needed, mode_window, shapes_error};
+use shapes::{conv_shapes, ConvShapes};
 
 /// Which part of the full convolution to return (SciPy's `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,47 +217,41 @@ where
     D: Dimension,
 {
     let (s1, s2) = (in1.shape(), in2.shape());
-    if s1.len() != s2.len() {
-        return Err(shapes_error(
-            s1,
-            s2,
-            &[],
-            "should have the same dimensionality",
-        ));
-    }
     let (a, b) = (in1.view().into_dyn(), in2.view().into_dyn());
-    let result = if s1.is_empty() {
-        ArrayD::from_elem(IxDyn(&[]), A::multiply(a[[]], b[[]]))
-    } else if in1.is_empty() || in2.is_empty() {
-        ArrayD::from_shape_vec(IxDyn(&vec![0; s1.len()]), Vec::new())
-            .map_err(|_| Error::TooLarge { shape: s1.to_vec() })?
-    } else {
-        let axes = init_axes(s1, s2, options.axes.as_deref())?;
-        let swap = inputs_swap_needed(options.mode, s1, s2, &axes)?;
-        let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
-        let full = full_shape(s1, s2, &axes);
-        let window = mode_window(options.mode, &full, m1, m2, &axes);
-        let method = match options.method {
-            Method::Auto => choose_conv_method(m1, m2, options.mode),
-            m => m,
-        };
-        let computed = match method {
-            _ if axes.is_empty() => direct::direct(a, b, &axes, &full),
-            Method::Direct => direct::direct(a, b, &axes, &full),
-            // One block per axis: overlap-add is the plain FFT convolution (as in SciPy).
-            Method::OverlapAdd if overlap_add::cuts_blocks(s1, s2, &axes) => {
-                overlap_add::overlap_add(a, b, &axes, &full, options)?
-            }
-            _ => {
-                let fshape = fast_shape::<A::Output>(&full, &axes)?;
-                A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
-            }
-        };
-        let cut = computed.slice_each_axis(|d| {
-            let (start, len) = window[d.axis.index()];
-            Slice::from(start..start + len)
-        });
-        crate::alloc::try_to_owned(cut)?
+    let empty = in1.is_empty() || in2.is_empty();
+    let result = match conv_shapes(options.mode, s1, s2, options.axes.as_deref(), empty)? {
+        ConvShapes::Scalar => ArrayD::from_elem(IxDyn(&[]), A::multiply(a[[]], b[[]])),
+        ConvShapes::Empty(ndim) => ArrayD::from_shape_vec(IxDyn(&vec![0; ndim]), Vec::new())
+            .map_err(|_| Error::TooLarge { shape: s1.to_vec() })?,
+        ConvShapes::Conv {
+            axes,
+            swap,
+            full,
+            window,
+        } => {
+            let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
+            let method = match options.method {
+                Method::Auto => choose_conv_method(m1, m2, options.mode),
+                m => m,
+            };
+            let computed = match method {
+                _ if axes.is_empty() => direct::direct(a, b, &axes, &full),
+                Method::Direct => direct::direct(a, b, &axes, &full),
+                // One block per axis: overlap-add is the plain FFT convolution (as in SciPy).
+                Method::OverlapAdd if overlap_add::cuts_blocks(s1, s2, &axes) => {
+                    overlap_add::overlap_add(a, b, &axes, &full, options)?
+                }
+                _ => {
+                    let fshape = fast_shape::<A::Output>(&full, &axes)?;
+                    A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
+                }
+            };
+            let cut = computed.slice_each_axis(|d| {
+                let (start, len) = window[d.axis.index()];
+                Slice::from(start..start + len)
+            });
+            crate::alloc::try_to_owned(cut)?
+        }
     };
     result
         .into_dimensionality::<D>()
@@ -264,7 +262,7 @@ where
 }
 
 /// The fast transform lengths of the convolved axes of `full`.
-fn fast_shape<O: FftElement>(full: &[usize], axes: &[usize]) -> Result<Vec<usize>> {
+pub(crate) fn fast_shape<O: FftElement>(full: &[usize], axes: &[usize]) -> Result<Vec<usize>> {
     axes.iter()
         .map(|&a| {
             let n = full[a];

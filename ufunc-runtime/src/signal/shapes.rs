@@ -129,6 +129,59 @@ pub(crate) fn mode_window(
         .collect()
 }
 
+/// A convolution's shapes resolved by SciPy's rules, for the host and the device paths alike.
+pub(crate) enum ConvShapes {
+    /// Two 0-d inputs: their product.
+    Scalar,
+    /// An empty input: an empty result of this many dimensions.
+    Empty(usize),
+    /// A convolution over `axes` (possibly none: a broadcast product).
+    Conv {
+        axes: Vec<usize>,
+        /// `valid` with `in2` the larger: the inputs trade places.
+        swap: bool,
+        full: Vec<usize>,
+        /// Per axis of `full`: the start and length of the result.
+        window: Vec<(usize, usize)>,
+    },
+}
+
+/// Resolves the shapes of a convolution of `s1` with `s2` in `mode` along `axes` (all when
+/// `None`), or the error SciPy raises.
+pub(crate) fn conv_shapes(
+    mode: Mode,
+    s1: &[usize],
+    s2: &[usize],
+    axes: Option<&[usize]>,
+    empty: bool,
+) -> Result<ConvShapes> {
+    if s1.len() != s2.len() {
+        return Err(shapes_error(
+            s1,
+            s2,
+            &[],
+            "should have the same dimensionality",
+        ));
+    }
+    if s1.is_empty() {
+        return Ok(ConvShapes::Scalar);
+    }
+    if empty {
+        return Ok(ConvShapes::Empty(s1.len()));
+    }
+    let axes = init_axes(s1, s2, axes)?;
+    let swap = inputs_swap_needed(mode, s1, s2, &axes)?;
+    let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
+    let full = full_shape(s1, s2, &axes);
+    let window = mode_window(mode, &full, m1, m2, &axes);
+    Ok(ConvShapes::Conv {
+        axes,
+        swap,
+        full,
+        window,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

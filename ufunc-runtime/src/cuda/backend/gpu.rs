@@ -1,10 +1,12 @@
 //! The real device: one CUDA context on device 0, cubins loaded as modules, launches on
 //! streams. Everything that calls cudarc lives here.
 
-use super::super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
+use super::super::args::{
+    Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle,
+};
 use super::super::cache::{cached_cubin, options};
 use super::super::kernel::CudaKernel;
-use super::{foreign, Backend};
+use super::{cufft, foreign, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
     CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
@@ -93,6 +95,13 @@ impl Backend for Gpu {
         Ok(Buffer(Box::new(mem)))
     }
 
+    fn alloc(&self, s: &StreamHandle, bytes: usize) -> Result<Buffer> {
+        // SAFETY: `u8` has no invalid bit patterns; callers write the memory before reading.
+        let mem = unsafe { stream(s)?.alloc::<u8>(bytes.max(1)) }
+            .map_err(|e| driver_error("allocating device memory", e))?;
+        Ok(Buffer(Box::new(mem)))
+    }
+
     fn upload(&self, s: &StreamHandle, bytes: &[u8]) -> Result<Buffer> {
         // An empty operand still needs a valid device pointer.
         let bytes: &[u8] = if bytes.is_empty() { &[0u8] } else { bytes };
@@ -168,6 +177,30 @@ impl Backend for Gpu {
         unsafe { builder.launch(cfg) }
             .map_err(|e| driver_error(&format!("launching {entry}"), e))?;
         Ok(())
+    }
+
+    fn fft_plan(&self, _: &StreamHandle, layout: &FftLayout) -> Result<FftPlanHandle> {
+        cufft::plan(&self.ctx, layout)
+    }
+
+    fn fft_exec(
+        &self,
+        s: &StreamHandle,
+        plan: &FftPlanHandle,
+        input: Option<(&Buffer, usize)>,
+        output: (&mut Buffer, usize),
+        inverse: bool,
+    ) -> Result<()> {
+        let input = match input {
+            Some((b, offset)) => Some((slice(b)?, offset)),
+            None => None,
+        };
+        let output = (slice_mut(output.0)?, output.1);
+        // cuFFT runs in the thread's current context: this thread may not have used CUDA yet.
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("binding the CUDA context for an FFT", e))?;
+        cufft::exec(stream(s)?, plan, input, output, inverse)
     }
 
     fn synchronize(&self, s: &StreamHandle) -> Result<()> {

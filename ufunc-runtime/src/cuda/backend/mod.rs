@@ -2,10 +2,12 @@
 //! (`gpu`, every cudarc call) and the host simulator (`sim`, `UFUNC_CUDA_SIM=1`). Everything
 //! above this module works on opaque handles (`args`) and never asks which backend runs.
 
+mod cufft;
 mod gpu;
 mod sim;
+mod sim_fft;
 
-use super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
+use super::args::{Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle};
 use super::kernel::CudaKernel;
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
@@ -18,6 +20,9 @@ pub(crate) trait Backend: Send + Sync {
     fn new_stream(&self) -> Result<StreamHandle>;
     /// Zeroed memory of `bytes` bytes (at least one, so that it has an address).
     fn alloc_zeroed(&self, stream: &StreamHandle, bytes: usize) -> Result<Buffer>;
+    /// Memory of `bytes` bytes (at least one) whose contents are unspecified: for outputs
+    /// that are written whole before anything reads them.
+    fn alloc(&self, stream: &StreamHandle, bytes: usize) -> Result<Buffer>;
     /// New memory holding `bytes`, copied after the work queued on `stream`.
     fn upload(&self, stream: &StreamHandle, bytes: &[u8]) -> Result<Buffer>;
     /// The bytes of `buf`, after the work queued on `stream`.
@@ -36,6 +41,20 @@ pub(crate) trait Backend: Send + Sync {
         shape: LaunchShape,
         args: &mut [Arg<'_>],
         status: &mut Buffer,
+    ) -> Result<()>;
+    /// A batched FFT plan for `layout`, run on `stream`. A missing FFT library is an `Err`.
+    fn fft_plan(&self, stream: &StreamHandle, layout: &FftLayout) -> Result<FftPlanHandle>;
+    /// Queues `plan` on `stream`, reading `input` (a buffer and the byte offset of the first
+    /// element; `None`: in place, from `output`) and writing `output` from byte `out_offset`.
+    /// `inverse` chooses the direction of a complex plan. A complex-to-real plan may overwrite
+    /// its input.
+    fn fft_exec(
+        &self,
+        stream: &StreamHandle,
+        plan: &FftPlanHandle,
+        input: Option<(&Buffer, usize)>,
+        output: (&mut Buffer, usize),
+        inverse: bool,
     ) -> Result<()>;
     /// Waits for the work queued on `stream`.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;

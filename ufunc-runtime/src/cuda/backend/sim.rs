@@ -4,10 +4,12 @@
 //! another. Kernels are grid-stride loops, so any grid covers every item; a grid of several
 //! blocks and threads checks that they split the work correctly.
 
-use super::super::args::{Arg, Buffer, LaunchShape, ModuleHandle, StreamHandle};
+use super::super::args::{
+    Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle,
+};
 use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
-use super::{foreign, Backend};
+use super::{foreign, sim_fft, Backend};
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -21,7 +23,7 @@ const SIM_BLOCKS: u32 = 2;
 const SIM_THREADS: u32 = 3;
 
 /// Device memory under the simulator: 8-byte aligned host memory.
-struct SimBuffer {
+pub(super) struct SimBuffer {
     words: Vec<u64>,
     len: usize,
 }
@@ -40,12 +42,12 @@ impl SimBuffer {
         b
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(super) fn bytes(&self) -> &[u8] {
         // SAFETY: `words` holds at least `len` initialised bytes.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
     }
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`, borrowed mutably.
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
     }
@@ -61,12 +63,12 @@ struct SimModule {
     lock: Mutex<()>,
 }
 
-fn buffer(b: &Buffer) -> Result<&SimBuffer> {
+pub(super) fn buffer(b: &Buffer) -> Result<&SimBuffer> {
     b.0.downcast_ref()
         .ok_or_else(|| foreign("reading simulated memory"))
 }
 
-fn buffer_mut(b: &mut Buffer) -> Result<&mut SimBuffer> {
+pub(super) fn buffer_mut(b: &mut Buffer) -> Result<&mut SimBuffer> {
     b.0.downcast_mut()
         .ok_or_else(|| foreign("writing simulated memory"))
 }
@@ -87,6 +89,13 @@ impl Backend for Sim {
 
     fn alloc_zeroed(&self, _: &StreamHandle, bytes: usize) -> Result<Buffer> {
         Ok(Buffer(Box::new(SimBuffer::zeroed(bytes.max(1)))))
+    }
+
+    fn alloc(&self, _: &StreamHandle, bytes: usize) -> Result<Buffer> {
+        // All ones (NaN in every float type), so that reading memory before writing it shows.
+        let mut b = SimBuffer::zeroed(bytes.max(1));
+        b.bytes_mut().fill(0xff);
+        Ok(Buffer(Box::new(b)))
     }
 
     fn upload(&self, _: &StreamHandle, bytes: &[u8]) -> Result<Buffer> {
@@ -121,6 +130,21 @@ impl Backend for Sim {
         status: &mut Buffer,
     ) -> Result<()> {
         module(m)?.launch(entry, shape, args, status)
+    }
+
+    fn fft_plan(&self, _: &StreamHandle, layout: &FftLayout) -> Result<FftPlanHandle> {
+        Ok(FftPlanHandle(Arc::new(layout.clone())))
+    }
+
+    fn fft_exec(
+        &self,
+        _: &StreamHandle,
+        plan: &FftPlanHandle,
+        input: Option<(&Buffer, usize)>,
+        output: (&mut Buffer, usize),
+        inverse: bool,
+    ) -> Result<()> {
+        sim_fft::exec(plan, input, output, inverse)
     }
 
     fn synchronize(&self, _: &StreamHandle) -> Result<()> {
