@@ -11,6 +11,7 @@ mod agree;
 mod cache;
 mod device;
 mod kernels;
+mod ports;
 mod reliability;
 mod translate;
 
