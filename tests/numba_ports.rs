@@ -66,3 +66,54 @@ fn reserved_looking_parameter_names_work() {
         assert_eq!(out, array![13.0, 14.0]);
     }
 }
+
+// Item 7: `isize`/`usize` elements (Numba's `intp`, the type of indices and counts).
+
+/// test_vectorize_intp (numba/tests/npyufunc/test_vectorize_decor.py): `add` over `intp`.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn add_intp(a: isize, b: isize) -> isize {
+    a + b
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn index_of_max(a: f64, b: f64, c: f64) -> usize {
+    if a >= b && a >= c {
+        0
+    } else if b >= c {
+        1
+    } else {
+        2
+    }
+}
+
+/// Counting into a `usize` output from an `isize` view.
+#[guvectorize("(n),()->()", targets = ["cpu", "parallel"])]
+fn count_above(a: ArrayView1<isize>, t: isize, out: &mut usize) {
+    let mut c = 0;
+    for i in 0..a.len() {
+        if a[i] > t {
+            c += 1;
+        }
+    }
+    *out = c;
+}
+
+#[test]
+fn intp_elements() {
+    let a: Array1<isize> = array![1, -2, 3, isize::MAX - 10];
+    let b: Array1<isize> = array![10, 20, -30, 5];
+    let m = Array2::from_shape_fn((3, 5), |(i, j)| (i as isize - 1) * j as isize);
+    for target in CPU_TARGETS {
+        let sum = add_intp::on(target, &a, &b).unwrap();
+        for i in 0..a.len() {
+            assert_eq!(sum[i], a[i] + b[i]);
+        }
+        let idx =
+            index_of_max::on(target, &array![3.0, 1.0, 0.0], &array![1.0, 5.0, 0.0], 2.0).unwrap();
+        assert_eq!(idx, array![0usize, 1, 2]);
+        let counts = count_above::on(target, &m, 0isize).unwrap();
+        for (r, row) in m.rows().into_iter().enumerate() {
+            assert_eq!(counts[[r]], row.iter().filter(|&&v| v > 0).count());
+        }
+    }
+}
