@@ -48,6 +48,8 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("port_sum_row", port_sum_row::cuda_source()),
         ("port_shadow", port_shadow::cuda_source()),
         ("port_shadow_len", port_shadow_len::cuda_source()),
+        ("port_add_intp", port_add_intp::cuda_source()),
+        ("port_fast_norm", port_fast_norm::cuda_source()),
     ]
 }
 
@@ -88,4 +90,67 @@ fn check_shadow_and_names(
     let got = port_sum_row::on(target, rows).unwrap();
     assert_eq!(got[[0]], 6, "{target:?}");
     assert_eq!(got[[1]], 3, "{target:?}");
+}
+
+/// `isize`/`usize` elements (item 7).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_add_intp(a: isize, b: usize) -> isize {
+    a * 3 + b as isize
+}
+
+#[test]
+fn intp_elements_on_cuda() {
+    let a: Array1<isize> = array![1, -2, 3, 1 << 40];
+    let b: Array1<usize> = array![10, 20, 30, 5];
+    let check = |target: Target| {
+        let got = port_add_intp::on(target, &a, &b).unwrap();
+        for i in 0..a.len() {
+            assert_eq!(got[i], a[i] * 3 + b[i] as isize, "{target:?} at {i}");
+        }
+    };
+    check(Target::Cpu);
+    on_gpu("intp_elements_on_cuda", || check(Target::Cuda));
+}
+
+/// `fastmath = true` on a gufunc (item 9), as Numba's `@guvectorize(..., fastmath=True)`: the
+/// cuda kernel compiles with `--use_fast_math`; on the CPU targets the core is plain Rust.
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"], fastmath = true)]
+pub(crate) fn port_fast_norm(a: ArrayView1<f32>, out: &mut f32) {
+    let mut s = 0.0f32;
+    for i in 0..a.len() {
+        s += a[i] * a[i];
+    }
+    *out = s.sqrt();
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_exact_norm(a: ArrayView1<f32>, out: &mut f32) {
+    let mut s = 0.0f32;
+    for i in 0..a.len() {
+        s += a[i] * a[i];
+    }
+    *out = s.sqrt();
+}
+
+#[test]
+fn fastmath_gufuncs_set_the_fast_math_flags() {
+    let fast = <port_fast_norm as ufunc::__private::DeviceKernel>::CUDA.unwrap();
+    let exact = <port_exact_norm as ufunc::__private::DeviceKernel>::CUDA.unwrap();
+    assert!(fast.fast_math && !exact.fast_math);
+    let a = ndarray::Array2::from_shape_fn((4, 7), |(i, j)| (i as f32 + 1.0) * 0.5 - j as f32);
+    let check = |target: Target| {
+        let got = port_fast_norm::on(target, &a).unwrap();
+        for (r, row) in a.rows().into_iter().enumerate() {
+            let want = row.iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!(
+                (got[[r]] - want).abs() <= 1e-5 * want,
+                "{target:?} row {r}: {} vs {want}",
+                got[[r]]
+            );
+        }
+    };
+    check(Target::Cpu);
+    on_gpu("fastmath_gufuncs_set_the_fast_math_flags", || {
+        check(Target::Cuda)
+    });
 }

@@ -210,7 +210,10 @@ fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, Tok
         &kernel.device,
         (&kernel_name, kind),
     );
-    (items, kernel_const(&kernel_name, name, false, mapped_axes))
+    (
+        items,
+        kernel_const(&kernel_name, name, f.attr.fastmath(), mapped_axes),
+    )
 }
 
 /// `ty` with every lifetime replaced by `'_`, for `let` annotations in generated code.
