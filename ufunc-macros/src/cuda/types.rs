@@ -99,12 +99,16 @@ impl Ty {
     }
 }
 
+/// A variable in scope: its type, its binding id (for bindings whose type later uses may refine)
+/// and its C++ name.
+type Binding = (Ty, Option<usize>, String);
+
 /// Variables in scope, and what the first pass learned about let bindings whose initial value
 /// was a bare literal (keyed by the binding's position in the source).
 #[derive(Default)]
 pub(crate) struct Env {
-    /// Per scope: Rust name -> (type, binding id, C++ name).
-    scopes: Vec<HashMap<String, (Ty, Option<usize>, String)>>,
+    /// Per scope: Rust name -> its binding.
+    scopes: Vec<HashMap<String, Binding>>,
     /// How many bindings shadowed a visible name so far, to name each one apart.
     shadows: usize,
     /// Resolved types of literal-initialised bindings, by binding id.
@@ -152,7 +156,7 @@ impl Env {
         self.entry(name).map(|(_, _, c)| c.clone())
     }
 
-    fn entry(&self, name: &str) -> Option<&(Ty, Option<usize>, String)> {
+    fn entry(&self, name: &str) -> Option<&Binding> {
         self.scopes.iter().rev().find_map(|s| s.get(name))
     }
 
