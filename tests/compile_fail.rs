@@ -7,3 +7,11 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
 }
+
+/// Code that must build with warnings denied: generated code raises no lint on the user's
+/// spans.
+#[test]
+fn ui_pass() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui-pass/*.rs");
+}

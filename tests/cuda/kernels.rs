@@ -238,7 +238,7 @@ pub(crate) fn gu_guarded(a: ArrayView1<f32>, extra: ArrayView1<f32>, mut c: Arra
 
 /// Every cuda ufunc above: name and source.
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
-    vec![
+    let mut sources = vec![
         ("square_sum", square_sum::cuda_source()),
         ("gaussian_pdf", gaussian_pdf::cuda_source()),
         ("polar_distance", polar_distance::cuda_source()),
@@ -261,5 +261,7 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("gu_lower_cumsum", gu_lower_cumsum::cuda_source()),
         ("gu_overrun", gu_overrun::cuda_source()),
         ("gu_guarded", gu_guarded::cuda_source()),
-    ]
+    ];
+    sources.extend(super::ports::sources());
+    sources
 }

@@ -13,6 +13,7 @@ mod convolve;
 mod device;
 mod fft;
 mod kernels;
+mod ports;
 mod reliability;
 mod translate;
 

@@ -75,7 +75,8 @@ pub(crate) struct Attr {
     pub target_keys: Vec<Span>,
     /// `types = [...]`: the element types a generic function is instantiated for.
     pub types: Option<(Span, Vec<Type>)>,
-    /// `fastmath = true`: lane code may contract `a * b + c` into fused multiply-adds.
+    /// `fastmath = true`: `#[vectorize]` lane code may contract `a * b + c` into fused
+    /// multiply-adds; the cuda kernel (of either kind) compiles with `--use_fast_math`.
     pub fastmath: Option<(Span, bool)>,
     /// `identity = expr`: the result of reducing no elements (`reduce` and its kin).
     pub identity: Option<(Span, syn::Expr)>,
@@ -180,7 +181,7 @@ fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
 fn unknown_argument(mac: Macro) -> String {
     match mac {
         Macro::Guvectorize => "unknown argument of #[guvectorize]; after the layout, expected \
-             `target = \"...\"` or `targets = [...]`"
+             `target = \"...\"`, `targets = [...]` or `fastmath = true`"
             .into(),
         _ => format!(
             "unknown argument of {}; expected `target = \"...\"`, `targets = [...]`, \

@@ -3,10 +3,10 @@
 use syn::{GenericArgument, PathArguments, Type};
 
 pub(crate) const ELEMENT_TYPES: &str =
-    "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool, Complex<f32>, Complex<f64>";
+    "f32, f64, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, bool, Complex<f32>, Complex<f64>";
 
 const PRIMITIVES: &[&str] = &[
-    "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
+    "f32", "f64", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "bool",
 ];
 
 pub(crate) const INTEGER_NAMES: &[&str] = &[

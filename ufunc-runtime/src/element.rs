@@ -5,7 +5,7 @@ mod sealed {
 }
 
 /// A scalar type that ufunc parameters and results may have: `f32`, `f64`, `i8`..`i64`,
-/// `u8`..`u64`, `bool`, `Complex<f32>` and `Complex<f64>`.
+/// `isize`, `u8`..`u64`, `usize` (Numba's `intp`), `bool`, `Complex<f32>` and `Complex<f64>`.
 ///
 /// ```
 /// fn takes<T: ufunc_runtime::Element>(_: T) {}
@@ -37,10 +37,12 @@ macro_rules! for_each_element {
             i16,
             i32,
             i64,
+            isize,
             u8,
             u16,
             u32,
             u64,
+            usize,
             bool,
             num_complex::Complex<f32>,
             num_complex::Complex<f64>

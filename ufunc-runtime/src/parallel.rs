@@ -71,7 +71,11 @@ impl Split {
         if let [only] = pieces.as_slice() {
             return piece(only.clone());
         }
-        pieces.into_par_iter().for_each(piece);
+        // A worker runs the piece as quietly as the calling thread would (see `panic`).
+        let quiet = crate::panic::is_quiet();
+        pieces
+            .into_par_iter()
+            .for_each(|r| crate::panic::quiet_if(quiet, || piece(r)));
     }
 }
 

@@ -51,16 +51,10 @@ pub(super) fn check_returns(f: &Ufunc<'_>, errors: &Errors) {
     }
 }
 
-/// The arguments only `#[vectorize]` takes: `fastmath = true` -> "`fastmath` applies to
-/// `#[vectorize]` lane code ...", `types = [..]` -> "... not supported by `#[guvectorize]`
-/// yet".
+/// The arguments only `#[vectorize]` takes: `types = [..]` -> "... not supported by
+/// `#[guvectorize]` yet". (`fastmath = true` is accepted: it sets the cuda kernel's fast-math
+/// flags; a core on the CPU targets is plain Rust, which it leaves alone.)
 pub(super) fn check_options(attr: &Attr, errors: &Errors) {
-    if let Some((span, _)) = &attr.fastmath {
-        errors.at(
-            *span,
-            "`fastmath` applies to #[vectorize] lane code; a #[guvectorize] core is plain Rust",
-        );
-    }
     if let Some((span, _)) = &attr.types {
         errors.at(
             *span,

@@ -15,8 +15,6 @@ use syn::{FnArg, Pat, ReturnType, Type};
 
 const MAX_INPUTS: usize = 12;
 const MAX_OUTPUTS: usize = 4;
-/// Names the generated functions use for their own parameters.
-const RESERVED_PARAMS: &[&str] = &["target", "out", "out0", "out1", "out2", "out3"];
 
 /// Every rule that applies to the kind of `f`.
 pub(crate) fn check(f: &Ufunc<'_>, errors: &Errors) {
@@ -187,12 +185,13 @@ fn check_element_type(ty: &Type, generic: Option<&syn::Ident>, what: &str, error
     }
 }
 
-/// Parameter names must not collide with the names the generated functions use:
-/// `fn f(out: f32)` -> "the parameter name `out` is reserved by `#[vectorize]`; rename it".
+/// Parameter names must not collide with the generated identifiers, which all start with
+/// `__ufunc` (the companions' own parameters, `out` and `target`, step aside for the user's):
+/// `fn f(__ufunc_x: f32)` -> "the parameter name `__ufunc_x` is reserved by `#[vectorize]`; ...".
 fn check_reserved_names(f: &Ufunc<'_>, errors: &Errors) {
     for p in &f.params {
         let name = p.ident.to_string();
-        if RESERVED_PARAMS.contains(&name.as_str()) || name.starts_with("__ufunc") {
+        if name.starts_with("__ufunc") {
             errors.spanned(
                 p.ident,
                 format!(

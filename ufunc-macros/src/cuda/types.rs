@@ -99,11 +99,18 @@ impl Ty {
     }
 }
 
+/// A variable in scope: its type, its binding id (for bindings whose type later uses may refine)
+/// and its C++ name.
+type Binding = (Ty, Option<usize>, String);
+
 /// Variables in scope, and what the first pass learned about let bindings whose initial value
 /// was a bare literal (keyed by the binding's position in the source).
 #[derive(Default)]
 pub(crate) struct Env {
-    scopes: Vec<HashMap<String, (Ty, Option<usize>)>>,
+    /// Per scope: Rust name -> its binding.
+    scopes: Vec<HashMap<String, Binding>>,
+    /// How many bindings shadowed a visible name so far, to name each one apart.
+    shadows: usize,
     /// Resolved types of literal-initialised bindings, by binding id.
     pub(crate) learned: HashMap<usize, Ty>,
 }
@@ -117,24 +124,40 @@ impl Env {
         self.scopes.pop();
     }
 
-    /// Declares `name`; `id` is set for bindings whose type may be refined by later uses.
-    pub(crate) fn declare(&mut self, name: &str, ty: Ty, id: Option<usize>) {
+    /// Declares `name` and returns its C++ name; `id` is set for bindings whose type may be
+    /// refined by later uses. A Rust `let` may shadow a visible name (`let x = x.abs();`, or
+    /// twice in one scope), which C++ forbids in one scope and which in a nested one would make
+    /// the initialiser read the new variable: a shadowing binding gets a C++ name of its own,
+    /// `r<k>_x`, which no Rust name can produce (those are all `r_x`).
+    pub(crate) fn declare(&mut self, name: &str, ty: Ty, id: Option<usize>) -> String {
         let ty = match id.and_then(|i| self.learned.get(&i)) {
             Some(t) => t.clone(),
             None => ty,
         };
+        let cpp = if self.lookup(name).is_some() {
+            self.shadows += 1;
+            format!("r{}_{name}", self.shadows)
+        } else {
+            format!("r_{name}")
+        };
         self.scopes
             .last_mut()
             .expect("a scope")
-            .insert(name.to_string(), (ty, id));
+            .insert(name.to_string(), (ty, id, cpp.clone()));
+        cpp
     }
 
     pub(crate) fn lookup(&self, name: &str) -> Option<Ty> {
-        self.scopes
-            .iter()
-            .rev()
-            .find_map(|s| s.get(name))
-            .map(|(t, _)| t.clone())
+        self.entry(name).map(|(t, _, _)| t.clone())
+    }
+
+    /// The C++ name of the visible binding `name`.
+    pub(crate) fn cpp_name(&self, name: &str) -> Option<String> {
+        self.entry(name).map(|(_, _, c)| c.clone())
+    }
+
+    fn entry(&self, name: &str) -> Option<&Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
     }
 
     /// A use of `name` met type `ty`: a literal-typed binding takes it.
@@ -143,7 +166,7 @@ impl Env {
             return;
         }
         for scope in self.scopes.iter_mut().rev() {
-            if let Some((t, id)) = scope.get_mut(name) {
+            if let Some((t, id, _)) = scope.get_mut(name) {
                 if matches!(t, Ty::FloatLit | Ty::IntLit) {
                     *t = ty.clone();
                     if let Some(id) = id {

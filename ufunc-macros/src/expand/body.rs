@@ -35,6 +35,7 @@ pub(super) fn body_impl(
         syn::ReturnType::Default => quote!(()),
     };
     let block = &item.block;
+    let stmts = &block.stmts;
     let attrs = item.attrs.iter().filter(|a| !a.path().is_ident("doc"));
     let name = f.name().to_string();
     let isa = isa_ident();
@@ -59,7 +60,9 @@ pub(super) fn body_impl(
                 speculate: panic_free(f),
                 fastmath: f.attr.fastmath(),
             };
-            let lane = rewrite(block, &isa, options);
+            // The statements go straight into the generated block: a block inside a block would
+            // be `unused_braces` at the user's braces for a one-expression body.
+            let lane = rewrite(block, &isa, options).stmts;
             (
                 quote!(::ufunc::__private::path_with_helpers(
                     &[#(#helpers::__UFUNC_SCALAR_REASON),*]
@@ -67,7 +70,7 @@ pub(super) fn body_impl(
                 quote!({
                     if <Self as ::ufunc::__private::Body>::PATH.is_simd() {
                         #alias
-                        #lane
+                        #(#lane)*
                     } else {
                         Self::scalar(#(#args),*)
                     }
@@ -93,7 +96,7 @@ pub(super) fn body_impl(
             #[inline]
             pub fn scalar(#(#params),*) -> #out_ty {
                 #alias
-                #block
+                #(#stmts)*
             }
         }
 

@@ -96,10 +96,23 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
         .map(|i| format_ident!("__UfuncA{}", i))
         .collect();
     let out_ty = f.output_type();
-    let out_params: Vec<Ident> = match f.output_elems().len() {
-        1 => vec![format_ident!("out")],
-        n => (0..n).map(|i| format_ident!("out{}", i)).collect(),
+    // The companions' own parameters take their plain names unless the user's function has
+    // a parameter of that name (Numba users name outputs `out`): then a trailing `_` is added
+    // until the name is free, so any parameter name the user picks works.
+    let taken: Vec<String> = inputs.iter().map(|i| i.to_string()).collect();
+    let fresh = |base: String| {
+        let mut name = base;
+        while taken.contains(&name) {
+            name.push('_');
+        }
+        format_ident!("{}", name)
     };
+    let out_params: Vec<Ident> = match f.output_elems().len() {
+        1 => vec![fresh("out".into())],
+        n => (0..n).map(|i| fresh(format!("out{i}"))).collect(),
+    };
+    let target = fresh("target".into());
+    let stream = fresh("stream".into());
     let out_tys: Vec<Ident> = (0..out_params.len())
         .map(|i| format_ident!("__UfuncO{}", i))
         .collect();
@@ -149,12 +162,12 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
 
             #[doc = #doc_on_stream]
             pub fn on_stream<#lead #(#arg_tys),*>(
-                stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys),*
+                #stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys),*
             ) -> ::ufunc::Result<#device_arrays>
             where
                 #ins,
             {
-                #call_device::<#body, _>(Self::TARGETS, Some(stream), (#(#inputs,)*))
+                #call_device::<#body, _>(Self::TARGETS, Some(#stream), (#(#inputs,)*))
             }
 
             #[doc = #doc_out_device]
@@ -172,14 +185,14 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
 
             /// As `out_device`, queued on `stream` without waiting.
             pub fn out_stream<#lead #(#arg_tys,)* #(#out_tys),*>(
-                stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+                #stream: &::ufunc::cuda::Stream, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
             ) -> ::ufunc::Result<()>
             where
                 #ins,
                 #outs,
             {
                 #call_out_device::<#body, _, _>(
-                    Self::TARGETS, Some(stream), (#(#inputs,)*), (#(#out_params,)*)
+                    Self::TARGETS, Some(#stream), (#(#inputs,)*), (#(#out_params,)*)
                 )
             }
         }
@@ -214,12 +227,12 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
             #consts
 
             #[doc = #doc_on]
-            pub fn on<#lead #(#arg_tys),*>(target: ::ufunc::Target, #(#inputs: #arg_tys),*)
+            pub fn on<#lead #(#arg_tys),*>(#target: ::ufunc::Target, #(#inputs: #arg_tys),*)
                 -> ::ufunc::Result<#arrays>
             where
                 #ins,
             {
-                #call::<#body, _>(target, Self::TARGETS, (#(#inputs,)*))
+                #call::<#body, _>(#target, Self::TARGETS, (#(#inputs,)*))
             }
 
             #[doc = #doc_out]
@@ -237,14 +250,14 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
 
             /// `out` on the chosen target.
             pub fn out_on<#lead #(#arg_tys,)* #(#out_tys),*>(
-                target: ::ufunc::Target, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
+                #target: ::ufunc::Target, #(#inputs: #arg_tys,)* #(#out_params: #out_tys),*
             ) -> ::ufunc::Result<()>
             where
                 #ins,
                 #outs,
             {
                 #call_out::<#body, _, _>(
-                    target, Self::TARGETS, (#(#inputs,)*), (#(#out_params,)*)
+                    #target, Self::TARGETS, (#(#inputs,)*), (#(#out_params,)*)
                 )
             }
 

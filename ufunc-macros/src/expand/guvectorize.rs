@@ -80,7 +80,8 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
     let p = quote!(::ufunc::__private);
     let in_tuple = f.input_tuple();
     let out_ty = f.output_type();
-    // Each parameter's index among the operands (inputs, then output parameters, then returns):
+    // The generated names start with `__ufunc` so that no parameter name (`n`, `args`) shadows
+    // them. Each parameter's index among the operands (inputs, then output parameters, then returns):
     // its layout is prepared once per run of items, then each item makes the parameter from a
     // pointer.
     let mut next_out = f.inputs().count();
@@ -99,19 +100,19 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
             next_out - 1
         };
         let layout_var = format_ident!("__ufunc_layout{}", k);
-        layouts.push(quote!(let #layout_var = <#ty as #p::CoreParam>::layout(&args[#k]);));
+        layouts.push(quote!(let #layout_var = <#ty as #p::CoreParam>::layout(&__ufunc_args[#k]);));
         let mutability = if param.mutable { quote!(mut) } else { quote!() };
         bindings.push(quote!(
             let #mutability #ident: #ty = #p::CoreParam::make(
                 &#layout_var,
-                args[#k].ptr.wrapping_offset(__ufunc_item * steps[#k]),
+                __ufunc_args[#k].ptr.wrapping_offset(__ufunc_item * __ufunc_steps[#k]),
             );
         ));
         call_args.push(ident);
     }
     let store_one = |i: usize, value: TokenStream| {
         let k = next_out + i;
-        quote!(#p::store_scalar(args[#k].ptr.wrapping_offset(__ufunc_item * steps[#k]), #value);)
+        quote!(#p::store_scalar(__ufunc_args[#k].ptr.wrapping_offset(__ufunc_item * __ufunc_steps[#k]), #value);)
     };
     let store = match f.returns.len() {
         0 => quote!(),
@@ -139,9 +140,13 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
                 outputs: &[#(#out_dims),*],
                 names: &[#(#names),*],
             };
-            unsafe fn call(args: &[#p::CoreArg<'_>], n: usize, steps: &[isize]) {
+            unsafe fn call(
+                __ufunc_args: &[#p::CoreArg<'_>],
+                __ufunc_n: usize,
+                __ufunc_steps: &[isize],
+            ) {
                 #(#layouts)*
-                for __ufunc_item in 0..n as isize {
+                for __ufunc_item in 0..__ufunc_n as isize {
                     #(#bindings)*
                     let __ufunc_ret = Self::core(#(#call_args),*);
                     #store
@@ -205,7 +210,10 @@ fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, Tok
         &kernel.device,
         (&kernel_name, kind),
     );
-    (items, kernel_const(&kernel_name, name, false, mapped_axes))
+    (
+        items,
+        kernel_const(&kernel_name, name, f.attr.fastmath(), mapped_axes),
+    )
 }
 
 /// `ty` with every lifetime replaced by `'_`, for `let` annotations in generated code.

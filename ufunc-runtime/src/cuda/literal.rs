@@ -24,8 +24,8 @@ macro_rules! int_literals {
     )*};
 }
 
-int_literals!("LL": i8, i16, i32, i64);
-int_literals!("ULL": u8, u16, u32, u64);
+int_literals!("LL": i8, i16, i32, i64, isize);
+int_literals!("ULL": u8, u16, u32, u64, usize);
 
 /// A hexadecimal float literal (exact, and a constant expression, unlike bit casts):
 /// `frac_hex_digits` digits of fraction, `bias` and `min_exp` of the format.

@@ -278,10 +278,12 @@ plain_mul_add!(
     i16,
     i32,
     i64,
+    isize,
     u8,
     u16,
     u32,
     u64,
+    usize,
     Complex<f32>,
     Complex<f64>
 );

@@ -111,8 +111,8 @@ impl Emitter<'_> {
         }
         if let Some(id) = p.path.get_ident() {
             let name = id.to_string();
-            if let Some(ty) = self.env.lookup(&name) {
-                return (local(&name), ty);
+            if let (Some(ty), Some(cpp)) = (self.env.lookup(&name), self.env.cpp_name(&name)) {
+                return (cpp, ty);
             }
         }
         // Anything else is a value from the surrounding scope, captured by value.

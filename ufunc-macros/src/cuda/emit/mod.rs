@@ -69,11 +69,6 @@ pub(crate) fn ty_of(ty: &Type) -> Option<Ty> {
     }
 }
 
-/// The C++ name of a Rust local.
-fn local(name: &str) -> String {
-    format!("r_{name}")
-}
-
 pub(crate) struct Emitter<'e> {
     /// Where untranslatable nodes are recorded.
     errors: &'e Errors,
@@ -206,10 +201,10 @@ impl<'e> Emitter<'e> {
                 // Both passes visit bindings in the same order, so the count identifies them.
                 self.next_binding += 1;
                 let id = self.next_binding;
-                self.env.declare(&name, ty.clone(), Some(id));
+                let cpp = self.env.declare(&name, ty.clone(), Some(id));
                 let ty = self.env.lookup(&name).unwrap_or(ty);
                 let value = self.retype_literal(&value, &ty);
-                format!("{} {} = {value};\n", decl_type(&ty), local(&name))
+                format!("{} {cpp} = {value};\n", decl_type(&ty))
             }
             Pat::Tuple(pt) => {
                 let tmp = self.tmp();
@@ -222,11 +217,10 @@ impl<'e> Emitter<'e> {
                     match p {
                         Pat::Ident(pi) => {
                             let name = pi.ident.to_string();
-                            self.env.declare(&name, field_ty.clone(), None);
+                            let cpp = self.env.declare(&name, field_ty.clone(), None);
                             code.push_str(&format!(
-                                "{} {} = {tmp}.f{k};\n",
-                                decl_type(&field_ty),
-                                local(&name)
+                                "{} {cpp} = {tmp}.f{k};\n",
+                                decl_type(&field_ty)
                             ));
                         }
                         Pat::Wild(_) => {}

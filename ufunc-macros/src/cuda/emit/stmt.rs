@@ -125,7 +125,7 @@ impl Emitter<'_> {
             }
         };
         self.env.push();
-        self.env.declare(&name, ty.clone(), None);
+        let var = self.env.declare(&name, ty.clone(), None);
         let body = self.emit_block_stmts(&f.body);
         self.env.pop();
         let Some((r, _, _)) = bounds else {
@@ -137,7 +137,6 @@ impl Emitter<'_> {
             syn::RangeLimits::Closed(_) => "<=",
         };
         let (s, e) = (self.retype_literal(&s, &ty), self.retype_literal(&e, &ty));
-        let var = local(&name);
         let t = ty.cpp();
         if let Some(k) = self.mapped.iter().position(|&p| std::ptr::eq(p, f)) {
             // Each thread runs the iteration of its own index; the thread of the last index (or

@@ -1,0 +1,156 @@
+//! Kernels ported from Numba's tests and documentation (see `tests/numba_ports.rs` for the CPU
+//! targets), and the issue 13 reproducers, on `cuda`: each runs on cpu and cuda and is compared
+//! with values computed here by a plain loop; each source is compiled by NVRTC in
+//! `every_kernel_compiles_with_nvrtc`.
+
+use super::on_gpu;
+use ndarray::{array, Array1};
+use ufunc::prelude::*;
+
+/// test_gufunc.py names its outputs `out` (issue 13, item 1).
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_sum_row(inp: ArrayView1<i32>, out: &mut i32) {
+    let mut tmp = 0;
+    for i in 0..inp.len() {
+        tmp += inp[i];
+    }
+    *out = tmp;
+}
+
+/// `let` shadowing a parameter, and twice in one scope (item 3).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_shadow(x: f64, k: i32) -> f64 {
+    let x = x.abs();
+    let k = k + 1;
+    let k = k * 2;
+    let mut acc = 0.0;
+    for i in 0..k {
+        let x = x + i as f64;
+        acc += x;
+    }
+    acc + x
+}
+
+/// Shadowing a view's length inside a gufunc core (item 3).
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_shadow_len(a: ArrayView1<f32>) -> f32 {
+    let n = a.len();
+    let n = n - 1;
+    let mut s = 0.0;
+    for i in 0..n {
+        s += a[i + 1] - a[i];
+    }
+    s
+}
+
+pub(crate) fn sources() -> Vec<(&'static str, String)> {
+    vec![
+        ("port_sum_row", port_sum_row::cuda_source()),
+        ("port_shadow", port_shadow::cuda_source()),
+        ("port_shadow_len", port_shadow_len::cuda_source()),
+        ("port_add_intp", port_add_intp::cuda_source()),
+        ("port_fast_norm", port_fast_norm::cuda_source()),
+    ]
+}
+
+fn shadow_expected(x: f64, k: i32) -> f64 {
+    let k2 = (k + 1) * 2;
+    (0..k2).map(|i| x.abs() + i as f64).sum::<f64>() + x.abs()
+}
+
+#[test]
+fn shadowing_and_out_names_agree_with_plain_loops() {
+    let x = array![-1.5, 0.0, 2.25, 7.0];
+    let k = array![0, 1, 2, 3];
+    let a = array![[1.0f32, 3.0, 6.0], [2.0, -1.0, 0.5]];
+    let rows = array![[1, 2, 3], [4, 5, -6]];
+    for target in [Target::Cpu] {
+        check_shadow_and_names(target, &x, &k, &a, &rows);
+    }
+    on_gpu("shadowing_and_out_names_agree_with_plain_loops", || {
+        check_shadow_and_names(Target::Cuda, &x, &k, &a, &rows)
+    });
+}
+
+fn check_shadow_and_names(
+    target: Target,
+    x: &Array1<f64>,
+    k: &Array1<i32>,
+    a: &ndarray::Array2<f32>,
+    rows: &ndarray::Array2<i32>,
+) {
+    let got = port_shadow::on(target, x, k).unwrap();
+    for i in 0..x.len() {
+        assert_eq!(got[i], shadow_expected(x[i], k[i]), "{target:?} at {i}");
+    }
+    let got = port_shadow_len::on(target, a).unwrap();
+    for (r, row) in a.rows().into_iter().enumerate() {
+        assert_eq!(got[[r]], row[row.len() - 1] - row[0], "{target:?} row {r}");
+    }
+    let got = port_sum_row::on(target, rows).unwrap();
+    assert_eq!(got[[0]], 6, "{target:?}");
+    assert_eq!(got[[1]], 3, "{target:?}");
+}
+
+/// `isize`/`usize` elements (item 7).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_add_intp(a: isize, b: usize) -> isize {
+    a * 3 + b as isize
+}
+
+#[test]
+fn intp_elements_on_cuda() {
+    let a: Array1<isize> = array![1, -2, 3, 1 << 40];
+    let b: Array1<usize> = array![10, 20, 30, 5];
+    let check = |target: Target| {
+        let got = port_add_intp::on(target, &a, &b).unwrap();
+        for i in 0..a.len() {
+            assert_eq!(got[i], a[i] * 3 + b[i] as isize, "{target:?} at {i}");
+        }
+    };
+    check(Target::Cpu);
+    on_gpu("intp_elements_on_cuda", || check(Target::Cuda));
+}
+
+/// `fastmath = true` on a gufunc (item 9), as Numba's `@guvectorize(..., fastmath=True)`: the
+/// cuda kernel compiles with `--use_fast_math`; on the CPU targets the core is plain Rust.
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"], fastmath = true)]
+pub(crate) fn port_fast_norm(a: ArrayView1<f32>, out: &mut f32) {
+    let mut s = 0.0f32;
+    for i in 0..a.len() {
+        s += a[i] * a[i];
+    }
+    *out = s.sqrt();
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_exact_norm(a: ArrayView1<f32>, out: &mut f32) {
+    let mut s = 0.0f32;
+    for i in 0..a.len() {
+        s += a[i] * a[i];
+    }
+    *out = s.sqrt();
+}
+
+#[test]
+fn fastmath_gufuncs_set_the_fast_math_flags() {
+    let fast = <port_fast_norm as ufunc::__private::DeviceKernel>::CUDA.unwrap();
+    let exact = <port_exact_norm as ufunc::__private::DeviceKernel>::CUDA.unwrap();
+    assert!(fast.fast_math && !exact.fast_math);
+    let a = ndarray::Array2::from_shape_fn((4, 7), |(i, j)| (i as f32 + 1.0) * 0.5 - j as f32);
+    let check = |target: Target| {
+        let got = port_fast_norm::on(target, &a).unwrap();
+        for (r, row) in a.rows().into_iter().enumerate() {
+            let want = row.iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!(
+                (got[[r]] - want).abs() <= 1e-5 * want,
+                "{target:?} row {r}: {} vs {want}",
+                got[[r]]
+            );
+        }
+    };
+    check(Target::Cpu);
+    on_gpu("fastmath_gufuncs_set_the_fast_math_flags", || {
+        check(Target::Cuda)
+    });
+}

@@ -1,9 +1,0 @@
-use ufunc::prelude::*;
-use ndarray::ArrayView1;
-
-#[guvectorize("(n)->()", fastmath = true)]
-fn f(a: ArrayView1<f32>) -> f32 {
-    a.sum()
-}
-
-fn main() {}

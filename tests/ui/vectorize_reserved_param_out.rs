@@ -1,8 +1,0 @@
-use ufunc::prelude::*;
-
-#[vectorize]
-fn f(out: f32) -> f32 {
-    out
-}
-
-fn main() {}
