@@ -5,6 +5,9 @@
 
 // The macros' generated code names `::ufunc::...`: inside this crate, that is this crate.
 extern crate self as ufunc;
+// ... and `::ufunc::ndarray`, as the facade re-exports it.
+#[doc(hidden)]
+pub use ndarray;
 
 mod alloc;
 mod body;
