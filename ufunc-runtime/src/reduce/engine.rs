@@ -42,7 +42,7 @@ const SPLIT_REDUCED: Split = Split {
     min_work: 1 << 16,
     min_items: 2,
     pieces_per_thread: 2,
-    align: 512,
+    align: 1024,
 };
 
 /// One axis of the walk: length, input stride and output stride, in elements.

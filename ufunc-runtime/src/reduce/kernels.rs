@@ -7,13 +7,14 @@ use crate::body::Body;
 use crate::element::Element;
 use crate::isa::{Isa, IsaLevel, NoFma};
 
-/// Independent accumulators of the block loop: enough for four vectors of 4-byte lanes on
-/// AVX2, so that the loop is bound by loads rather than by the latency of the operation.
-const LANES: usize = 32;
+/// Independent accumulators of the block loop: four AVX-512 vectors of 4-byte lanes, so that
+/// the loop is bound by loads rather than by the latency of the operation (a compare, a mask
+/// and a blend for `maximum`: two vectors in flight leave it latency-bound).
+const LANES: usize = 64;
 /// Elements per block: each accumulator takes `BLOCK / LANES` = 16 elements in a running
 /// combine, as NumPy's pairwise sum (8 accumulators over blocks of 128); blocks are then
 /// combined pairwise, so a float sum's error grows as `log2(n)` rather than `n`.
-const BLOCK: usize = 512;
+const BLOCK: usize = 16 * LANES;
 
 /// The loops of body `B` for one instruction set.
 #[derive(Clone, Copy)]

@@ -4,7 +4,7 @@
 //!
 //! `reduce` and `accumulate` treat `f` as associative and commutative, as NumPy treats
 //! `add` and `multiply`: a contiguous run is reduced with several accumulators and a tree, and
-//! runs of more than 512 elements are combined pairwise, which gives float addition NumPy's
+//! blocks of 1024 elements are combined pairwise, which gives float addition NumPy's
 //! accuracy (error growing as `log2(n)`, not `n`). For an operation that is not associative
 //! (subtraction, say) the grouping is unspecified. The identity (`identity = ...` on the
 //! attribute) is the result of reducing no elements; a non-empty reduction starts from its
