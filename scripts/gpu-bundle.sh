@@ -10,9 +10,9 @@ exclude="$(git rev-parse --git-path info/exclude)"
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 rm -rf .gpu && mkdir -p .gpu
-tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o 'target/release/deps/cuda-[0-9a-f]*' | head -1)
-bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o 'target/release/deps/cuda-[0-9a-f]*' | head -1)
-fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o 'target/release/deps/fft-[0-9a-f]*' | head -1)
+tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
+bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
+fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o '[^ (]*/release/deps/fft-[0-9a-f]*' | head -1)
 cp "$tests" .gpu/cuda-tests
 cp "$bench" .gpu/cuda-bench
 cp "$fft_bench" .gpu/fft-bench
