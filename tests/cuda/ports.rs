@@ -50,6 +50,8 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("port_shadow_len", port_shadow_len::cuda_source()),
         ("port_add_intp", port_add_intp::cuda_source()),
         ("port_fast_norm", port_fast_norm::cuda_source()),
+        ("port_complex_mix", port_complex_mix::cuda_source()),
+        ("port_normalise_f32", port_normalise_f32::cuda_source()),
     ]
 }
 
@@ -64,9 +66,7 @@ fn shadowing_and_out_names_agree_with_plain_loops() {
     let k = array![0, 1, 2, 3];
     let a = array![[1.0f32, 3.0, 6.0], [2.0, -1.0, 0.5]];
     let rows = array![[1, 2, 3], [4, 5, -6]];
-    for target in [Target::Cpu] {
-        check_shadow_and_names(target, &x, &k, &a, &rows);
-    }
+    check_shadow_and_names(Target::Cpu, &x, &k, &a, &rows);
     on_gpu("shadowing_and_out_names_agree_with_plain_loops", || {
         check_shadow_and_names(Target::Cuda, &x, &k, &a, &rows)
     });
@@ -153,4 +153,77 @@ fn fastmath_gufuncs_set_the_fast_math_flags() {
     on_gpu("fastmath_gufuncs_set_the_fast_math_flags", || {
         check(Target::Cuda)
     });
+}
+
+/// Complex and real operands mixed (item 2): num-complex and the CPU targets accept
+/// `Complex<T> op T` and `T op Complex<T>`; the last line is the phase-correlation
+/// normalisation.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_complex_mix(
+    a: Complex<f64>,
+    b: f64,
+) -> (Complex<f64>, Complex<f64>, Complex<f64>) {
+    let p = a + 1.0;
+    let q = a * 3.0 - b;
+    let r = (b - a) / b + 2.0 / a + b * a;
+    let mut s = p;
+    s *= b;
+    s /= 2.0;
+    (q + s, r, r / r.norm())
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_normalise_f32(a: Complex<f32>, b: Complex<f32>) -> Complex<f32> {
+    let r = a * b.conj();
+    let n = r.norm();
+    if n > 0.0 {
+        r / n
+    } else {
+        r
+    }
+}
+
+#[test]
+fn complex_real_mixes_agree() {
+    let a = array![
+        Complex::new(1.0, 2.0),
+        Complex::new(-0.5, 0.25),
+        Complex::new(3.0, -4.0)
+    ];
+    let b = array![2.0, -1.5, 0.75];
+    let af = array![Complex::new(1.0f32, 2.0), Complex::new(0.0, 0.0)];
+    let bf = array![Complex::new(0.5f32, -1.0), Complex::new(2.0, 1.0)];
+    let check = |target: Target| {
+        let (q, r, u) = port_complex_mix::on(target, &a, &b).unwrap();
+        for i in 0..a.len() {
+            let (x, y) = (a[i], b[i]);
+            // Independently: real and imaginary parts by hand.
+            let p = Complex::new(x.re + 1.0, x.im);
+            let s = Complex::new(p.re * y / 2.0, p.im * y / 2.0);
+            let q_want = Complex::new(x.re * 3.0 - y + s.re, x.im * 3.0 + s.im);
+            let d = x.re * x.re + x.im * x.im;
+            let r_want = Complex::new(
+                (y - x.re) / y + 2.0 * x.re / d + y * x.re,
+                -x.im / y - 2.0 * x.im / d + y * x.im,
+            );
+            let close =
+                |g: Complex<f64>, w: Complex<f64>| (g - w).norm() <= 1e-12 * (1.0 + w.norm());
+            assert!(
+                close(q[i], q_want),
+                "{target:?} q[{i}] {} vs {q_want}",
+                q[i]
+            );
+            assert!(
+                close(r[i], r_want),
+                "{target:?} r[{i}] {} vs {r_want}",
+                r[i]
+            );
+            assert!((u[i].norm() - 1.0).abs() < 1e-12, "{target:?} u[{i}]");
+        }
+        let n = port_normalise_f32::on(target, &af, &bf).unwrap();
+        assert!((n[0].norm() - 1.0).abs() < 1e-6, "{target:?}");
+        assert_eq!(n[1], Complex::new(0.0, 0.0), "{target:?}");
+    };
+    check(Target::Cpu);
+    on_gpu("complex_real_mixes_agree", || check(Target::Cuda));
 }

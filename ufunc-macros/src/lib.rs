@@ -35,8 +35,22 @@ use proc_macro::TokenStream;
 /// Turns `fn f(a: f32, b: f32) -> f32` into a ufunc over arrays, views and scalars with NumPy
 /// broadcasting. See the `ufunc` crate's documentation for the generated API.
 ///
-/// Arguments: `target = "cpu" | "parallel"` or `targets = [...]` (the first is the default, the
-/// others are reachable with `f::on`), and `types = [..]` for a function generic over one type.
+/// Arguments: `target = "cpu" | "parallel" | "cuda"` or `targets = [...]` (the first is the
+/// default, the others are reachable with `f::on`), `types = [..]` for a function generic over
+/// one type, and `fastmath = true`.
+///
+/// `fastmath = true`, per target: on `cpu` and `parallel` the SIMD lane code contracts
+/// `a * b + c` into fused multiply-adds where the CPU has FMA (the scalar path is unchanged); on
+/// `cuda` the kernel is compiled with `--use_fast_math` (approximate division, square root and
+/// transcendentals, contracted multiply-adds) instead of `--fmad=false`. On `#[guvectorize]` it
+/// has the `cuda` meaning only: a core is plain Rust on the CPU targets.
+///
+/// With the `cuda` target the body is translated to CUDA C++: `let` (shadowing too), arithmetic
+/// (complex with real operands too), comparisons, `as` casts, `if`/`else`, `match` on integers,
+/// `for` over ranges, `while`, `loop`, `break`/`continue`/`return`, tuples, math methods of
+/// f32/f64/Complex, `#[kernel_fn]` helpers, constants and `panic!`/`assert!`, plus indexing,
+/// `dim`, `nrows`, `ncols`, `len`, `is_empty` and `shape()[k]` of views in a gufunc core.
+/// Anything else is a compile error at its span that names it.
 ///
 /// ```
 /// use ufunc::prelude::*;

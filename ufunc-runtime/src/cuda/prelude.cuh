@@ -48,6 +48,18 @@ template <class T> __device__ inline __ufunc_complex_t<T> operator/(__ufunc_comp
     T im = a.im * b.re - a.re * b.im;
     return {re / n, im / n};
 }
+// Complex with a real operand, as num-complex defines them (`Complex<T> op T`, `T op Complex<T>`).
+template <class T> __device__ inline __ufunc_complex_t<T> operator+(__ufunc_complex_t<T> a, T b) { return {a.re + b, a.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator-(__ufunc_complex_t<T> a, T b) { return {a.re - b, a.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator*(__ufunc_complex_t<T> a, T b) { return {a.re * b, a.im * b}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator/(__ufunc_complex_t<T> a, T b) { return {a.re / b, a.im / b}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator+(T a, __ufunc_complex_t<T> b) { return {a + b.re, b.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator-(T a, __ufunc_complex_t<T> b) { return {a - b.re, T(0) - b.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator*(T a, __ufunc_complex_t<T> b) { return {a * b.re, a * b.im}; }
+template <class T> __device__ inline __ufunc_complex_t<T> operator/(T a, __ufunc_complex_t<T> b) {
+    T n = b.re * b.re + b.im * b.im;
+    return {a * b.re / n, T(0) - a * b.im / n};
+}
 template <class T> __device__ inline bool operator==(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return a.re == b.re && a.im == b.im; }
 template <class T> __device__ inline bool operator!=(__ufunc_complex_t<T> a, __ufunc_complex_t<T> b) { return !(a == b); }
 

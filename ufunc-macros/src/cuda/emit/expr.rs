@@ -175,7 +175,14 @@ impl Emitter<'_> {
                 }
             }
         }
-        let ty = Ty::join(&lt, &rt);
+        // `Complex<T> op T` and `T op Complex<T>` are complex (the prelude defines them as
+        // num-complex does).
+        let is_complex = |t: &Ty| matches!(t, Ty::Elem(c) if c.starts_with("Complex"));
+        let ty = if is_complex(&rt) && !is_complex(&lt) && !shift {
+            rt.clone()
+        } else {
+            Ty::join(&lt, &rt)
+        };
         // An opaque operand meeting a literal: the literal takes the operand's C++ type.
         let (l, r) = match (&lt, &rt) {
             (Ty::Opaque, Ty::FloatLit | Ty::IntLit) if !shift => {
