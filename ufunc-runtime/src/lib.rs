@@ -61,8 +61,8 @@ pub mod __private {
         gu_call, gu_call_device, gu_call_out, gu_call_out_device, kernel_source, outer,
         path_with_helpers, reduce, reduce_out, store_scalar, ArraysOf, Body, CoreArg, CoreDim,
         CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperands,
-        DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa,
-        KernelKind, KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand,
-        OutOperands, Outputs, Signature,
+        DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
+        KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
+        Outputs, Signature,
     };
 }
