@@ -390,6 +390,11 @@ fn parallel_is_deterministic_and_exact_ops_match_cpu() {
         let p1 = add_f64::reduce_on(Target::Parallel, &a, axes.clone()).unwrap();
         let p2 = add_f64::reduce_on(Target::Parallel, &a, axes.clone()).unwrap();
         assert_eq!(p1, p2, "same input, same threads: same bits");
+        // Floats: the same sums in another grouping (an outer axis splits its rows).
+        let c1 = add_f64::reduce_on(Target::Cpu, &a, axes.clone()).unwrap();
+        for (p, c) in p1.iter().zip(&c1) {
+            assert!((p - c).abs() <= 1e-9 * c.abs().max(1.0), "{p} vs {c}");
+        }
         let c = maximum::reduce_on(Target::Cpu, &a, axes.clone()).unwrap();
         assert_eq!(
             maximum::reduce_on(Target::Parallel, &a, axes.clone()).unwrap(),

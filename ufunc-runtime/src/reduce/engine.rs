@@ -37,6 +37,17 @@ const SPLIT_ROWS: Split = Split {
     pieces_per_thread: 1,
     align: 1024,
 };
+/// Outer reductions with a small output and many reduced rows: each thread reduces a
+/// contiguous block of rows into its own accumulator row (so it reads one sequential region
+/// of memory), and the rows are combined in order.
+const SPLIT_OUTER_ROWS: Split = Split {
+    min_work: 1 << 16,
+    min_items: 2,
+    pieces_per_thread: 1,
+    align: 1,
+};
+/// The largest output (bytes) for which outer reductions split the reduced rows.
+const OUTER_ROWS_MAX_BYTES: usize = 8 << 20;
 /// Otherwise each output's reduced elements are, in pieces of whole blocks, combined in order.
 const SPLIT_REDUCED: Split = Split {
     min_work: 1 << 16,
@@ -182,6 +193,16 @@ impl<T: Element> Job<T> {
             );
             return;
         }
+        if !self.inner
+            && threads == Threads::All
+            && n_kept.saturating_mul(size_of::<T>()) <= OUTER_ROWS_MAX_BYTES
+        {
+            let pieces = SPLIT_OUTER_ROWS.pieces(n_red, n_kept, nthreads);
+            if pieces.len() > 1 {
+                self.reduce_outer_split(&pieces);
+                return;
+            }
+        }
         self.walk_kept(threads, false, |a, out| {
             let v = self.reduce_item::<B>(a, 0..n_red);
             // SAFETY: `out` is this output element.
@@ -208,11 +229,56 @@ impl<T: Element> Job<T> {
                             item(a, out);
                         }
                     } else {
-                        self.stream_row(p, j, len, &mut acc, each);
+                        let n_red = self.reduced.len();
+                        self.stream_row(p, j, len, 0..n_red, &mut acc, each, None);
                     }
                 },
             )
         });
+    }
+
+    /// An outer reduction split over blocks of reduced rows (`pieces`, in order): each block
+    /// reduced into its own row of partial results in parallel, the rows combined in order.
+    fn reduce_outer_split(&self, pieces: &[Range<usize>]) {
+        let n_kept = self.kept.len();
+        let partial = |red: &Range<usize>| -> Vec<T> {
+            let mut part = vec![T::default(); n_kept];
+            let mut acc = Vec::new();
+            // Rows come in C order: `flat` is the row's first flat index among the kept.
+            let mut flat = 0;
+            walk_rows(
+                &self.kept.shape,
+                &[&self.kept.a, &self.kept.out],
+                &[self.a as *mut u8, self.out as *mut u8],
+                0..n_kept,
+                |p, j, len| {
+                    let sink = &mut part[flat..flat + len];
+                    flat += len;
+                    self.stream_row(p, j, len, red.clone(), &mut acc, false, Some(sink));
+                },
+            );
+            part
+        };
+        let parts: Vec<Vec<T>> = pieces.par_iter().map(partial).collect();
+        let mut parts = parts.into_iter();
+        let mut total = parts.next().expect("at least two pieces");
+        for part in parts {
+            // SAFETY: both rows hold `n_kept` elements.
+            unsafe { (self.k.combine)(total.as_mut_ptr(), part.as_ptr(), n_kept) };
+        }
+        let mut flat = 0;
+        walk_rows(
+            &self.kept.shape,
+            &[&self.kept.out],
+            &[self.out as *mut u8],
+            0..n_kept,
+            |p, j, len| {
+                let dst = (p[0] as *mut T).wrapping_offset(j as isize * self.kept.out_inner);
+                // SAFETY: `len` output elements at stride `out_inner` from `dst`.
+                unsafe { write_out(dst, self.kept.out_inner, total[flat..].as_ptr(), len) };
+                flat += len;
+            },
+        );
     }
 
     /// Accumulates along the one reduced axis (`out` has the input's shape).
@@ -274,10 +340,21 @@ impl<T: Element> Job<T> {
     /// Elements `j..j + len` of a kept row (its first element at `p`): chunks of the row are
     /// accumulated in `acc` while the input rows of every reduced index stream into them,
     /// then written out (with `each`, after every reduced index: an accumulation).
-    fn stream_row(&self, p: &[*mut u8], j: usize, len: usize, acc: &mut Vec<T>, each: bool) {
+    /// Only the reduced indices `red` are streamed; with `sink`, the result goes there (the
+    /// row's `len` elements, contiguous) instead of to the output.
+    #[allow(clippy::too_many_arguments)]
+    fn stream_row(
+        &self,
+        p: &[*mut u8],
+        j: usize,
+        len: usize,
+        red: Range<usize>,
+        acc: &mut Vec<T>,
+        each: bool,
+        mut sink: Option<&mut [T]>,
+    ) {
         let size = size_of::<T>() as isize;
         let (ka, ko) = (self.kept.a_inner, self.kept.out_inner);
-        let n_red = self.reduced.len();
         let r_inner_a = self.reduced.a_inner;
         let r_inner_out = self.reduced.out_inner;
         acc.resize(ROW_CHUNK.min(len), T::default());
@@ -291,7 +368,7 @@ impl<T: Element> Job<T> {
                 &self.reduced.shape,
                 &[&self.reduced.a, &self.reduced.out],
                 &[a0 as *mut u8, o0 as *mut u8],
-                0..n_red,
+                red.clone(),
                 |q, rj, rlen| {
                     for r in rj..rj + rlen {
                         let src = (q[0] as *const T).wrapping_offset(r as isize * r_inner_a);
@@ -329,9 +406,11 @@ impl<T: Element> Job<T> {
                     }
                 },
             );
-            if !each {
+            match sink.as_deref_mut() {
+                Some(sink) => sink[c - j..c - j + m].copy_from_slice(&acc[..m]),
                 // SAFETY: `m` output elements at stride `ko`.
-                unsafe { write_out(o0, ko, acc.as_ptr(), m) };
+                None if !each => unsafe { write_out(o0, ko, acc.as_ptr(), m) },
+                None => {}
             }
         }
     }
