@@ -172,25 +172,19 @@ impl<T: Element> Job<T> {
         if self.inner && threads == Threads::All && n_kept < 2 * nthreads {
             // Few outputs: split each one's reduced elements, combined in a fixed order.
             let pieces = SPLIT_REDUCED.pieces(n_red, 1, nthreads);
-            walk_rows(
-                &self.kept.shape,
-                &[&self.kept.a, &self.kept.out],
-                &[self.a as *mut u8, self.out as *mut u8],
-                0..n_kept,
-                |p, j, len| {
-                    for i in j..j + len {
-                        let (a, out) = self.item(p, i);
-                        let a = a as usize;
-                        let parts: Vec<T> = pieces
-                            .par_iter()
-                            .map(|r| self.reduce_item::<B>(a as *const T, r.clone()))
-                            .collect();
-                        let v = parts.into_iter().reduce(call::<B, T>).expect("one piece");
-                        // SAFETY: `out` is this output element.
-                        unsafe { out.write(v) };
-                    }
-                },
-            );
+            self.walk_kept_rows(0..n_kept, |p, j, len| {
+                for i in j..j + len {
+                    let (a, out) = self.item(p, i);
+                    let a = a as usize;
+                    let parts: Vec<T> = pieces
+                        .par_iter()
+                        .map(|r| self.reduce_item::<B>(a as *const T, r.clone()))
+                        .collect();
+                    let v = parts.into_iter().reduce(call::<B, T>).expect("one piece");
+                    // SAFETY: `out` is this output element.
+                    unsafe { out.write(v) };
+                }
+            });
             return;
         }
         if !self.inner
@@ -217,23 +211,17 @@ impl<T: Element> Job<T> {
         let split = if self.inner { SPLIT_KEPT } else { SPLIT_ROWS };
         split.run(threads, self.kept.len(), work, |range| {
             let mut acc = Vec::new();
-            walk_rows(
-                &self.kept.shape,
-                &[&self.kept.a, &self.kept.out],
-                &[self.a as *mut u8, self.out as *mut u8],
-                range,
-                |p, j, len| {
-                    if self.inner {
-                        for i in j..j + len {
-                            let (a, out) = self.item(p, i);
-                            item(a, out);
-                        }
-                    } else {
-                        let n_red = self.reduced.len();
-                        self.stream_row(p, j, len, 0..n_red, &mut acc, each, None);
+            self.walk_kept_rows(range, |p, j, len| {
+                if self.inner {
+                    for i in j..j + len {
+                        let (a, out) = self.item(p, i);
+                        item(a, out);
                     }
-                },
-            )
+                } else {
+                    let n_red = self.reduced.len();
+                    self.stream_row(p, j, len, 0..n_red, &mut acc, each, None);
+                }
+            })
         });
     }
 
@@ -246,17 +234,11 @@ impl<T: Element> Job<T> {
             let mut acc = Vec::new();
             // Rows come in C order: `flat` is the row's first flat index among the kept.
             let mut flat = 0;
-            walk_rows(
-                &self.kept.shape,
-                &[&self.kept.a, &self.kept.out],
-                &[self.a as *mut u8, self.out as *mut u8],
-                0..n_kept,
-                |p, j, len| {
-                    let sink = &mut part[flat..flat + len];
-                    flat += len;
-                    self.stream_row(p, j, len, red.clone(), &mut acc, false, Some(sink));
-                },
-            );
+            self.walk_kept_rows(0..n_kept, |p, j, len| {
+                let sink = &mut part[flat..flat + len];
+                flat += len;
+                self.stream_row(p, j, len, red.clone(), &mut acc, false, Some(sink));
+            });
             part
         };
         let parts: Vec<Vec<T>> = pieces.par_iter().map(partial).collect();
@@ -278,6 +260,18 @@ impl<T: Element> Job<T> {
                 unsafe { write_out(dst, self.kept.out_inner, total[flat..].as_ptr(), len) };
                 flat += len;
             },
+        );
+    }
+
+    /// `row(ptrs, j, len)` for each run of the kept rows over the flat kept indices `range`:
+    /// `ptrs` are the input's and the output's addresses of the row's element 0.
+    fn walk_kept_rows(&self, range: Range<usize>, row: impl FnMut(&[*mut u8], usize, usize)) {
+        walk_rows(
+            &self.kept.shape,
+            &[&self.kept.a, &self.kept.out],
+            &[self.a as *mut u8, self.out as *mut u8],
+            range,
+            row,
         );
     }
 

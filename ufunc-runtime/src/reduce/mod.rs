@@ -255,7 +255,7 @@ where
     let raw = a.raw();
     let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
     let shape = reduced_shape(raw.shape, &reduced, keepdims);
-    let mut out = Array::<T, IxDyn>::uninit(IxDyn(&shape));
+    let mut out = crate::alloc::try_uninit::<T, IxDyn>(&IxDyn(&shape))?;
     let strides = full_strides(&reduced, &c_strides(&shape), keepdims);
     reduce_into::<B, T>(threads, raw, &reduced, out.as_mut_ptr() as *mut T, &strides)?;
     // SAFETY: `reduce_into` wrote every element (it returned Ok).
@@ -315,7 +315,7 @@ where
     let axis = normalize(B::NAME, "accumulate", axis, raw.shape.len())?;
     let mut dim = A::Dim::zeros(raw.shape.len());
     dim.slice_mut().copy_from_slice(raw.shape);
-    let mut out = Array::<T, A::Dim>::uninit(dim);
+    let mut out = crate::alloc::try_uninit::<T, A::Dim>(&dim)?;
     let strides = c_strides(raw.shape);
     if !raw.shape.contains(&0) {
         let axes: Vec<AxisSpec> = (0..raw.shape.len())
@@ -366,7 +366,7 @@ where
         },
         rb,
     ];
-    let mut out = Array::<T, IxDyn>::uninit(IxDyn(&shape));
+    let mut out = crate::alloc::try_uninit::<T, IxDyn>(&IxDyn(&shape))?;
     let strides = c_strides(&shape);
     let outs = [RawOutOperand {
         ptr: out.as_mut_ptr() as *mut u8,
