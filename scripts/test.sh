@@ -24,6 +24,9 @@ echo "test.sh: CUDA tests on the host simulator (UFUNC_CUDA_SIM=1)"
 UFUNC_CUDA_SIM=1 UFUNC_REQUIRE_GPU=1 cargo test --release --test cuda
 # The FFT convolution example end to end (device FFTs and the product kernel on the simulator).
 UFUNC_CUDA_SIM=1 cargo run --release --example fft_convolution -- --size 256 --kernel 15
+# The drift-correction program on its built-in movie with the cuda target (on the simulator).
+UFUNC_CUDA_SIM=1 cargo run --release --example phase_correlation -- --target cuda \
+    --out "${CARGO_TARGET_DIR:-target}/phase_correlation_cuda"
 # A subset under valgrind memcheck (host paths, the simulator's device paths, the fuzz corpus).
 echo "test.sh: valgrind memcheck subset"
 bash scripts/valgrind.sh

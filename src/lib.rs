@@ -86,8 +86,8 @@ pub mod prelude {
 pub mod cuda {
     pub use ufunc_runtime::{
         cached_cubin, compile, cuda_counters, cuda_simulated, device_array, kernel_cache_dir,
-        nvrtc_available, to_device, Compiled, CudaCounters, DeviceArray, DeviceView, NvrtcOutput,
-        Stream,
+        nvrtc_available, to_device, to_device_on, Compiled, CudaCounters, DeviceArray, DeviceView,
+        NvrtcOutput, Stream,
     };
 }
 

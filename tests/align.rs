@@ -2,66 +2,10 @@
 //! the `first`, cpu against parallel, frame sources that fail, and bad options.
 
 mod common;
-use common::Lcg;
+use common::{drift, movie, Lcg};
 use ndarray::{Array2, Array3, ArrayViewMut2};
 use ufunc::registration::{align_movie, AlignOptions, FrameSource, Reference};
 use ufunc::{Error, Target};
-
-/// A specimen of Gaussian blobs, sampled at `(y, x) - shift` (so the frame shows the specimen
-/// moved by `shift`), scaled to a mean of about `dose` counts per pixel, with shot noise.
-fn frame(
-    shape: (usize, usize),
-    shift: [f64; 2],
-    dose: f64,
-    blobs: &[(f64, f64, f64, f64)],
-    rng: &mut Lcg,
-) -> Array2<f32> {
-    Array2::from_shape_fn(shape, |(y, x)| {
-        let (y, x) = (y as f64 - shift[0], x as f64 - shift[1]);
-        // Periodic: each blob at its nearest image, so that a shifted frame is exactly the
-        // specimen translated (no edges that stay put while the content moves).
-        let near = |d: f64, n: usize| d - n as f64 * (d / n as f64).round();
-        let v: f64 = blobs
-            .iter()
-            .map(|&(cy, cx, s, a)| {
-                let (dy, dx) = (near(y - cy, shape.0), near(x - cx, shape.1));
-                a * (-(dy * dy + dx * dx) / (2.0 * s * s)).exp()
-            })
-            .sum();
-        rng.poisson(dose * (0.3 + v)) as f32
-    })
-}
-
-/// A drift like beam-induced motion: fast at first, then slowing; frame 0 at the origin.
-fn drift(i: usize) -> [f64; 2] {
-    let t = 1.0 - (-(i as f64) / 6.0).exp();
-    [3.7 * t + 0.05 * i as f64, -2.9 * t + 0.11 * i as f64]
-}
-
-fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> Array3<f32> {
-    let mut rng = Lcg(seed);
-    let blobs: Vec<(f64, f64, f64, f64)> = (0..60)
-        .map(|_| {
-            (
-                rng.next() * shape.0 as f64,
-                rng.next() * shape.1 as f64,
-                1.5 + 3.0 * rng.next(),
-                0.5 + rng.next(),
-            )
-        })
-        .collect();
-    let mut m = Array3::zeros((frames, shape.0, shape.1));
-    for i in 0..frames {
-        m.index_axis_mut(ndarray::Axis(0), i).assign(&frame(
-            shape,
-            drift(i),
-            dose,
-            &blobs,
-            &mut rng,
-        ));
-    }
-    m
-}
 
 /// RMS distance between the measured shifts and the truth (registering frame i needs -drift).
 fn rms_error(shifts: &[[f64; 2]]) -> f64 {
@@ -222,13 +166,6 @@ fn bad_movies_and_options_are_errors() {
                 ..Default::default()
             },
             "tolerance",
-        ),
-        (
-            AlignOptions {
-                target: Target::Cuda,
-                ..Default::default()
-            },
-            "target",
         ),
     ] {
         let e = align_movie(&mut m, &o).unwrap_err();

@@ -273,8 +273,10 @@ fn bad_inputs_are_errors() {
         target: Target::Cuda,
         ..options(1)
     };
+    // `cuda` takes real 2-d images (tests/cuda/registration.rs runs it).
+    let stack = a.clone().insert_axis(ndarray::Axis(0));
     assert!(matches!(
-        phase_cross_correlation(&a, &a, &cuda).unwrap_err(),
+        phase_cross_correlation(&stack, &stack, &cuda).unwrap_err(),
         Error::InvalidArgument { name: "target", .. }
     ));
 }

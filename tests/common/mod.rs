@@ -60,3 +60,61 @@ pub fn fixture_values(v: &serde_json::Value) -> (Vec<usize>, Vec<num_complex::Co
         .collect();
     (shape, vals)
 }
+
+// Synthetic movies (tests/align.rs, tests/cuda/registration.rs).
+
+/// A specimen of Gaussian blobs, sampled at `(y, x) - shift` (so the frame shows the specimen
+/// moved by `shift`), scaled to a mean of about `dose` counts per pixel, with shot noise.
+pub fn frame(
+    shape: (usize, usize),
+    shift: [f64; 2],
+    dose: f64,
+    blobs: &[(f64, f64, f64, f64)],
+    rng: &mut Lcg,
+) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_fn(shape, |(y, x)| {
+        let (y, x) = (y as f64 - shift[0], x as f64 - shift[1]);
+        // Periodic: each blob at its nearest image, so that a shifted frame is exactly the
+        // specimen translated (no edges that stay put while the content moves).
+        let near = |d: f64, n: usize| d - n as f64 * (d / n as f64).round();
+        let v: f64 = blobs
+            .iter()
+            .map(|&(cy, cx, s, a)| {
+                let (dy, dx) = (near(y - cy, shape.0), near(x - cx, shape.1));
+                a * (-(dy * dy + dx * dx) / (2.0 * s * s)).exp()
+            })
+            .sum();
+        rng.poisson(dose * (0.3 + v)) as f32
+    })
+}
+
+/// A drift like beam-induced motion: fast at first, then slowing; frame 0 at the origin.
+pub fn drift(i: usize) -> [f64; 2] {
+    let t = 1.0 - (-(i as f64) / 6.0).exp();
+    [3.7 * t + 0.05 * i as f64, -2.9 * t + 0.11 * i as f64]
+}
+
+pub fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> ndarray::Array3<f32> {
+    let mut rng = Lcg(seed);
+    let blobs: Vec<(f64, f64, f64, f64)> = (0..60)
+        .map(|_| {
+            (
+                rng.next() * shape.0 as f64,
+                rng.next() * shape.1 as f64,
+                1.5 + 3.0 * rng.next(),
+                0.5 + rng.next(),
+            )
+        })
+        .collect();
+    let mut m = ndarray::Array3::zeros((frames, shape.0, shape.1));
+    for i in 0..frames {
+        m.index_axis_mut(ndarray::Axis(0), i).assign(&frame(
+            shape,
+            drift(i),
+            dose,
+            &blobs,
+            &mut rng,
+        ));
+    }
+    m
+}

@@ -14,6 +14,7 @@ mod device;
 mod fft;
 mod kernels;
 mod ports;
+mod registration;
 mod reliability;
 mod translate;
 

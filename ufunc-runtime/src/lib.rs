@@ -34,10 +34,10 @@ pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, cuda_prelude,
     cuda_simulated, device_array, gu_call_device, gu_call_out_device, kernel_cache_dir,
-    kernel_source, nvrtc_available, to_device, Compiled, CudaCounters, CudaKernel, CudaLiteral,
-    DeviceArray, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands, DeviceOutOperands,
-    DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput, RawDeviceOperand,
-    Stream,
+    kernel_source, nvrtc_available, to_device, to_device_on, Compiled, CudaCounters, CudaKernel,
+    CudaLiteral, DeviceArray, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
+    DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput,
+    RawDeviceOperand, Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};

@@ -7,6 +7,7 @@ use super::fft::FftInput;
 use super::host::upload_host;
 use super::operand::RawDeviceOperand;
 use super::queue::{DeviceBuffer, Queue};
+use super::stream::Stream;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::Operand;
@@ -355,7 +356,31 @@ impl<'a, T: Element, D: Dimension> DeviceView<'a, T, D> {
 pub fn to_device<T: Element, S: Data<Elem = T>, D: Dimension>(
     a: &ArrayBase<S, D>,
 ) -> Result<DeviceArray<T, D>> {
-    let queue = Queue::default_queue()?;
+    upload_on(Queue::default_queue()?, a)
+}
+
+/// [`to_device`] queued on `stream` (Numba's `cuda.to_device(a, stream=s)`): the copy is
+/// ordered with the stream's other work, so uploads on one stream overlap kernels on another.
+///
+/// ```
+/// use ndarray::array;
+/// if let Ok(stream) = ufunc_runtime::Stream::new() {
+///     let d = ufunc_runtime::to_device_on(&stream, &array![[1.0f32], [2.0]]).unwrap();
+///     stream.synchronize().unwrap();
+///     assert_eq!(d.copy_to_host().unwrap(), array![[1.0f32], [2.0]]);
+/// }
+/// ```
+pub fn to_device_on<T: Element, S: Data<Elem = T>, D: Dimension>(
+    stream: &Stream,
+    a: &ArrayBase<S, D>,
+) -> Result<DeviceArray<T, D>> {
+    upload_on(&stream.queue, a)
+}
+
+fn upload_on<T: Element, S: Data<Elem = T>, D: Dimension>(
+    queue: &Queue,
+    a: &ArrayBase<S, D>,
+) -> Result<DeviceArray<T, D>> {
     let raw = Operand::<T>::raw(&a);
     Ok(DeviceArray {
         buf: DeviceBuffer(upload_host(queue, &raw, size_of::<T>())?),

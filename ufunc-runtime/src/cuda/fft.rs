@@ -15,9 +15,9 @@
 //! Nothing is copied to or from the host: the kernels' shapes and strides are launch
 //! parameters, not operand data.
 
-use super::args::{Arg, Buffer, FftKind, FftLayout, LaunchShape};
+use super::args::{Arg, Buffer, FftKind, FftLayout};
 use super::kernel::{cuda_prelude, CudaKernel, KernelSource};
-use super::launch::module;
+use super::launch::launch_support;
 use super::queue::Queue;
 use crate::error::{Error, Result};
 use crate::fft::{FftElement, Pass, PassKind, Recipe};
@@ -383,25 +383,8 @@ const SUPPORT: CudaKernel = CudaKernel {
     mapped_axes: 0,
 };
 
-/// Queues `entry` of the support kernels over `items` grid-stride items (they cannot panic, so
-/// their status words are only kept for a stream's `synchronize`).
-fn launch(queue: &Queue, entry: &'static str, items: usize, mut args: Vec<Arg<'_>>) -> Result<()> {
-    if items == 0 {
-        return Ok(());
-    }
-    let module = module(queue, &SUPPORT)?;
-    let mut status = queue.status_word()?;
-    let shape = LaunchShape {
-        items,
-        threads: 256,
-    };
-    queue
-        .backend
-        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
-    match &queue.deferred {
-        Some(_) => queue.finish_launch(entry, status),
-        None => Ok(()),
-    }
+fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
+    launch_support(queue, &SUPPORT, entry, items, args)
 }
 
 #[cfg(test)]
@@ -415,18 +398,7 @@ mod tests {
 
     #[test]
     fn support_kernels_compile_with_nvrtc() {
-        use crate::cuda::{compile, nvrtc_available, NvrtcOutput};
-        if !nvrtc_available() {
-            assert!(
-                std::env::var("UFUNC_REQUIRE_NVRTC").map_or(true, |v| v != "1"),
-                "NVRTC is required (UFUNC_REQUIRE_NVRTC=1) but libnvrtc cannot be loaded"
-            );
-            eprintln!("SKIPPED support_kernels_compile_with_nvrtc: no NVRTC");
-            return;
-        }
-        let source = support_source().text();
-        let compiled = compile(source, "sm_90", &["--fmad=false"], NvrtcOutput::Cubin);
-        assert!(compiled.is_ok(), "{compiled:?}");
+        crate::cuda::assert_compiles("support_kernels_compile_with_nvrtc", support_source());
     }
 
     #[test]

@@ -48,6 +48,34 @@ pub(crate) fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle>
     Ok(m)
 }
 
+/// Queues `entry` of a hand-written support source (FFT gathers, registration reductions) over
+/// `items` grid-stride items. Support kernels cannot panic, so their status words are only
+/// kept for a stream's `synchronize`.
+pub(crate) fn launch_support(
+    queue: &Queue,
+    kernel: &CudaKernel,
+    entry: &'static str,
+    items: usize,
+    mut args: Vec<Arg<'_>>,
+) -> Result<()> {
+    if items == 0 {
+        return Ok(());
+    }
+    let module = module(queue, kernel)?;
+    let mut status = queue.status_word()?;
+    let shape = LaunchShape {
+        items,
+        threads: 256,
+    };
+    queue
+        .backend
+        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
+    match &queue.deferred {
+        Some(_) => queue.finish_launch(entry, status),
+        None => Ok(()),
+    }
+}
+
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
 /// kernel parameter); on a waiting queue, waits and reports a panic.
 fn run(

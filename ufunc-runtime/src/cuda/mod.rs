@@ -31,8 +31,9 @@ mod queue;
 mod skeleton;
 mod stream;
 
+pub(crate) use args::Arg;
 pub(crate) use array::wrap;
-pub use array::{device_array, to_device, DeviceArray, DeviceView};
+pub use array::{device_array, to_device, to_device_on, DeviceArray, DeviceView};
 pub use backend::cuda_simulated;
 pub use cache::{cached_cubin, kernel_cache_dir};
 pub(crate) use call::queue_of;
@@ -40,11 +41,34 @@ pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device}
 pub(crate) use fft::{contiguous, run_recipe};
 pub(crate) use host::{run_elementwise, run_gufunc};
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
+pub(crate) use launch::launch_support;
 pub use literal::{cuda_const, CudaLiteral};
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
 };
+pub(crate) use queue::Queue;
 pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
 pub use skeleton::{kernel_source, GuOperand, KernelKind};
 pub use stream::Stream;
+
+/// Test support: `source` compiles with NVRTC for sm_90 as the runtime compiles it (skipped
+/// without NVRTC unless `UFUNC_REQUIRE_NVRTC=1`).
+#[cfg(test)]
+pub(crate) fn assert_compiles(test: &str, source: &KernelSource) {
+    if !nvrtc_available() {
+        assert!(
+            std::env::var("UFUNC_REQUIRE_NVRTC").map_or(true, |v| v != "1"),
+            "NVRTC is required (UFUNC_REQUIRE_NVRTC=1) but libnvrtc cannot be loaded"
+        );
+        eprintln!("SKIPPED {test}: no NVRTC");
+        return;
+    }
+    let compiled = compile(
+        source.text(),
+        "sm_90",
+        &["--fmad=false"],
+        NvrtcOutput::Cubin,
+    );
+    assert!(compiled.is_ok(), "{test}: {compiled:?}");
+}

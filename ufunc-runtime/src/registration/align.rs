@@ -48,7 +48,9 @@ pub struct AlignOptions {
     /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most); the full-size
     /// aligned sum is made by reading the frames once more.
     pub max_size: usize,
-    /// `Cpu` or `Parallel` (frames are registered in parallel).
+    /// `Cpu`, `Parallel` (frames are registered in parallel) or `Cuda` (each frame's
+    /// registration on the GPU, frames uploaded on two streams in turn; the spectra kept in
+    /// device memory within `memory_limit`).
     pub target: Target,
     /// A raised-cosine edge taper applied to each frame (less its mean) before it is
     /// registered, rising over this fraction of each axis from each edge (0 to 0.5; default 0,
@@ -176,6 +178,9 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     frames: &mut S,
     options: &AlignOptions,
 ) -> Result<Alignment> {
+    if options.target == Target::Cuda {
+        return super::device::align_on_device(frames, options);
+    }
     let threads = threads_of(options.target)?;
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
@@ -218,11 +223,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         }
         Reference::Sum => iterate_on_sum(&mut spectra, &scratch, &pcc, options, threads)?,
     };
-    let origin = shifts[0];
-    let scale = [ny as f64 / crop.0 as f64, nx as f64 / crop.1 as f64];
-    for s in &mut shifts {
-        *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
-    }
+    let origin = relative_to_first(&mut shifts, crop, (ny, nx));
     let sum = match (&cropped, &taper) {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are.
@@ -247,8 +248,49 @@ pub fn align_movie<S: FrameSource + ?Sized>(
 
 type Spectrum = Array2<Complex<f32>>;
 
+/// Makes shifts found at `crop` relative to frame 0's and scales them to `frame`; returns
+/// frame 0's shift as found.
+pub(super) fn relative_to_first(
+    shifts: &mut [[f64; 2]],
+    crop: (usize, usize),
+    frame: (usize, usize),
+) -> [f64; 2] {
+    let origin = shifts.first().copied().unwrap_or([0.0; 2]);
+    let scale = [
+        frame.0 as f64 / crop.0 as f64,
+        frame.1 as f64 / crop.1 as f64,
+    ];
+    for s in shifts.iter_mut() {
+        *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
+    }
+    origin
+}
+
+/// The largest change of any frame's shift between two passes.
+pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> f64 {
+    found
+        .iter()
+        .zip(shifts)
+        .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
+        .fold(0.0, f64::max)
+}
+
+/// The Gaussian weight `exp(-B |f|² / 4)` of a half spectrum of an `ny x nx` image (`cols`
+/// columns), factored into a row and a column weight.
+pub(super) fn bfactor_weights(
+    bfactor: f64,
+    ny: usize,
+    nx: usize,
+    cols: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
+    let wy = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
+    let wx = (0..cols).map(|k| weight(k as f64, nx)).collect();
+    (wy, wx)
+}
+
 /// The bytes of `frames` half spectra of `(cy, cx)` images.
-fn spectra_bytes(frames: usize, (cy, cx): (usize, usize)) -> u128 {
+pub(super) fn spectra_bytes(frames: usize, (cy, cx): (usize, usize)) -> u128 {
     frames as u128 * cy as u128 * (cx / 2 + 1) as u128 * size_of::<Complex<f32>>() as u128
 }
 
@@ -416,7 +458,7 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     Ok(sum)
 }
 
-fn read_one<S: FrameSource + ?Sized>(
+pub(super) fn read_one<S: FrameSource + ?Sized>(
     frames: &mut S,
     index: usize,
     image: &mut Array2<f32>,
@@ -436,7 +478,7 @@ fn read_one<S: FrameSource + ?Sized>(
     Ok(())
 }
 
-fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<()> {
+pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<()> {
     let (ny, nx) = frames.frame_shape();
     if frames.is_empty() || ny == 0 || nx == 0 {
         return Err(Error::InvalidArgument {
@@ -511,13 +553,13 @@ fn transform(
 }
 
 /// A raised-cosine edge window, as the product of a row and a column window.
-struct Taper {
+pub(super) struct Taper {
     rows: Vec<f32>,
     cols: Vec<f32>,
 }
 
 impl Taper {
-    fn new((ny, nx): (usize, usize), fraction: f64) -> Taper {
+    pub(super) fn new((ny, nx): (usize, usize), fraction: f64) -> Taper {
         let window = |n: usize| -> Vec<f32> {
             let width = (fraction * n as f64).round().max(1.0) as usize;
             (0..n)
@@ -538,7 +580,7 @@ impl Taper {
     }
 
     /// `image` less its mean, times the window.
-    fn apply(&self, image: &mut Array2<f32>) {
+    pub(super) fn apply(&self, image: &mut Array2<f32>) {
         let mean = image.iter().map(|&v| v as f64).sum::<f64>() / image.len().max(1) as f64;
         let mean = mean as f32;
         for (mut row, &wy) in image.rows_mut().into_iter().zip(&self.rows) {
@@ -586,12 +628,7 @@ fn register(
 ) -> Result<([f64; 2], f64)> {
     scratch.with(|scratch, plan| {
         let (ny, nx) = (plan.height(), plan.width());
-        // The Gaussian weight exp(-B |f|² / 4) factors into a row and a column weight.
-        let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
-        let wy: Vec<f32> = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
-        let wx: Vec<f32> = (0..reference.ncols())
-            .map(|k| weight(k as f64, nx))
-            .collect();
+        let (wy, wx) = bfactor_weights(bfactor, ny, nx, reference.ncols());
         let product = scratch.product_mut();
         match leave_out {
             Some(shift) => {
@@ -638,11 +675,7 @@ fn iterate_on_sum<S: FrameSource + ?Sized>(
             register(&total, Some(previous[i]), s, scratch, pcc, options.bfactor)
         };
         let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
-        let change = found
-            .iter()
-            .zip(&shifts)
-            .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
-            .fold(0.0, f64::max);
+        let change = largest_change(&found, &shifts);
         (shifts, peaks) = found.into_iter().unzip();
         total = next;
         if change <= options.tolerance || n == 1 {
@@ -668,7 +701,7 @@ struct Registered {
 
 /// The row and column factors of the phase ramp `exp(-2πi k·shift / n)` that moves the image
 /// of a half spectrum of `shape` (an image `nx` wide) by `shift` = (dy, dx).
-fn shift_phases(
+pub(super) fn shift_phases(
     shift: [f64; 2],
     (rows, cols): (usize, usize),
     nx: usize,

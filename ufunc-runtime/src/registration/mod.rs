@@ -23,6 +23,7 @@
 //! ```
 
 mod align;
+mod device;
 mod pcc;
 mod upsample;
 
@@ -60,7 +61,8 @@ pub struct PccOptions {
     pub normalization: Normalization,
     /// Images (default) or spectra.
     pub space: Space,
-    /// `Cpu` or `Parallel` (default).
+    /// `Cpu`, `Parallel` (default) or `Cuda` (real 2-d `f32` images: the whole per-image
+    /// chain on the GPU, only the peak's neighbourhood read back).
     pub target: Target,
 }
 

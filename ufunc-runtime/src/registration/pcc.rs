@@ -18,8 +18,8 @@ const CONTEXT: &str = "phase_cross_correlation";
 /// Registers `moving` onto `reference` by phase correlation (scikit-image's
 /// `phase_cross_correlation`): see the [module docs](super) for the conventions.
 ///
-/// Errors: inputs of different shapes, an `upsample_factor` of 0, NaN in an input, and the
-/// `cuda` target (registration runs on `cpu` and `parallel` for now).
+/// Errors: inputs of different shapes, an `upsample_factor` of 0, NaN in an input; on `cuda`,
+/// inputs other than real 2-d `f32` images, and no device.
 pub fn phase_cross_correlation<A, S1, S2, D>(
     reference: &ArrayBase<S1, D>,
     moving: &ArrayBase<S2, D>,
@@ -39,13 +39,32 @@ where
         });
     }
     check_options(reference.shape(), options)?;
+    let is_image = !A::COMPLEX && options.space == Space::Real && reference.ndim() == 2;
+    if options.target == Target::Cuda {
+        if !is_image {
+            return Err(Error::InvalidArgument {
+                name: "target",
+                message: format!(
+                    "`cuda` registers real 2-d images in real space (got {} {}-d input{}): use \
+                     `cpu` or `parallel`",
+                    if A::COMPLEX { "complex" } else { "real" },
+                    reference.ndim(),
+                    if options.space == Space::Fourier {
+                        " in Fourier space"
+                    } else {
+                        ""
+                    },
+                ),
+            });
+        }
+        let correlator = Correlator::new(&real_image(reference), options)?;
+        return correlator.register(&real_image(moving));
+    }
     let threads = threads_of(options.target)?;
-    let peak = if !A::COMPLEX && options.space == Space::Real && reference.ndim() == 2 {
-        let r = reference.view().into_dimensionality::<Ix2>().expect("2-d");
-        let m = moving.view().into_dimensionality::<Ix2>().expect("2-d");
+    let peak = if is_image {
         half_spectrum_peak(
-            r.mapv(|v| v.to_complex().re).view(),
-            m.mapv(|v| v.to_complex().re).view(),
+            real_image(reference).view(),
+            real_image(moving).view(),
             options,
             threads,
         )?
@@ -57,6 +76,14 @@ where
         )?
     };
     peak.finish(reference.shape(), options.upsample_factor)
+}
+
+/// A real 2-d input as an image of its real type.
+fn real_image<A: FftElement, S: Data<Elem = A>, D: Dimension>(
+    a: &ArrayBase<S, D>,
+) -> Array2<A::Real> {
+    let a = a.view().into_dimensionality::<Ix2>().expect("2-d");
+    a.mapv(|v| v.to_complex().re)
 }
 
 fn check_options(shape: &[usize], options: &PccOptions) -> Result<()> {
@@ -219,6 +246,57 @@ impl Peak {
         self.value.norm() / (a * b).sqrt()
     }
 
+    /// The integer peak at `index` of a cross-correlation of `shape` holding `value` there
+    /// (`amplitudes` unscaled: `Σ|S|²` of each input, scaled here as the inverse FFT is).
+    pub(super) fn whole(
+        index: &[usize],
+        shape: &[usize],
+        value: Complex<f64>,
+        amplitudes: (f64, f64),
+    ) -> Peak {
+        let size = shape.iter().product::<usize>() as f64;
+        Peak {
+            coarse: wrap(index, shape),
+            refinement: None,
+            value,
+            amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
+        }
+    }
+
+    /// The grid of the upsampled DFT around this peak: `ceil(1.5 U)` points per axis, the
+    /// index of the centre, and per axis the offset the DFT takes.
+    pub(super) fn refinement_grid(&self, upsample: u32) -> (usize, f64, Vec<f64>) {
+        let u = upsample as f64;
+        let region = (1.5 * u).ceil() as usize;
+        let centre = (region as f64 / 2.0).trunc();
+        let offsets = self
+            .coarse
+            .iter()
+            .map(|c| centre - (c * u).round())
+            .collect();
+        (region, centre, offsets)
+    }
+
+    /// This peak refined by `up`, the upsampled DFT on its grid (not scaled: `amplitudes` are
+    /// the unscaled ones).
+    pub(super) fn refined(
+        self,
+        up: ndarray::ArrayViewD<'_, Complex<f64>>,
+        upsample: u32,
+        amplitudes: (f64, f64),
+    ) -> Peak {
+        let (_, centre, _) = self.refinement_grid(upsample);
+        let u = upsample as f64;
+        let flat = argmax(up.iter().enumerate(), |z| z.norm());
+        let at = unravel(flat, up.shape());
+        Peak {
+            value: up[IxDyn(&at)],
+            refinement: Some(at.iter().map(|&i| (i as f64 - centre) / u).collect()),
+            coarse: self.coarse,
+            amplitudes,
+        }
+    }
+
     fn finish(self, shape: &[usize], upsample: u32) -> Result<Pcc> {
         let (a, b) = self.amplitudes;
         if self.value.re.is_nan() || self.value.im.is_nan() || a.is_nan() || b.is_nan() {
@@ -236,13 +314,6 @@ impl Peak {
     }
 }
 
-/// The grid of the upsampled refinement: `ceil(1.5 U)` points per axis, centred on the coarse
-/// peak at index `fix(region / 2)`.
-fn region_of(upsample: u32) -> (usize, f64) {
-    let region = (1.5 * upsample as f64).ceil() as usize;
-    (region, (region as f64 / 2.0).trunc())
-}
-
 /// Index of the largest `|value|` in C order, the first one on ties (NumPy's `argmax`).
 fn argmax<'a, V: 'a>(
     values: impl Iterator<Item = (usize, &'a V)>,
@@ -258,7 +329,7 @@ fn argmax<'a, V: 'a>(
     best.0
 }
 
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+pub(super) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     let mut index = vec![0; shape.len()];
     for axis in (0..shape.len()).rev() {
         index[axis] = flat % shape[axis];
@@ -305,7 +376,6 @@ fn full_spectrum_peak<T: FftReal>(
     options: &PccOptions,
 ) -> Result<Peak> {
     let shape = reference.shape().to_vec();
-    let size = reference.len() as f64;
     let mut product = ArrayD::<Complex<T>>::zeros(IxDyn(&shape));
     Zip::from(&mut product)
         .and(&reference)
@@ -317,27 +387,14 @@ fn full_spectrum_peak<T: FftReal>(
     complex_fftn_inplace(&mut cc, true, options.target)?;
     let flat = argmax(cc.iter().enumerate(), |z| c64(*z).norm());
     let index = unravel(flat, &shape);
-    let coarse = wrap(&index, &shape);
-    if options.upsample_factor == 1 {
-        return Ok(Peak {
-            value: c64(cc[IxDyn(&index)]),
-            coarse,
-            refinement: None,
-            amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
-        });
+    let peak = Peak::whole(&index, &shape, c64(cc[IxDyn(&index)]), amplitudes);
+    let upsample = options.upsample_factor;
+    if upsample == 1 {
+        return Ok(peak);
     }
-    let u = options.upsample_factor as f64;
-    let (region, centre) = region_of(options.upsample_factor);
-    let offsets: Vec<f64> = coarse.iter().map(|c| centre - (c * u).round()).collect();
-    let up = upsampled_dft(product.view(), region, u, &offsets);
-    let flat = argmax(up.iter().enumerate(), |z| z.norm());
-    let at = unravel(flat, up.shape());
-    Ok(Peak {
-        value: up[IxDyn(&at)],
-        refinement: Some(at.iter().map(|&i| (i as f64 - centre) / u).collect()),
-        coarse,
-        amplitudes,
-    })
+    let (region, _, offsets) = peak.refinement_grid(upsample);
+    let up = upsampled_dft(product.view(), region, upsample as f64, &offsets);
+    Ok(peak.refined(up.view(), upsample, amplitudes))
 }
 
 trait NormSqr {
@@ -380,10 +437,21 @@ fn half_spectrum_peak<T: FftReal>(
 /// # }
 /// ```
 pub struct Correlator<T: FftReal> {
+    shape: [usize; 2],
+    options: PccOptions,
+    engine: Engine<T>,
+}
+
+enum Engine<T: FftReal> {
+    Host(Box<HostCorrelator<T>>),
+    Device(super::device::DeviceCorrelator),
+}
+
+/// The `cpu` and `parallel` correlator: the reference's half spectrum and the plans.
+struct HostCorrelator<T: FftReal> {
     plan: ImagePlan<T>,
     reference: Array2<Complex<T>>,
     reference_power: f64,
-    options: PccOptions,
     threads: Threads,
     /// Buffers of finished calls, reused by the next ones (one per concurrent caller).
     scratch: std::sync::Mutex<Vec<Scratch<T>>>,
@@ -411,20 +479,34 @@ impl<T: FftReal> Scratch<T> {
 
 impl<T: FftReal> Correlator<T> {
     /// Prepares registration onto `reference` (errors: an empty image, an `upsample_factor` of
-    /// 0, a target other than `cpu` or `parallel`, NaN in the reference).
+    /// 0, NaN in the reference; on `cuda`, images other than `f32` and no device).
     pub fn new<S: Data<Elem = T>>(
         reference: &ArrayBase<S, Ix2>,
         options: &PccOptions,
     ) -> Result<Self> {
         check_options(reference.shape(), options)?;
-        let threads = threads_of(options.target)?;
         if reference.iter().any(|v| v.is_nan()) {
             return Err(Error::NotFinite {
                 context: CONTEXT,
                 name: "reference",
             });
         }
-        Self::with_threads(reference.view(), options, threads)
+        let engine = match options.target {
+            Target::Cuda => Engine::Device(super::device::DeviceCorrelator::new(
+                reference.view(),
+                options,
+            )?),
+            target => {
+                let host = HostCorrelator::new(reference.view(), threads_of(target)?)?;
+                Engine::Host(Box::new(host))
+            }
+        };
+        let (ny, nx) = reference.dim();
+        Ok(Correlator {
+            shape: [ny, nx],
+            options: *options,
+            engine,
+        })
     }
 
     fn with_threads(
@@ -433,51 +515,66 @@ impl<T: FftReal> Correlator<T> {
         threads: Threads,
     ) -> Result<Self> {
         let (ny, nx) = reference.dim();
-        let plan = ImagePlan::<T>::new(ny, nx)?;
-        let mut spectrum = Array2::zeros((ny, plan.half_width()));
-        plan.forward(reference, &mut spectrum, threads)?;
         Ok(Correlator {
-            reference_power: half_power(&spectrum, nx),
-            reference: spectrum,
-            plan,
+            shape: [ny, nx],
             options: *options,
-            threads,
-            scratch: std::sync::Mutex::new(Vec::new()),
+            engine: Engine::Host(Box::new(HostCorrelator::new(reference, threads)?)),
         })
     }
 
     /// The shift that registers `moving` onto the reference, as [`phase_cross_correlation`]
     /// gives it.
     pub fn register<S: Data<Elem = T>>(&self, moving: &ArrayBase<S, Ix2>) -> Result<Pcc> {
-        let shape = [self.plan.height(), self.plan.width()];
-        if moving.shape() != shape {
+        if moving.shape() != self.shape {
             return Err(Error::ShapeMismatch {
                 context: CONTEXT,
                 names: ["reference", "moving"],
-                shapes: [shape.to_vec(), moving.shape().to_vec()],
+                shapes: [self.shape.to_vec(), moving.shape().to_vec()],
             });
         }
         self.peak(moving.view())?
-            .finish(&shape, self.options.upsample_factor)
+            .finish(&self.shape, self.options.upsample_factor)
     }
 
     fn peak(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
+        match &self.engine {
+            Engine::Host(host) => host.peak(moving, &self.options),
+            Engine::Device(device) => device.peak(moving),
+        }
+    }
+}
+
+impl<T: FftReal> HostCorrelator<T> {
+    fn new(reference: ArrayView2<'_, T>, threads: Threads) -> Result<Self> {
+        let (ny, nx) = reference.dim();
+        let plan = ImagePlan::<T>::new(ny, nx)?;
+        let mut spectrum = Array2::zeros((ny, plan.half_width()));
+        plan.forward(reference, &mut spectrum, threads)?;
+        Ok(HostCorrelator {
+            reference_power: half_power(&spectrum, nx),
+            reference: spectrum,
+            plan,
+            threads,
+            scratch: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    fn peak(&self, moving: ArrayView2<'_, T>, options: &PccOptions) -> Result<Peak> {
         let nx = self.plan.width();
         let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
         let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
         self.plan
             .forward(moving, &mut scratch.product, self.threads)?;
-        let normalization = self.options.normalization;
         let moving_power = cross_power(
             &self.reference,
             &mut scratch.product,
             nx,
-            normalization,
+            options.normalization,
             self.threads,
         );
         let amplitudes = (self.reference_power, moving_power);
-        let upsample = self.options.upsample_factor;
+        let upsample = options.upsample_factor;
         let peak = half_product_peak(&self.plan, &mut scratch, upsample, amplitudes, self.threads);
         pool().push(scratch);
         peak
@@ -593,29 +690,14 @@ pub(super) fn half_product_peak<T: FftReal>(
     plan.inverse(product, cc, threads)?;
     let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let index = unravel(flat, &[ny, nx]);
-    let coarse = wrap(&index, &[ny, nx]);
-    let size = (ny * nx) as f64;
+    let value = Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0);
+    let peak = Peak::whole(&index, &[ny, nx], value, amplitudes);
     if upsample == 1 {
-        return Ok(Peak {
-            value: Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0),
-            coarse,
-            refinement: None,
-            amplitudes: (amplitudes.0 / size, amplitudes.1 / size),
-        });
+        return Ok(peak);
     }
+    let (region, _, offsets) = peak.refinement_grid(upsample);
+    let offsets = [offsets[0], offsets[1]];
     let u = upsample as f64;
-    let (region, centre) = region_of(upsample);
-    let offsets = [
-        centre - (coarse[0] * u).round(),
-        centre - (coarse[1] * u).round(),
-    ];
     let up = upsampled_dft_half(product.view(), nx, region, u, offsets, threads);
-    let flat = argmax(up.iter().enumerate(), |z| z.norm());
-    let at = unravel(flat, &[region, region]);
-    Ok(Peak {
-        value: up[[at[0], at[1]]],
-        refinement: Some(at.iter().map(|&i| (i as f64 - centre) / u).collect()),
-        coarse,
-        amplitudes,
-    })
+    Ok(peak.refined(up.into_dyn().view(), upsample, amplitudes))
 }

@@ -1,0 +1,161 @@
+//! Registration on the `cuda` target against `parallel` (itself checked against scikit-image):
+//! `Correlator` and `phase_cross_correlation` give the same shifts (quantised to 1/U: equal
+//! unless a peak sits on a tie), `error` and `phasediff` within 1e-4; `align_movie` the same
+//! shifts within one 1/U step, peak heights within 1e-4 and aligned sums within 1e-4 of the
+//! largest value; each registration reads
+//! back only a few small arrays; inputs the target cannot take are errors.
+
+use super::common::{drift, movie};
+use super::on_gpu;
+use ndarray::{Array2, Array3, Axis};
+use ufunc::cuda::cuda_counters;
+use ufunc::registration::{
+    align_movie, phase_cross_correlation, AlignOptions, Correlator, Normalization, PccOptions,
+    Reference,
+};
+use ufunc::{Error, Target};
+
+/// Shifts agree within `tol` on every axis.
+fn same_shift(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= tol, "{what}: {got:?} vs {want:?}");
+    }
+}
+
+fn frames(shape: (usize, usize), n: usize, seed: u64) -> Array3<f32> {
+    movie(n, shape, 300.0, seed)
+}
+
+#[test]
+fn correlator_on_cuda_matches_parallel() {
+    on_gpu("correlator_on_cuda_matches_parallel", || {
+        for (shape, upsample, normalization) in [
+            ((48, 64), 1, Normalization::Phase),
+            ((48, 64), 20, Normalization::Phase),
+            ((45, 61), 10, Normalization::Off),
+            ((33, 40), 4, Normalization::Phase),
+        ] {
+            let m = frames(shape, 4, 7);
+            let options = |target| PccOptions {
+                upsample_factor: upsample,
+                normalization,
+                target,
+                ..Default::default()
+            };
+            let reference = m.index_axis(Axis(0), 0);
+            let cuda = Correlator::new(&reference, &options(Target::Cuda)).unwrap();
+            let host = Correlator::new(&reference, &options(Target::Parallel)).unwrap();
+            for i in 1..4 {
+                let frame = m.index_axis(Axis(0), i);
+                let before = cuda_counters();
+                let got = cuda.register(&frame).unwrap();
+                let reads = cuda_counters().device_to_host - before.device_to_host;
+                let want = host.register(&frame).unwrap();
+                let what = format!("{shape:?} U={upsample} {normalization:?} frame {i}");
+                same_shift(&what, &got.shift, &want.shift, 1e-9);
+                assert!(
+                    (got.error - want.error).abs() < 1e-4,
+                    "{what}: {got:?} {want:?}"
+                );
+                assert!((got.phasediff - want.phasediff).abs() < 1e-4, "{what}");
+                // Two powers, the peak (value, index), and with U > 1 the upsampled grid.
+                assert!(reads <= 5, "{what}: {reads} reads from the device");
+            }
+        }
+    });
+}
+
+#[test]
+fn phase_cross_correlation_on_cuda() {
+    on_gpu("phase_cross_correlation_on_cuda", || {
+        let m = frames((40, 52), 3, 11);
+        let (a, b) = (m.index_axis(Axis(0), 0), m.index_axis(Axis(0), 2));
+        let options = |target| PccOptions {
+            upsample_factor: 8,
+            target,
+            ..Default::default()
+        };
+        let got = phase_cross_correlation(&a, &b, &options(Target::Cuda)).unwrap();
+        let want = phase_cross_correlation(&a, &b, &options(Target::Parallel)).unwrap();
+        same_shift("pcc", &got.shift, &want.shift, 1e-9);
+        // The drift between frames 0 and 2, to within a pixel (noise).
+        let d = drift(2);
+        same_shift("truth", &got.shift, &[-d[0], -d[1]], 1.0);
+
+        // What the target does not take: f64 images, 3-d inputs.
+        let a64 = a.mapv(f64::from);
+        let e = phase_cross_correlation(&a64, &a64, &options(Target::Cuda)).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument { name: "target", .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("f64"), "{e}");
+        let e = phase_cross_correlation(&m, &m, &options(Target::Cuda)).unwrap_err();
+        assert!(e.to_string().contains("3-d"), "{e}");
+        let e = Correlator::new(&Array2::<f32>::zeros((0, 4)), &options(Target::Cuda));
+        assert!(e.is_err());
+    });
+}
+
+#[test]
+fn align_movie_on_cuda_matches_parallel() {
+    on_gpu("align_movie_on_cuda_matches_parallel", || {
+        let m = frames((64, 56), 6, 3);
+        for (what, options) in [
+            (
+                "first",
+                AlignOptions {
+                    reference: Reference::First,
+                    ..Default::default()
+                },
+            ),
+            ("sum", AlignOptions::default()),
+            (
+                "sum, phase, streamed",
+                AlignOptions {
+                    normalization: Normalization::Phase,
+                    memory_limit: 0,
+                    upsample_factor: 10,
+                    ..Default::default()
+                },
+            ),
+            (
+                "sum, cropped, tapered",
+                AlignOptions {
+                    max_size: 32,
+                    taper: 0.2,
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let on = |target| {
+                let options = AlignOptions { target, ..options };
+                align_movie(&mut m.clone(), &options).unwrap()
+            };
+            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            // Passes stop when no shift changes by more than the tolerance (one 1/U step
+            // here): a peak on a near-tie may take another pass on one target.
+            assert!(
+                got.iterations.abs_diff(want.iterations) <= 3,
+                "{what}: passes"
+            );
+            assert_eq!(got.alignment_shape, want.alignment_shape, "{what}");
+            let step = 1.0 / options.upsample_factor as f64 + 1e-9;
+            for (i, (g, w)) in got.shifts.iter().zip(&want.shifts).enumerate() {
+                same_shift(&format!("{what}: frame {i}"), g, w, step);
+            }
+            for (g, w) in got.peaks.iter().zip(&want.peaks) {
+                assert!((g - w).abs() < 1e-4, "{what}: peaks {g} vs {w}");
+            }
+            let scale = want.sum.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+            let err = (&got.sum - &want.sum)
+                .iter()
+                .fold(0.0f32, |a, v| a.max(v.abs()));
+            assert!(
+                err <= 1e-4 * scale,
+                "{what}: sum differs by {err} of {scale}"
+            );
+        }
+    });
+}

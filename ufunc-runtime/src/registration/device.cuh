@@ -1,0 +1,159 @@
+// The registration's device kernels (registration/device.rs), after the prelude: spectrum
+// powers and the cross-correlation's peak as reductions over a fixed number of slots (slot s
+// takes elements s, s + slots, ...: the same partition on every grid, so results do not depend
+// on the device), the Fourier crop, and the upsampled DFT around the coarse peak. Grid-stride
+// loops with 64-bit indexing; nothing here can panic, the status word is never written.
+
+#define __UFUNC_REG_GRID(i, n) \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
+         i += (long long)gridDim.x * blockDim.x)
+
+// Σ|s|² over the full spectrum of an image `nx` wide, from its half `s` (rows x cols): the
+// columns that have a mirror count twice. Partial sums per slot, in double.
+extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long long nx,
+                                           long long slots, const c32* s, double* partial,
+                                           int* status) {
+    long long n = rows * cols;
+    __UFUNC_REG_GRID(slot, slots) {
+        double acc = 0.0;
+        for (long long i = slot; i < n; i += slots) {
+            long long c = i % cols;
+            bool twice = c > 0 && !(nx % 2 == 0 && c == cols - 1);
+            double re = s[i].re, im = s[i].im;
+            acc += (re * re + im * im) * (twice ? 2.0 : 1.0);
+        }
+        partial[slot] = acc;
+    }
+}
+
+// The next stage of a sum: `slots` partial sums of `n`.
+extern "C" __global__ void ufunc_reg_sum(long long n, long long slots, const double* in,
+                                         double* out, int* status) {
+    __UFUNC_REG_GRID(slot, slots) {
+        double acc = 0.0;
+        for (long long i = slot; i < n; i += slots) acc += in[i];
+        out[slot] = acc;
+    }
+}
+
+// The largest |v| (NaN ignored) and the first index holding it, per slot; index -1 where a
+// slot saw no number. The value is kept signed.
+extern "C" __global__ void ufunc_reg_argmax(long long n, long long slots, const f32* v,
+                                            f32* best, long long* at, int* status) {
+    __UFUNC_REG_GRID(slot, slots) {
+        float top = -1.0f, value = 0.0f;
+        long long where = -1;
+        for (long long i = slot; i < n; i += slots) {
+            float a = fabsf(v[i]);
+            if (a > top) {
+                top = a;
+                value = v[i];
+                where = i;
+            }
+        }
+        best[slot] = value;
+        at[slot] = where;
+    }
+}
+
+// The next stage of an argmax: the largest |value| of `n` candidates, the smallest index on
+// ties.
+extern "C" __global__ void ufunc_reg_argmax_pairs(long long n, long long slots, const f32* in_best,
+                                                  const long long* in_at, f32* best,
+                                                  long long* at, int* status) {
+    __UFUNC_REG_GRID(slot, slots) {
+        float top = -1.0f, value = 0.0f;
+        long long where = -1;
+        for (long long i = slot; i < n; i += slots) {
+            if (in_at[i] < 0) continue;
+            float a = fabsf(in_best[i]);
+            if (a > top || (a == top && in_at[i] < where)) {
+                top = a;
+                value = in_best[i];
+                where = in_at[i];
+            }
+        }
+        best[slot] = value;
+        at[slot] = where;
+    }
+}
+
+// The half spectrum of a (cy, cx) image from the low frequencies of a (ny, *) one's half.
+extern "C" __global__ void ufunc_reg_crop(long long ny, long long cols, long long cy,
+                                          long long out_cols, const c32* s, c32* out,
+                                          int* status) {
+    __UFUNC_REG_GRID(i, cy * out_cols) {
+        long long r = i / out_cols, c = i % out_cols;
+        long long source = r < (cy + 1) / 2 ? r : ny - (cy - r);
+        out[i] = s[source * cols + c];
+    }
+}
+
+// kernel[r, k] = exp(2πi (r - offset) f(k) / (n U)), f(k) the signed frequency of bin k.
+// `upsample` and `offset` are whole numbers (the offset is the grid's centre less the rounded
+// coarse peak times U).
+extern "C" __global__ void ufunc_reg_dft_kernel(long long n, long long region, long long upsample,
+                                                long long offset, c64* kernel, int* status) {
+    __UFUNC_REG_GRID(i, region * n) {
+        long long r = i / n, k = i % n;
+        double f = k <= (n - 1) / 2 ? (double)k : (double)k - (double)n;
+        double phase = 2.0 * 3.141592653589793 * ((double)r - (double)offset) * f /
+                       ((double)n * (double)upsample);
+        kernel[i].re = cos(phase);
+        kernel[i].im = sin(phase);
+    }
+}
+
+// g[r, j] = Σ_ky ey[r, ky] half[ky, j] (region x cols), in the spectrum's precision as the host.
+extern "C" __global__ void ufunc_reg_rows_times_half(long long ny, long long cols,
+                                                     long long region, const c64* ey,
+                                                     const c32* half, c64* g, int* status) {
+    __UFUNC_REG_GRID(i, region * cols) {
+        long long r = i / cols, j = i % cols;
+        float re = 0.0f, im = 0.0f;
+        for (long long ky = 0; ky < ny; ++ky) {
+            float wr = (float)ey[r * ny + ky].re, wi = (float)ey[r * ny + ky].im;
+            c32 h = half[ky * cols + j];
+            re += wr * h.re - wi * h.im;
+            im += wr * h.im + wi * h.re;
+        }
+        g[i].re = re;
+        g[i].im = im;
+    }
+}
+
+// out[r, s] = Σ_kx b[r, kx] ex[s, kx], with b the full row contraction built from g: the
+// columns past the half are the conjugate of the mirrored column, plus, for an even `ny`, the
+// Nyquist row's term (its frequency does not change sign under mirroring).
+extern "C" __global__ void ufunc_reg_upsampled(long long ny, long long nx, long long cols,
+                                               long long region, const c64* g, const c64* ey,
+                                               const c64* ex, const c32* half, c64* out,
+                                               int* status) {
+    __UFUNC_REG_GRID(i, region * region) {
+        long long r = i / region, s = i % region;
+        double re = 0.0, im = 0.0;
+        for (long long kx = 0; kx < nx; ++kx) {
+            double br, bi;
+            if (kx < cols) {
+                br = g[r * cols + kx].re;
+                bi = g[r * cols + kx].im;
+            } else {
+                long long j = nx - kx;
+                br = g[r * cols + j].re;
+                bi = -g[r * cols + j].im;
+                if (ny % 2 == 0) {
+                    double e = 2.0 * ey[r * ny + ny / 2].im;
+                    c32 h = half[(ny / 2) * cols + j];
+                    // (i e) * conj(h) = e h.im + i e h.re
+                    br += e * (double)h.im;
+                    bi += e * (double)h.re;
+                }
+            }
+            c64 w = ex[s * nx + kx];
+            re += br * w.re - bi * w.im;
+            im += br * w.im + bi * w.re;
+        }
+        out[i].re = re;
+        out[i].im = im;
+    }
+}

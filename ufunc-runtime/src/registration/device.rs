@@ -1,0 +1,662 @@
+//! The `cuda` target of registration: every step of a frame's registration on the device, in
+//! the host's order and precision (real FFTs, the cross-power spectrum as
+//! `#[vectorize(target = "cuda")]` complex kernels, the inverse, the integer peak, the upsampled
+//! DFT around it), so that only a few numbers come back per frame: the spectra's powers, the
+//! peak's index and value, and the `region x region` upsampled neighbourhood of the peak.
+//! Frames are uploaded on two streams in turn, so that one frame's upload overlaps the other's
+//! kernels. Reductions (powers, the peak) run over a fixed number of slots, so a result does
+//! not depend on the device's grid: the simulator's and the GPU's agree.
+
+use super::align::{
+    bfactor_weights, check, largest_change, read_one, relative_to_first, shift_phases,
+    spectra_bytes, Taper,
+};
+use super::pcc::{unravel, Peak};
+use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
+use crate::cuda::{cuda_prelude, launch_support, queue_of, wrap, Arg, Queue};
+use crate::error::{Error, Result};
+use crate::fft::{device as dfft, FftOptions, FftReal};
+use crate::{to_device_on, CudaKernel, DeviceArray, DeviceBuffer, KernelSource, Stream};
+use ndarray::{Array2, ArrayView2, Ix1, Ix2, IxDyn};
+use num_complex::Complex;
+use std::sync::OnceLock;
+use ufunc_macros::vectorize;
+
+type Spectrum = DeviceArray<Complex<f32>, Ix2>;
+
+/// The host's `normalise(r conj(m), Phase)` times the B-factor weight: `z / max(|z|, 100 ε)`.
+#[vectorize(target = "cuda")]
+fn phase_cross_power(r: Complex<f32>, m: Complex<f32>, wy: f32, wx: f32) -> Complex<f32> {
+    let z = r * m.conj();
+    z / (z.re * z.re + z.im * z.im).sqrt().max(1.1920929e-5f32) * (wy * wx)
+}
+
+/// The plain cross-power spectrum times the B-factor weight.
+#[vectorize(target = "cuda")]
+fn plain_cross_power(r: Complex<f32>, m: Complex<f32>, wy: f32, wx: f32) -> Complex<f32> {
+    r * m.conj() * (wy * wx)
+}
+
+/// The sum of the other frames: the total less `moving` moved by its shift (`py px`).
+#[vectorize(target = "cuda")]
+fn leave_out(
+    total: Complex<f32>,
+    moving: Complex<f32>,
+    py: Complex<f32>,
+    px: Complex<f32>,
+) -> Complex<f32> {
+    total - moving * (py * px)
+}
+
+/// `total` plus `spectrum` moved by `py px`.
+#[vectorize(target = "cuda")]
+fn add_moved(
+    total: Complex<f32>,
+    spectrum: Complex<f32>,
+    py: Complex<f32>,
+    px: Complex<f32>,
+) -> Complex<f32> {
+    total + spectrum * (py * px)
+}
+
+/// `spectrum` moved by `py px`.
+#[vectorize(target = "cuda")]
+fn moved(spectrum: Complex<f32>, py: Complex<f32>, px: Complex<f32>) -> Complex<f32> {
+    spectrum * (py * px)
+}
+
+fn kernels_source() -> &'static KernelSource {
+    static SOURCE: OnceLock<KernelSource> = OnceLock::new();
+    SOURCE.get_or_init(|| {
+        KernelSource::new(format!(
+            "{}\n{}",
+            cuda_prelude(),
+            include_str!("device.cuh")
+        ))
+    })
+}
+
+const KERNELS: CudaKernel = CudaKernel {
+    name: "ufunc_registration",
+    source: kernels_source,
+    fast_math: false,
+    mapped_axes: 0,
+};
+
+/// Slots of the two reduction stages: the first reads the data, the second its partials; the
+/// host adds up the second's.
+const SLOTS: [usize; 2] = [4096, 32];
+
+fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
+    launch_support(queue, &KERNELS, entry, items, args)
+}
+
+/// Device memory of `dim`, written whole by a kernel before it is read.
+fn scratch<T: crate::Element, D: ndarray::Dimension>(
+    queue: &Queue,
+    dim: D,
+) -> Result<DeviceArray<T, D>> {
+    let bytes = dim.size() * size_of::<T>();
+    Ok(wrap(DeviceBuffer(queue.alloc(bytes)?), &dim))
+}
+
+fn i64s(v: &[usize]) -> Vec<Arg<'static>> {
+    v.iter().map(|&x| Arg::I64(x as i64)).collect()
+}
+
+/// `Σ|S|²` over the full spectrum of an image `nx` wide, from its half: queued, the partial
+/// sums left on the device.
+fn queue_power(queue: &Queue, s: &Spectrum, nx: usize) -> Result<DeviceArray<f64, Ix1>> {
+    let (rows, cols) = (s.shape()[0], s.shape()[1]);
+    let mut first = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
+    let mut args = i64s(&[rows, cols, nx, SLOTS[0]]);
+    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut first.buf.0)]);
+    launch(queue, "ufunc_reg_power", SLOTS[0], args)?;
+    let mut second = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[1]))?;
+    let mut args = i64s(&[SLOTS[0], SLOTS[1]]);
+    args.extend([Arg::In(&first.buf.0, 0), Arg::Out(&mut second.buf.0)]);
+    launch(queue, "ufunc_reg_sum", SLOTS[1], args)?;
+    Ok(second)
+}
+
+/// The largest `|cc|` and its first index: queued, the candidates left on the device.
+fn queue_argmax(
+    queue: &Queue,
+    cc: &DeviceArray<f32, Ix2>,
+) -> Result<(DeviceArray<f32, Ix1>, DeviceArray<i64, Ix1>)> {
+    let mut best = scratch::<f32, _>(queue, ndarray::Ix1(SLOTS[0]))?;
+    let mut at = scratch::<i64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
+    let mut args = i64s(&[cc.len(), SLOTS[0]]);
+    args.extend([
+        Arg::In(&cc.buf.0, 0),
+        Arg::Out(&mut best.buf.0),
+        Arg::Out(&mut at.buf.0),
+    ]);
+    launch(queue, "ufunc_reg_argmax", SLOTS[0], args)?;
+    let mut best2 = scratch::<f32, _>(queue, ndarray::Ix1(SLOTS[1]))?;
+    let mut at2 = scratch::<i64, _>(queue, ndarray::Ix1(SLOTS[1]))?;
+    let mut args = i64s(&[SLOTS[0], SLOTS[1]]);
+    args.extend([
+        Arg::In(&best.buf.0, 0),
+        Arg::In(&at.buf.0, 0),
+        Arg::Out(&mut best2.buf.0),
+        Arg::Out(&mut at2.buf.0),
+    ]);
+    launch(queue, "ufunc_reg_argmax_pairs", SLOTS[1], args)?;
+    Ok((best2, at2))
+}
+
+/// The registration of one frame, queued on a stream: what `finish` reads back.
+pub(super) struct Queued {
+    product: Spectrum,
+    powers: [DeviceArray<f64, Ix1>; 2],
+    peak: (DeviceArray<f32, Ix1>, DeviceArray<i64, Ix1>),
+}
+
+/// The shapes and options of registering images of one shape on the device.
+pub(super) struct DevicePlan {
+    /// The images as given.
+    frame: (usize, usize),
+    /// The images registered: `frame`, or its Fourier crop.
+    shape: (usize, usize),
+    upsample: u32,
+    normalization: Normalization,
+}
+
+/// Row and column weights of the cross-power spectrum, as `(rows, 1)` and `(1, cols)`.
+pub(super) struct Weights {
+    rows: DeviceArray<f32, Ix2>,
+    cols: DeviceArray<f32, Ix2>,
+}
+
+impl DevicePlan {
+    fn half_width(&self) -> usize {
+        self.shape.1 / 2 + 1
+    }
+
+    /// The B-factor weights of this plan's spectra (all ones for 0).
+    fn weights(&self, stream: &Stream, bfactor: f64) -> Result<Weights> {
+        let (ny, nx) = self.shape;
+        let (wy, wx) = bfactor_weights(bfactor, ny, nx, self.half_width());
+        let rows = Array2::from_shape_vec((ny, 1), wy).expect("ny weights");
+        let cols = Array2::from_shape_vec((1, self.half_width()), wx).expect("m weights");
+        Ok(Weights {
+            rows: to_device_on(stream, &rows)?,
+            cols: to_device_on(stream, &cols)?,
+        })
+    }
+
+    /// The (cropped) half spectrum of `image`, uploaded on `stream`.
+    fn spectrum(&self, stream: &Stream, image: &Array2<f32>) -> Result<Spectrum> {
+        let image = to_device_on(stream, image)?;
+        let full = dfft::rfft2_on(stream, &image, &FftOptions::new())?;
+        if self.frame == self.shape {
+            return Ok(full);
+        }
+        let queue = queue_of(Some(stream))?;
+        let (cy, m) = (self.shape.0, self.half_width());
+        let mut out = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(cy, m))?;
+        let (ny, cols) = (full.shape()[0], full.shape()[1]);
+        let mut args = i64s(&[ny, cols, cy, m]);
+        args.extend([Arg::In(&full.buf.0, 0), Arg::Out(&mut out.buf.0)]);
+        launch(queue, "ufunc_reg_crop", cy * m, args)?;
+        Ok(out)
+    }
+
+    /// Queues the registration of `moving` onto `reference`, or, with `leave_out =
+    /// Some(shift)`, onto `reference` less `moving` moved by `shift`.
+    fn queue(
+        &self,
+        stream: &Stream,
+        reference: &Spectrum,
+        leave_out: Option<[f64; 2]>,
+        moving: &Spectrum,
+        weights: &Weights,
+    ) -> Result<Queued> {
+        let queue = queue_of(Some(stream))?;
+        let (ny, nx) = self.shape;
+        let others;
+        let reference = match leave_out {
+            Some(shift) => {
+                let (py, px) = self.phases(stream, shift)?;
+                others = self::leave_out::on_stream(
+                    stream,
+                    reference.view(),
+                    moving.view(),
+                    py.view(),
+                    px.view(),
+                )?;
+                &others
+            }
+            None => reference,
+        };
+        let powers = [
+            queue_power(queue, reference, nx)?,
+            queue_power(queue, moving, nx)?,
+        ];
+        let (r, m, wy, wx) = (
+            reference.view(),
+            moving.view(),
+            weights.rows.view(),
+            weights.cols.view(),
+        );
+        let product = match self.normalization {
+            Normalization::Phase => phase_cross_power::on_stream(stream, r, m, wy, wx)?,
+            Normalization::Off => plain_cross_power::on_stream(stream, r, m, wy, wx)?,
+        };
+        let cc = dfft::irfft2_on(stream, &product, &FftOptions::new().s(&[ny, nx]))?;
+        let peak = queue_argmax(queue, &cc)?;
+        Ok(Queued {
+            product,
+            powers,
+            peak,
+        })
+    }
+
+    /// Reads back the peak of a queued registration (and the upsampled DFT around it).
+    fn finish(&self, stream: &Stream, queued: Queued) -> Result<Peak> {
+        let (ny, nx) = self.shape;
+        let sum = |a: &DeviceArray<f64, Ix1>| -> Result<f64> { Ok(a.copy_to_host()?.sum()) };
+        let amplitudes = (sum(&queued.powers[0])?, sum(&queued.powers[1])?);
+        let (best, at) = (queued.peak.0.copy_to_host()?, queued.peak.1.copy_to_host()?);
+        let mut top: Option<(i64, f32)> = None;
+        for (&i, &v) in at.iter().zip(&best) {
+            let better = match top {
+                None => i >= 0,
+                Some((j, w)) => i >= 0 && (v.abs() > w.abs() || (v.abs() == w.abs() && i < j)),
+            };
+            if better {
+                top = Some((i, v));
+            }
+        }
+        // Every value NaN: the host's argmax gives index 0, and its NaN is reported by `finish`.
+        let (flat, value) = top.map_or((0, f32::NAN), |(i, v)| (i as usize, v));
+        let index = unravel(flat, &[ny, nx]);
+        let peak = Peak::whole(
+            &index,
+            &[ny, nx],
+            Complex::new(value as f64, 0.0),
+            amplitudes,
+        );
+        let result = if self.upsample == 1 {
+            Ok(peak)
+        } else {
+            let up = self.upsampled(stream, &queued.product, &peak)?;
+            Ok(peak.refined(up.view(), self.upsample, amplitudes))
+        };
+        // Reads the launches' status words, so that a stream's list of them stays short.
+        stream.synchronize()?;
+        result
+    }
+
+    /// The upsampled DFT of the cross-power half spectrum `product` around `peak`.
+    fn upsampled(
+        &self,
+        stream: &Stream,
+        product: &Spectrum,
+        peak: &Peak,
+    ) -> Result<ndarray::ArrayD<Complex<f64>>> {
+        let queue = queue_of(Some(stream))?;
+        let (ny, nx) = self.shape;
+        let m = self.half_width();
+        let (region, _, offsets) = peak.refinement_grid(self.upsample);
+        let dft_kernel = |n: usize, offset: f64| -> Result<DeviceArray<Complex<f64>, Ix2>> {
+            let mut k = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, n))?;
+            // Kernel parameters are integers (the simulator passes them so); the offset is one.
+            let args = vec![
+                Arg::I64(n as i64),
+                Arg::I64(region as i64),
+                Arg::I64(self.upsample as i64),
+                Arg::I64(offset as i64),
+                Arg::Out(&mut k.buf.0),
+            ];
+            launch(queue, "ufunc_reg_dft_kernel", region * n, args)?;
+            Ok(k)
+        };
+        let (ey, ex) = (dft_kernel(ny, offsets[0])?, dft_kernel(nx, offsets[1])?);
+        let mut g = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, m))?;
+        let mut args = i64s(&[ny, m, region]);
+        args.extend([
+            Arg::In(&ey.buf.0, 0),
+            Arg::In(&product.buf.0, 0),
+            Arg::Out(&mut g.buf.0),
+        ]);
+        launch(queue, "ufunc_reg_rows_times_half", region * m, args)?;
+        let mut up = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, region))?;
+        let mut args = i64s(&[ny, nx, m, region]);
+        args.extend([
+            Arg::In(&g.buf.0, 0),
+            Arg::In(&ey.buf.0, 0),
+            Arg::In(&ex.buf.0, 0),
+            Arg::In(&product.buf.0, 0),
+            Arg::Out(&mut up.buf.0),
+        ]);
+        launch(queue, "ufunc_reg_upsampled", region * region, args)?;
+        Ok(up
+            .copy_to_host()?
+            .into_dimensionality::<IxDyn>()
+            .expect("2-d"))
+    }
+
+    /// The phase ramps that move an image of this plan's shape by `shift`, as `(rows, 1)` and
+    /// `(1, cols)` device arrays.
+    fn phases(&self, stream: &Stream, shift: [f64; 2]) -> Result<(Spectrum, Spectrum)> {
+        let m = self.half_width();
+        let (py, px) = shift_phases(shift, (self.shape.0, m), self.shape.1);
+        let py = Array2::from_shape_vec((self.shape.0, 1), py).expect("rows");
+        let px = Array2::from_shape_vec((1, m), px).expect("cols");
+        Ok((to_device_on(stream, &py)?, to_device_on(stream, &px)?))
+    }
+
+    /// `total + spectrum` moved by `shift`.
+    fn add_moved(
+        &self,
+        stream: &Stream,
+        total: &Spectrum,
+        spectrum: &Spectrum,
+        shift: [f64; 2],
+    ) -> Result<Spectrum> {
+        let (py, px) = self.phases(stream, shift)?;
+        add_moved::on_stream(stream, total.view(), spectrum.view(), py.view(), px.view())
+    }
+
+    /// The image of the half spectrum `total` moved by `shift`, back on the host.
+    fn image(&self, stream: &Stream, total: &Spectrum, shift: [f64; 2]) -> Result<Array2<f32>> {
+        let (py, px) = self.phases(stream, shift)?;
+        let total = moved::on_stream(stream, total.view(), py.view(), px.view())?;
+        let (ny, nx) = self.shape;
+        let image = dfft::irfft2_on(stream, &total, &FftOptions::new().s(&[ny, nx]))?;
+        stream.synchronize()?;
+        image.copy_to_host()
+    }
+}
+
+/// The `cuda` engine of [`super::Correlator`]: the reference's half spectrum on the device.
+pub(super) struct DeviceCorrelator {
+    plan: DevicePlan,
+    reference: Spectrum,
+    weights: Weights,
+    /// Streams of finished calls, reused by the next ones (one per concurrent caller).
+    streams: std::sync::Mutex<Vec<Stream>>,
+}
+
+/// `image` as `f32`, or why the `cuda` target cannot take it.
+fn as_f32<T: FftReal>(image: ArrayView2<'_, T>) -> Result<Array2<f32>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return Err(Error::InvalidArgument {
+            name: "target",
+            message: format!(
+                "`cuda` registers `f32` images, not `{}`: convert them, or use `cpu` or \
+                 `parallel`",
+                std::any::type_name::<T>()
+            ),
+        });
+    }
+    // Exact: `T` is `f32`.
+    Ok(image.mapv(|v| v.as_f64() as f32))
+}
+
+impl DeviceCorrelator {
+    pub(super) fn new<T: FftReal>(
+        reference: ArrayView2<'_, T>,
+        options: &PccOptions,
+    ) -> Result<Self> {
+        let image = as_f32(reference)?;
+        let plan = DevicePlan {
+            frame: image.dim(),
+            shape: image.dim(),
+            upsample: options.upsample_factor,
+            normalization: options.normalization,
+        };
+        let stream = Stream::new()?;
+        let reference = plan.spectrum(&stream, &image)?;
+        let weights = plan.weights(&stream, 0.0)?;
+        stream.synchronize()?;
+        Ok(DeviceCorrelator {
+            plan,
+            reference,
+            weights,
+            streams: std::sync::Mutex::new(vec![stream]),
+        })
+    }
+
+    pub(super) fn peak<T: FftReal>(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
+        let image = as_f32(moving)?;
+        let pool = || self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = pool().pop();
+        let stream = match taken {
+            Some(s) => s,
+            None => Stream::new()?,
+        };
+        let peak = self
+            .plan
+            .spectrum(&stream, &image)
+            .and_then(|s| {
+                self.plan
+                    .queue(&stream, &self.reference, None, &s, &self.weights)
+            })
+            .and_then(|q| self.plan.finish(&stream, q));
+        pool().push(stream);
+        peak
+    }
+}
+
+/// [`super::align_movie`] on the device: the same passes as the host's, each frame's
+/// registration queued on one of two streams while the previous frame's is read back. The
+/// spectra stay in device memory between passes when they fit in `memory_limit`; otherwise
+/// every pass reads and uploads the frames again.
+pub(super) fn align_on_device<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    options: &AlignOptions,
+) -> Result<Alignment> {
+    check(frames, options)?;
+    let n = frames.len();
+    let (ny, nx) = frames.frame_shape();
+    let crop = (ny.min(options.max_size), nx.min(options.max_size));
+    let plan = DevicePlan {
+        frame: (ny, nx),
+        shape: crop,
+        upsample: options.upsample_factor,
+        normalization: options.normalization,
+    };
+    let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
+    let keep = options.reference == Reference::Sum
+        && spectra_bytes(n, crop) <= options.memory_limit as u128;
+    let mut movie = Movie {
+        frames,
+        plan: &plan,
+        taper: taper.as_ref(),
+        kept: keep.then(Vec::new),
+        image: Array2::zeros((ny, nx)),
+        streams: [Stream::new()?, Stream::new()?],
+    };
+    let (mut shifts, peaks, iterations, total) = match options.reference {
+        Reference::First => {
+            let reference = movie.spectrum(0, 0)?;
+            let weights = plan.weights(&movie.streams[0], 0.0)?;
+            let pass = movie.pass(Some((&reference, None, &weights)))?;
+            let (shifts, peaks) = pass.found.into_iter().unzip();
+            (shifts, peaks, 1, pass.total)
+        }
+        Reference::Sum => {
+            let weights = plan.weights(&movie.streams[0], options.bfactor)?;
+            let mut shifts = vec![[0.0f64; 2]; n];
+            let mut peaks = vec![0.0; n];
+            let mut total = movie.pass(None)?.total;
+            let mut iterations = 0;
+            while iterations < options.max_iterations {
+                iterations += 1;
+                let pass = movie.pass(Some((&total, Some(&shifts), &weights)))?;
+                let change = largest_change(&pass.found, &shifts);
+                (shifts, peaks) = pass.found.into_iter().unzip();
+                total = pass.total;
+                if change <= options.tolerance || n == 1 {
+                    break;
+                }
+            }
+            (shifts, peaks, iterations, total)
+        }
+    };
+    let origin = relative_to_first(&mut shifts, crop, (ny, nx));
+    let stream = &movie.streams[0];
+    let sum = if crop == (ny, nx) && taper.is_none() {
+        // The last pass added every frame moved by its shift: moving that sum by -origin
+        // makes it frame 0's, as the shifts are.
+        plan.image(stream, &total, [-origin[0], -origin[1]])?
+    } else {
+        // Aligned on cropped or tapered spectra: the sum is made from the frames read again.
+        let full = DevicePlan {
+            shape: (ny, nx),
+            ..plan
+        };
+        let mut total = crate::device_array((ny, full.half_width()))?;
+        for (i, &shift) in shifts.iter().enumerate() {
+            read_one(movie.frames, i, &mut movie.image)?;
+            let s = full.spectrum(stream, &movie.image)?;
+            total = full.add_moved(stream, &total, &s, shift)?;
+        }
+        full.image(stream, &total, [0.0, 0.0])?
+    };
+    Ok(Alignment {
+        shifts,
+        peaks,
+        iterations,
+        sum,
+        alignment_shape: crop,
+    })
+}
+
+/// A movie on its way through the device.
+struct Movie<'a, S: FrameSource + ?Sized> {
+    frames: &'a mut S,
+    plan: &'a DevicePlan,
+    taper: Option<&'a Taper>,
+    /// The spectra of the frames seen so far, where they are kept between passes.
+    kept: Option<Vec<Spectrum>>,
+    image: Array2<f32>,
+    streams: [Stream; 2],
+}
+
+/// The outcome of one pass: per frame its shift and peak height, and the sum of the frames
+/// moved by their shifts.
+struct Pass {
+    found: Vec<([f64; 2], f64)>,
+    total: Spectrum,
+}
+
+/// What a pass registers each frame against: a reference spectrum, with the frames' previous
+/// shifts where it is their sum (each frame is then left out of it), and the weights.
+type Against<'a> = (&'a Spectrum, Option<&'a [[f64; 2]]>, &'a Weights);
+
+impl<S: FrameSource + ?Sized> Movie<'_, S> {
+    /// Frame `i` read, tapered and transformed on stream `stream`.
+    fn spectrum(&mut self, i: usize, stream: usize) -> Result<Spectrum> {
+        read_one(self.frames, i, &mut self.image)?;
+        if let Some(taper) = self.taper {
+            taper.apply(&mut self.image);
+        }
+        self.plan.spectrum(&self.streams[stream], &self.image)
+    }
+
+    /// Frame `i`'s spectrum: `owned`, or kept from an earlier pass.
+    fn spectrum_of<'s>(&'s self, i: usize, owned: &'s Option<Spectrum>) -> Result<&'s Spectrum> {
+        owned
+            .as_ref()
+            .or_else(|| self.kept.as_ref().and_then(|k| k.get(i)))
+            .ok_or_else(|| Error::Cuda {
+                what: format!("the spectrum of frame {i} was neither kept nor made"),
+            })
+    }
+
+    /// Registers every frame (where `against` is given) and adds it, moved by its shift, to a
+    /// new total. Frame `i` is queued on stream `i % 2` before frame `i - 1` is read back.
+    fn pass(&mut self, against: Option<Against<'_>>) -> Result<Pass> {
+        let n = self.frames.len();
+        let plan = self.plan;
+        let mut total: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
+        let mut found = Vec::with_capacity(n);
+        let mut pending: Option<(usize, Option<Spectrum>, Option<Queued>)> = None;
+        for i in 0..=n {
+            if i < n {
+                let owned = match self.kept.as_ref().and_then(|k| k.get(i)) {
+                    Some(_) => None,
+                    None => Some(self.spectrum(i, i % 2)?),
+                };
+                let stream = &self.streams[i % 2];
+                let s = self.spectrum_of(i, &owned)?;
+                let queued = match against {
+                    Some((reference, previous, weights)) => {
+                        let leave_out = previous.map(|p| p[i]);
+                        Some(plan.queue(stream, reference, leave_out, s, weights)?)
+                    }
+                    None => None,
+                };
+                let next = pending.replace((i, owned, queued));
+                if let Some(previous) = next {
+                    self.finish(previous, &mut total, &mut found)?;
+                }
+            } else if let Some(last) = pending.take() {
+                self.finish(last, &mut total, &mut found)?;
+            }
+        }
+        Ok(Pass { found, total })
+    }
+
+    /// Reads back frame `i`'s registration and adds the frame, moved, to `total`.
+    fn finish(
+        &mut self,
+        (i, owned, queued): (usize, Option<Spectrum>, Option<Queued>),
+        total: &mut Spectrum,
+        found: &mut Vec<([f64; 2], f64)>,
+    ) -> Result<()> {
+        let stream = &self.streams[i % 2];
+        let (ny, nx) = self.plan.shape;
+        let result = match queued {
+            Some(q) => {
+                let peak = self.plan.finish(stream, q)?;
+                let s = peak.shift(&[ny, nx], self.plan.upsample);
+                ([s[0], s[1]], peak.correlation())
+            }
+            None => ([0.0, 0.0], 0.0),
+        };
+        let s = self.spectrum_of(i, &owned)?;
+        *total = self.plan.add_moved(stream, total, s, result.0)?;
+        if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {
+            kept.push(s);
+        }
+        found.push(result);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn registration_kernels_compile_with_nvrtc() {
+        crate::cuda::assert_compiles(
+            "registration_kernels_compile_with_nvrtc",
+            super::kernels_source(),
+        );
+    }
+
+    #[test]
+    fn the_elementwise_kernels_compile_with_nvrtc() {
+        use super::*;
+        for source in [
+            phase_cross_power::cuda_source(),
+            plain_cross_power::cuda_source(),
+            leave_out::cuda_source(),
+            add_moved::cuda_source(),
+            moved::cuda_source(),
+        ] {
+            let source = KernelSource::new(source.to_string());
+            crate::cuda::assert_compiles("the_elementwise_kernels_compile_with_nvrtc", &source);
+        }
+    }
+
+    #[test]
+    fn the_phase_floor_is_the_hosts() {
+        // `phase_cross_power` spells the host's `normalise` floor as a literal.
+        assert_eq!(1.1920929e-5f32, f32::EPSILON * 100.0);
+    }
+}
