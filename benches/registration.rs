@@ -1,8 +1,10 @@
 //! Phase-correlation benchmarks, side by side with the Python pipelines of `bench/peers_registration.py`.
 //!
-//! `cargo bench --bench registration -- [--json] [--quick]`: per frame at 2048x2048 float32
-//! against a fixed reference (its spectrum made once), with the upsampled refinement at
-//! U = 20, after warm-up; and the start-up (plans, reference spectrum).
+//! `cargo bench --bench registration -- [--json] [--quick] [--device-only]`: per frame at
+//! 2048x2048 float32 against a fixed reference (its spectrum made once), with the upsampled
+//! refinement at U = 20, after warm-up; and the start-up (plans, reference spectrum). On
+//! `cpu`, `parallel` and, where there is a device, `cuda`, whose row also gives the time to copy
+//! one frame to the device (issue 10's goal: a frame's registration within 1.2x of it).
 
 mod common;
 use ndarray::Array2;
@@ -41,14 +43,25 @@ fn main() {
     };
     let n = 2048;
     let (reference, moving) = images(n);
-    for target in [Target::Cpu, Target::Parallel] {
+    let targets: &[Target] = if args.iter().any(|a| a == "--device-only") {
+        &[Target::Cuda]
+    } else {
+        &[Target::Cpu, Target::Parallel, Target::Cuda]
+    };
+    for &target in targets {
         let options = PccOptions {
             upsample_factor: 20,
             target,
             ..Default::default()
         };
         let start = Instant::now();
-        let correlator = Correlator::new(&reference, &options).unwrap();
+        let correlator = match Correlator::new(&reference, &options) {
+            Err(ufunc::Error::NoCudaDevice { reason }) => {
+                eprintln!("cuda: skipped, no device ({reason})");
+                continue;
+            }
+            made => made.unwrap(),
+        };
         let first = correlator.register(&moving).unwrap();
         let startup_ms = start.elapsed().as_secs_f64() * 1e3;
         assert!(
@@ -58,19 +71,24 @@ fn main() {
         let ms = common::median_ms(reps, || {
             black_box(correlator.register(black_box(&moving)).unwrap());
         });
-        let imp = format!(
-            "ufunc {}",
-            if target == Target::Cpu {
-                "cpu"
-            } else {
-                "parallel"
-            }
-        );
+        let imp = format!("ufunc {}", target.name());
         if json {
             println!("{{\"case\": \"pcc_frame_2048_u20\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {ms:.3}}}");
             println!("{{\"case\": \"pcc_startup_2048_u20\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {startup_ms:.3}}}");
         } else {
             println!("{imp:16} per frame {ms:8.2} ms   start-up (plans, reference, first frame) {startup_ms:8.2} ms");
+        }
+        if target == Target::Cuda {
+            // The frame's copy alone, from the same pageable host memory.
+            let copy_ms = common::median_ms(reps, || {
+                black_box(ufunc::cuda::to_device(black_box(&moving)).unwrap());
+            });
+            let ratio = ms / copy_ms;
+            if json {
+                println!("{{\"case\": \"frame_copy_2048\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {copy_ms:.3}}}");
+            } else {
+                println!("{imp:16} frame copy {copy_ms:8.2} ms   registration / copy {ratio:.2}x");
+            }
         }
     }
 }

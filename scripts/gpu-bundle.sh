@@ -13,10 +13,16 @@ rm -rf .gpu && mkdir -p .gpu
 tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
 bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
 fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o '[^ (]*/release/deps/fft-[0-9a-f]*' | head -1)
+reg_bench=$(cargo bench --bench registration --no-run 2>&1 |
+    grep -o '[^ (]*/release/deps/registration-[0-9a-f]*' | head -1)
+cargo build --release --example phase_correlation
+program="${CARGO_TARGET_DIR:-target}/release/examples/phase_correlation"
 cp "$tests" .gpu/cuda-tests
 cp "$bench" .gpu/cuda-bench
 cp "$fft_bench" .gpu/fft-bench
-cp bench/peers_fft.py .gpu/peers_fft.py
+cp "$reg_bench" .gpu/registration-bench
+cp "$program" .gpu/phase_correlation
+cp bench/peers_fft.py bench/seed_movie.py .gpu/
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
@@ -34,5 +40,13 @@ UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 ./cuda-tests --test-threads=1
 # goal: the 2048x2048 c2c row within 10% of CuPy's).
 ./fft-bench --device-only --json
 python3 peers_fft.py --cupy-only || true
+# Registration per frame on the device against the frame's copy (goal: within 1.2x), then the
+# seed job end to end (89 frames of 2048x2048 from a 1.4 GiB .npy) on cuda and on all cores.
+./registration-bench --device-only
+if python3 seed_movie.py seed.npy; then
+    for target in cuda parallel; do
+        ./phase_correlation seed.npy --target "$target" --out "out-$target" --force
+    done
+fi
 RUN
 du -sh .gpu
