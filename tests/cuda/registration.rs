@@ -133,7 +133,16 @@ fn align_movie_on_cuda_matches_parallel() {
                 let options = AlignOptions { target, ..options };
                 align_movie(&mut m.clone(), &options).unwrap()
             };
-            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            let before = cuda_counters().device_to_host;
+            let got = on(Target::Cuda);
+            let reads = cuda_counters().device_to_host - before;
+            let want = on(Target::Parallel);
+            // Per frame and pass: two powers, the peak, the upsampled grid; then the sum.
+            let most = 5 * m.shape()[0] * got.iterations + 1;
+            assert!(
+                reads <= most,
+                "{what}: {reads} reads from the device, over {most}"
+            );
             // Passes stop when no shift changes by more than the tolerance (one 1/U step
             // here): a peak on a near-tie may take another pass on one target.
             assert!(

@@ -9,6 +9,10 @@ use std::sync::Arc;
 /// Only the backend that made it looks inside.
 pub(crate) struct Buffer(pub(crate) Box<dyn Any + Send + Sync>);
 
+/// Page-locked host memory of some backend (the GPU's pinned allocation, the simulator's
+/// host buffer), 8-byte aligned: the source of uploads that overlap other streams' kernels.
+pub(crate) struct HostBuffer(pub(crate) Box<dyn Any + Send + Sync>);
+
 /// A stream of some backend (none for the simulator, which runs each launch at once).
 #[derive(Clone)]
 pub(crate) struct StreamHandle(pub(crate) Option<Arc<dyn Any + Send + Sync>>);

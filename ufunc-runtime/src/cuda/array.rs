@@ -3,6 +3,7 @@
 //! `slice`, `permuted_axes`, `broadcast`) give other shapes and strides over the same memory
 //! without copying.
 
+use super::args::HostBuffer;
 use super::fft::FftInput;
 use super::host::upload_host;
 use super::operand::RawDeviceOperand;
@@ -14,7 +15,10 @@ use crate::operand::Operand;
 use crate::shape::{
     broadcast_strides_to, byte_size, c_order_bytes, c_strides, check_output_shapes, Strides,
 };
-use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension, IxDyn, SliceArg, SliceInfoElem};
+use ndarray::{
+    Array, ArrayBase, ArrayViewMut2, Data, Dimension, IntoDimension, Ix2, IxDyn, SliceArg,
+    SliceInfoElem,
+};
 use std::marker::PhantomData;
 
 /// An n-d array in GPU memory, C order.
@@ -387,6 +391,48 @@ fn upload_on<T: Element, S: Data<Elem = T>, D: Dimension>(
         dim: a.raw_dim(),
         elem: PhantomData,
     })
+}
+
+/// A 2-d `f32` image in page-locked host memory: filled on the host, then uploaded on a stream
+/// without waiting, so that one frame's upload overlaps another stream's kernels.
+pub(crate) struct PinnedImage {
+    host: HostBuffer,
+    dim: Ix2,
+}
+
+impl PinnedImage {
+    pub(crate) fn new(stream: &Stream, (ny, nx): (usize, usize)) -> Result<PinnedImage> {
+        let bytes = byte_size(&[ny, nx], size_of::<f32>())?;
+        Ok(PinnedImage {
+            host: stream.queue.alloc_host(bytes)?,
+            dim: Ix2(ny, nx),
+        })
+    }
+
+    /// The image, once the upload queued from it on `stream` is done.
+    pub(crate) fn view_mut(&mut self, stream: &Stream) -> Result<ArrayViewMut2<'_, f32>> {
+        let n = self.dim.size();
+        let bytes = stream.queue.host_bytes(&mut self.host)?;
+        // SAFETY: every bit pattern is an `f32`; `align_to_mut` keeps the alignment.
+        let (head, floats, _) = unsafe { bytes.align_to_mut::<f32>() };
+        match floats.get_mut(..n) {
+            Some(floats) if head.is_empty() => {
+                ArrayViewMut2::from_shape(self.dim, floats).map_err(|e| Error::Cuda {
+                    what: format!("viewing page-locked host memory: {e}"),
+                })
+            }
+            _ => Err(Error::Cuda {
+                what: "page-locked host memory is misaligned or short".into(),
+            }),
+        }
+    }
+
+    /// A copy on the device, queued on `stream` (the memory is not written again before the
+    /// copy is done: `view_mut` waits for it).
+    pub(crate) fn upload(&self, stream: &Stream) -> Result<DeviceArray<f32, Ix2>> {
+        let buf = stream.queue.upload_pinned(&self.host)?;
+        Ok(wrap(DeviceBuffer(buf), &self.dim))
+    }
 }
 
 /// A device array of `shape`, zero-filled (so that every element is a valid `T`).

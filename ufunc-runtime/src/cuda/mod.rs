@@ -32,8 +32,8 @@ mod skeleton;
 mod stream;
 
 pub(crate) use args::Arg;
-pub(crate) use array::wrap;
 pub use array::{device_array, to_device, to_device_on, DeviceArray, DeviceView};
+pub(crate) use array::{wrap, PinnedImage};
 pub use backend::cuda_simulated;
 pub use cache::{cached_cubin, kernel_cache_dir};
 pub(crate) use call::queue_of;

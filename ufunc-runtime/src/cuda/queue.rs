@@ -3,7 +3,7 @@
 //! and reports it exactly once, to its own call or stream. Every copy of operand data between
 //! host and device goes through here and is counted.
 
-use super::args::{Buffer, FftLayout, FftPlanHandle, StreamHandle};
+use super::args::{Buffer, FftLayout, FftPlanHandle, HostBuffer, StreamHandle};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
 use super::kernel::panic_message;
@@ -85,6 +85,23 @@ impl Queue {
     pub(crate) fn upload(&self, bytes: &[u8]) -> Result<Buffer> {
         HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
         self.backend.upload(&self.stream, bytes)
+    }
+
+    /// Page-locked host memory of `bytes` bytes, for `upload_pinned`.
+    pub(crate) fn alloc_host(&self, bytes: usize) -> Result<HostBuffer> {
+        self.backend.alloc_host(bytes)
+    }
+
+    /// The bytes of `host`, once the uploads queued from it are done.
+    pub(crate) fn host_bytes<'a>(&self, host: &'a mut HostBuffer) -> Result<&'a mut [u8]> {
+        self.backend.host_bytes(host)
+    }
+
+    /// Copies page-locked `host` to new device memory on this queue's stream, without
+    /// waiting (one counted transfer).
+    pub(crate) fn upload_pinned(&self, host: &HostBuffer) -> Result<Buffer> {
+        HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        self.backend.upload_host(&self.stream, host)
     }
 
     /// Copies shapes or strides to the device (uncounted: the counters are for operand data).

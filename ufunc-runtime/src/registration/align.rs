@@ -343,7 +343,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
         }
         let (ny, nx) = self.frames.frame_shape();
         let mut image = Array2::zeros((ny, nx));
-        read_one(self.frames, 0, &mut image)?;
+        read_one(self.frames, 0, image.view_mut())?;
         transform(self.plan, self.crop, self.taper, &mut image, Threads::All)
     }
 
@@ -365,7 +365,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
         for start in (0..n).step_by(batch) {
             let count = batch.min(n - start);
             for (k, image) in images.iter_mut().take(count).enumerate() {
-                read_one(self.frames, start + k, image)?;
+                read_one(self.frames, start + k, image.view_mut())?;
             }
             let (plan, crop, taper) = (self.plan, self.crop, self.taper);
             let transform =
@@ -449,7 +449,7 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     let mut image = Array2::<f32>::zeros((ny, nx));
     let mut spectrum = total.clone();
     for (i, &shift) in shifts.iter().enumerate() {
-        read_one(frames, i, &mut image)?;
+        read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
         add_shifted(&mut total, &spectrum, shift, nx, threads);
     }
@@ -461,7 +461,7 @@ fn streamed_sum<S: FrameSource + ?Sized>(
 pub(super) fn read_one<S: FrameSource + ?Sized>(
     frames: &mut S,
     index: usize,
-    image: &mut Array2<f32>,
+    mut image: ArrayViewMut2<'_, f32>,
 ) -> Result<()> {
     frames
         .read_frame(index, image.view_mut())
@@ -540,7 +540,7 @@ fn transform(
     threads: Threads,
 ) -> Result<Spectrum> {
     if let Some(taper) = taper {
-        taper.apply(image);
+        taper.apply(image.view_mut());
     }
     let (ny, nx) = image.dim();
     let mut s = Array2::zeros((ny, plan.half_width()));
@@ -580,7 +580,7 @@ impl Taper {
     }
 
     /// `image` less its mean, times the window.
-    pub(super) fn apply(&self, image: &mut Array2<f32>) {
+    pub(super) fn apply(&self, mut image: ArrayViewMut2<'_, f32>) {
         let mean = image.iter().map(|&v| v as f64).sum::<f64>() / image.len().max(1) as f64;
         let mean = mean as f32;
         for (mut row, &wy) in image.rows_mut().into_iter().zip(&self.rows) {

@@ -3,8 +3,8 @@
 //! `#[vectorize(target = "cuda")]` complex kernels, the inverse, the integer peak, the upsampled
 //! DFT around it), so that only a few numbers come back per frame: the spectra's powers, the
 //! peak's index and value, and the `region x region` upsampled neighbourhood of the peak.
-//! Frames are uploaded on two streams in turn, so that one frame's upload overlaps the other's
-//! kernels. Reductions (powers, the peak) run over a fixed number of slots, so a result does
+//! Frames are read into page-locked buffers and uploaded on two streams in turn, so that one
+//! frame's upload overlaps the other's kernels. Reductions (powers, the peak) run over a fixed number of slots, so a result does
 //! not depend on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
@@ -13,7 +13,7 @@ use super::align::{
 };
 use super::pcc::{unravel, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
-use crate::cuda::{cuda_prelude, launch_support, queue_of, wrap, Arg, Queue};
+use crate::cuda::{cuda_prelude, launch_support, queue_of, wrap, Arg, PinnedImage, Queue};
 use crate::error::{Error, Result};
 use crate::fft::{device as dfft, FftOptions, FftReal};
 use crate::{to_device_on, CudaKernel, DeviceArray, DeviceBuffer, KernelSource, Stream};
@@ -186,10 +186,9 @@ impl DevicePlan {
         })
     }
 
-    /// The (cropped) half spectrum of `image`, uploaded on `stream`.
-    fn spectrum(&self, stream: &Stream, image: &Array2<f32>) -> Result<Spectrum> {
-        let image = to_device_on(stream, image)?;
-        let full = dfft::rfft2_on(stream, &image, &FftOptions::new())?;
+    /// The (cropped) half spectrum of `image`.
+    fn spectrum(&self, stream: &Stream, image: &DeviceArray<f32, Ix2>) -> Result<Spectrum> {
+        let full = dfft::rfft2_on(stream, image, &FftOptions::new())?;
         if self.frame == self.shape {
             return Ok(full);
         }
@@ -409,7 +408,7 @@ impl DeviceCorrelator {
             normalization: options.normalization,
         };
         let stream = Stream::new()?;
-        let reference = plan.spectrum(&stream, &image)?;
+        let reference = plan.spectrum(&stream, &to_device_on(&stream, &image)?)?;
         let weights = plan.weights(&stream, 0.0)?;
         stream.synchronize()?;
         Ok(DeviceCorrelator {
@@ -430,7 +429,7 @@ impl DeviceCorrelator {
         };
         let peak = self
             .plan
-            .spectrum(&stream, &image)
+            .spectrum(&stream, &to_device_on(&stream, &image)?)
             .and_then(|s| {
                 self.plan
                     .queue(&stream, &self.reference, None, &s, &self.weights)
@@ -462,13 +461,17 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
     let keep = options.reference == Reference::Sum
         && spectra_bytes(n, crop) <= options.memory_limit as u128;
+    let streams = [Stream::new()?, Stream::new()?];
     let mut movie = Movie {
         frames,
         plan: &plan,
         taper: taper.as_ref(),
         kept: keep.then(Vec::new),
-        image: Array2::zeros((ny, nx)),
-        streams: [Stream::new()?, Stream::new()?],
+        images: [
+            PinnedImage::new(&streams[0], (ny, nx))?,
+            PinnedImage::new(&streams[1], (ny, nx))?,
+        ],
+        streams,
     };
     let (mut shifts, peaks, iterations, total) = match options.reference {
         Reference::First => {
@@ -511,8 +514,8 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         };
         let mut total = crate::device_array((ny, full.half_width()))?;
         for (i, &shift) in shifts.iter().enumerate() {
-            read_one(movie.frames, i, &mut movie.image)?;
-            let s = full.spectrum(stream, &movie.image)?;
+            read_one(movie.frames, i, movie.images[0].view_mut(stream)?)?;
+            let s = full.spectrum(stream, &movie.images[0].upload(stream)?)?;
             total = full.add_moved(stream, &total, &s, shift)?;
         }
         full.image(stream, &total, [0.0, 0.0])?
@@ -533,7 +536,9 @@ struct Movie<'a, S: FrameSource + ?Sized> {
     taper: Option<&'a Taper>,
     /// The spectra of the frames seen so far, where they are kept between passes.
     kept: Option<Vec<Spectrum>>,
-    image: Array2<f32>,
+    /// Page-locked frames, one per stream: frame `i + 1` is read into one while frame `i`
+    /// is still being copied from the other.
+    images: [PinnedImage; 2],
     streams: [Stream; 2],
 }
 
@@ -549,13 +554,15 @@ struct Pass {
 type Against<'a> = (&'a Spectrum, Option<&'a [[f64; 2]]>, &'a Weights);
 
 impl<S: FrameSource + ?Sized> Movie<'_, S> {
-    /// Frame `i` read, tapered and transformed on stream `stream`.
-    fn spectrum(&mut self, i: usize, stream: usize) -> Result<Spectrum> {
-        read_one(self.frames, i, &mut self.image)?;
+    /// Frame `i` read, tapered and transformed on stream `k`.
+    fn spectrum(&mut self, i: usize, k: usize) -> Result<Spectrum> {
+        let stream = &self.streams[k];
+        let mut image = self.images[k].view_mut(stream)?;
+        read_one(self.frames, i, image.view_mut())?;
         if let Some(taper) = self.taper {
-            taper.apply(&mut self.image);
+            taper.apply(image);
         }
-        self.plan.spectrum(&self.streams[stream], &self.image)
+        self.plan.spectrum(stream, &self.images[k].upload(stream)?)
     }
 
     /// Frame `i`'s spectrum: `owned`, or kept from an earlier pass.

@@ -2,14 +2,15 @@
 //! streams. Everything that calls cudarc lives here.
 
 use super::super::args::{
-    Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle,
+    Arg, Buffer, FftLayout, FftPlanHandle, HostBuffer, LaunchShape, ModuleHandle, StreamHandle,
 };
 use super::super::cache::{cached_cubin, options};
 use super::super::kernel::CudaKernel;
 use super::{cufft, foreign, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
-    CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
+    CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
 };
 use std::sync::Arc;
 
@@ -107,6 +108,42 @@ impl Backend for Gpu {
         let bytes: &[u8] = if bytes.is_empty() { &[0u8] } else { bytes };
         let mem = stream(s)?
             .clone_htod(bytes)
+            .map_err(|e| driver_error("copying to the device", e))?;
+        Ok(Buffer(Box::new(mem)))
+    }
+
+    fn alloc_host(&self, bytes: usize) -> Result<HostBuffer> {
+        // Cached, not write-combined (cudarc's `alloc_pinned`): the host reads frames back.
+        // SAFETY: `u8` has no invalid bit patterns; the memory is zeroed before use.
+        let mut mem = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }
+            .map_err(|e| driver_error("allocating page-locked host memory", e))?;
+        mem.as_mut_slice()
+            .map_err(|e| driver_error("clearing page-locked host memory", e))?
+            .fill(0);
+        Ok(HostBuffer(Box::new(mem)))
+    }
+
+    fn host_bytes<'a>(&self, host: &'a mut HostBuffer) -> Result<&'a mut [u8]> {
+        let mem: &mut PinnedHostSlice<u8> = host
+            .0
+            .downcast_mut()
+            .ok_or_else(|| foreign("writing host memory"))?;
+        // Waits for the copies queued from it.
+        mem.as_mut_slice()
+            .map_err(|e| driver_error("waiting for page-locked host memory", e))
+    }
+
+    fn upload_host(&self, s: &StreamHandle, host: &HostBuffer) -> Result<Buffer> {
+        let src: &PinnedHostSlice<u8> = host
+            .0
+            .downcast_ref()
+            .ok_or_else(|| foreign("reading host memory"))?;
+        let stream = stream(s)?;
+        // SAFETY: `u8` has no invalid bit patterns; the copy writes the whole buffer.
+        let mut mem = unsafe { stream.alloc::<u8>(src.len()) }
+            .map_err(|e| driver_error("allocating device memory", e))?;
+        stream
+            .memcpy_htod(src, &mut mem)
             .map_err(|e| driver_error("copying to the device", e))?;
         Ok(Buffer(Box::new(mem)))
     }

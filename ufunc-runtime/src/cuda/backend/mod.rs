@@ -7,7 +7,9 @@ mod gpu;
 mod sim;
 mod sim_fft;
 
-use super::args::{Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle};
+use super::args::{
+    Arg, Buffer, FftLayout, FftPlanHandle, HostBuffer, LaunchShape, ModuleHandle, StreamHandle,
+};
 use super::kernel::CudaKernel;
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
@@ -25,6 +27,12 @@ pub(crate) trait Backend: Send + Sync {
     fn alloc(&self, stream: &StreamHandle, bytes: usize) -> Result<Buffer>;
     /// New memory holding `bytes`, copied after the work queued on `stream`.
     fn upload(&self, stream: &StreamHandle, bytes: &[u8]) -> Result<Buffer>;
+    /// Page-locked host memory of `bytes` bytes (at least one, 8-byte aligned).
+    fn alloc_host(&self, bytes: usize) -> Result<HostBuffer>;
+    /// The bytes of `host`, once the copies queued from it are done.
+    fn host_bytes<'a>(&self, host: &'a mut HostBuffer) -> Result<&'a mut [u8]>;
+    /// New device memory holding the bytes of `host`, copied on `stream` without waiting.
+    fn upload_host(&self, stream: &StreamHandle, host: &HostBuffer) -> Result<Buffer>;
     /// The bytes of `buf`, after the work queued on `stream`.
     fn download(&self, stream: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>>;
     /// Copies `src` over `dst` (of the same size) on the device.

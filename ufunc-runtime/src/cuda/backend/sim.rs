@@ -5,7 +5,7 @@
 //! blocks and threads checks that they split the work correctly.
 
 use super::super::args::{
-    Arg, Buffer, FftLayout, FftPlanHandle, LaunchShape, ModuleHandle, StreamHandle,
+    Arg, Buffer, FftLayout, FftPlanHandle, HostBuffer, LaunchShape, ModuleHandle, StreamHandle,
 };
 use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
@@ -100,6 +100,26 @@ impl Backend for Sim {
 
     fn upload(&self, _: &StreamHandle, bytes: &[u8]) -> Result<Buffer> {
         Ok(Buffer(Box::new(SimBuffer::from_bytes(bytes))))
+    }
+
+    fn alloc_host(&self, bytes: usize) -> Result<HostBuffer> {
+        Ok(HostBuffer(Box::new(SimBuffer::zeroed(bytes.max(1)))))
+    }
+
+    fn host_bytes<'a>(&self, host: &'a mut HostBuffer) -> Result<&'a mut [u8]> {
+        let b: &mut SimBuffer = host
+            .0
+            .downcast_mut()
+            .ok_or_else(|| foreign("writing host memory"))?;
+        Ok(b.bytes_mut())
+    }
+
+    fn upload_host(&self, _: &StreamHandle, host: &HostBuffer) -> Result<Buffer> {
+        let b: &SimBuffer = host
+            .0
+            .downcast_ref()
+            .ok_or_else(|| foreign("reading host memory"))?;
+        Ok(Buffer(Box::new(SimBuffer::from_bytes(b.bytes()))))
     }
 
     fn download(&self, _: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>> {
