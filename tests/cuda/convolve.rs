@@ -9,7 +9,7 @@ use ndarray::{array, ArrayD, IxDyn};
 use num_complex::Complex;
 use ufunc::cuda::{to_device, Stream};
 use ufunc::prelude::*;
-use ufunc::signal::{self, device, Mode};
+use ufunc::signal::{self, device, ConvOptions, Method, Mode};
 
 fn close_c(what: &str, got: ArrayD<Complex<f64>>, want: ArrayD<Complex<f64>>, tol: f64) {
     assert_eq!(got.shape(), want.shape(), "{what}: shapes");
@@ -179,5 +179,81 @@ fn convolution_stays_on_the_device() {
             .iter()
             .fold(0.0f32, |m, v| m.max(v.abs()));
         assert!(err < 1e-5, "{err}");
+    });
+}
+
+#[test]
+fn every_method_matches_the_host() {
+    on_gpu("every_method_matches_the_host", || {
+        // The shapes above, and some where overlap-add cuts one input into blocks.
+        let mut all = cases();
+        all.extend([
+            (vec![300], vec![9], None),
+            (vec![9], vec![300], None),
+            (vec![40, 150], vec![3, 6], None),
+            (vec![5, 130], vec![1, 9], Some(vec![1])),
+        ]);
+        for (s1, s2, axes) in all {
+            let (a, b) = (data(&s1, 6), data(&s2, 7));
+            let (za, zb) = (
+                a.mapv(|v| Complex::new(v, 1.0 - v)),
+                b.mapv(|v| Complex::new(v * 0.5, -v)),
+            );
+            let (da, db) = (to_device(&a).unwrap(), to_device(&b).unwrap());
+            let (dza, dzb) = (to_device(&za).unwrap(), to_device(&zb).unwrap());
+            for mode in MODES {
+                for method in [
+                    Method::Direct,
+                    Method::Fft,
+                    Method::OverlapAdd,
+                    Method::Auto,
+                ] {
+                    let mut options = ConvOptions::new(mode).method(method);
+                    if let Some(ax) = &axes {
+                        options = options.axes(ax);
+                    }
+                    let what = format!("{s1:?} {s2:?} {axes:?} {mode:?} {method:?}");
+                    let got = device::convolve_with(&da, &db, &options).unwrap();
+                    let want = signal::convolve_with(&a, &b, &options).unwrap();
+                    let to_c = |x: ArrayD<f64>| x.mapv(|v| Complex::new(v, 0.0));
+                    let got = to_c(got.copy_to_host().unwrap());
+                    close_c(&format!("f64 {what}"), got, to_c(want), 1e-12);
+                    let stream = Stream::new().unwrap();
+                    let got = device::convolve_on(&stream, &dza, &dzb, &options).unwrap();
+                    stream.synchronize().unwrap();
+                    let want = signal::convolve_with(&za, &zb, &options).unwrap();
+                    close_c(
+                        &format!("c64 {what}"),
+                        got.copy_to_host().unwrap(),
+                        want,
+                        1e-12,
+                    );
+                }
+            }
+        }
+        // The short forms, f32, and a reversed strided view read by the direct kernel.
+        let one_d = |x: ArrayD<f64>| x.mapv(|v| v as f32).into_dimensionality::<ndarray::Ix1>();
+        let (a, k) = (
+            one_d(data(&[200], 8)).unwrap(),
+            one_d(data(&[7], 9)).unwrap(),
+        );
+        let (da, dk) = (to_device(&a).unwrap(), to_device(&k).unwrap());
+        for mode in MODES {
+            let got = device::oaconvolve(&da, &dk, mode)
+                .unwrap()
+                .copy_to_host()
+                .unwrap();
+            let want = signal::oaconvolve(&a, &k, mode).unwrap();
+            let err = (&got - &want).iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            assert!(err < 1e-5, "oaconvolve f32 {mode:?}: {err}");
+            let view = da.view().slice(ndarray::s![..;-3]).unwrap();
+            let got = device::convolve(view, &dk, mode, Method::Direct).unwrap();
+            let want =
+                signal::convolve(&a.slice(ndarray::s![..;-3]), &k, mode, Method::Direct).unwrap();
+            let err = (&got.copy_to_host().unwrap() - &want)
+                .iter()
+                .fold(0.0f32, |m, v| m.max(v.abs()));
+            assert!(err < 1e-5, "direct f32 view {mode:?}: {err}");
+        }
     });
 }

@@ -1,9 +1,12 @@
-//! [`fftconvolve`] and [`fftconvolve_axes`] on device arrays, with the host's SciPy semantics
-//! (the same shape rules: modes, axes, broadcasting, swapping in `valid`, empty inputs): the
-//! forward transforms of [`crate::fft::device`], the spectrum product as a
-//! `#[vectorize(target = "cuda")]` complex kernel, the inverse transform and a crop to the
-//! mode's window, all on the device. Both inputs have one element type (`f32`, `f64`,
-//! `Complex<f32>` or `Complex<f64>`), which the result keeps.
+//! The convolutions of [`super`] on device arrays, with the host's SciPy semantics (the same
+//! shape rules: modes, axes, broadcasting, swapping in `valid`, empty inputs, and `Auto`'s
+//! choice of method), all on the device: [`fftconvolve`] (the forward transforms of
+//! [`crate::fft::device`], the spectrum product as a `#[vectorize(target = "cuda")]` complex
+//! kernel, the inverse transform and a crop to the mode's window), [`oaconvolve`] (the host's
+//! blocks, each pair by FFT, added into the result by a kernel), and [`convolve`] with
+//! `Method::Direct` (a kernel summing each output point over the kernel's points in the host's
+//! order). Both inputs have one element type (`f32`, `f64`, `Complex<f32>` or `Complex<f64>`),
+//! which the result keeps.
 //!
 //! ```
 //! use ndarray::array;
@@ -21,17 +24,20 @@
 //! # }
 //! ```
 
-use super::fast_shape;
+use super::overlap_add::{cuts_blocks, full_shape_of, OaPlan};
 use super::shapes::{conv_shapes, ConvShapes};
-use super::Mode;
-use crate::cuda::{contiguous, queue_of, wrap};
+use super::{choose_conv_method, fast_shape, ConvOptions, Method, Mode};
+use crate::cuda::{contiguous, cuda_prelude, launch_support, queue_of, wrap, Arg};
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fft::device::{transform, DeviceInput};
 use crate::fft::{DefaultAxes, FftElement, FftOptions, Transform};
+use crate::shape::{byte_size, c_strides, element_count};
+use crate::{CudaKernel, KernelSource};
 use crate::{DeviceArray, DeviceBuffer, DeviceView, Stream};
 use ndarray::{Dimension, IxDyn, Slice, SliceInfoElem};
 use num_complex::Complex;
+use std::sync::OnceLock;
 use ufunc_macros::vectorize;
 
 #[vectorize(target = "cuda")]
@@ -124,7 +130,7 @@ where
     V1: DeviceInput<A>,
     V2: DeviceInput<A, Dim = V1::Dim>,
 {
-    convolve(None, in1.device_view(), in2.device_view(), mode, None)
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::Fft))
 }
 
 /// [`super::fftconvolve_axes`] on device arrays: along `axes` only, the other axes equal or 1.
@@ -140,7 +146,8 @@ where
     V1: DeviceInput<A>,
     V2: DeviceInput<A, Dim = V1::Dim>,
 {
-    convolve(None, in1.device_view(), in2.device_view(), mode, Some(axes))
+    let options = ConvOptions::new(mode).method(Method::Fft).axes(axes);
+    convolve_with(in1, in2, &options)
 }
 
 /// [`fftconvolve_axes`] (all axes when `axes` is `None`) queued on `stream` without waiting.
@@ -157,21 +164,79 @@ where
     V1: DeviceInput<A>,
     V2: DeviceInput<A, Dim = V1::Dim>,
 {
-    convolve(
-        Some(stream),
-        in1.device_view(),
-        in2.device_view(),
-        mode,
-        axes,
-    )
+    let mut options = ConvOptions::new(mode).method(Method::Fft);
+    if let Some(axes) = axes {
+        options = options.axes(axes);
+    }
+    convolve_on(stream, in1, in2, &options)
 }
 
-fn convolve<A, D>(
+/// [`super::oaconvolve`] on device arrays: overlap-add, each pair of blocks convolved by FFT
+/// on the device and added into the result there.
+pub fn oaconvolve<A, V1, V2>(in1: V1, in2: V2, mode: Mode) -> Result<DeviceArray<A, V1::Dim>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    V1: DeviceInput<A>,
+    V2: DeviceInput<A, Dim = V1::Dim>,
+{
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::OverlapAdd))
+}
+
+/// [`super::convolve`] on device arrays: `method` direct (a kernel summing each output point
+/// in the host's order), FFT, overlap-add, or `Auto` (SciPy's choice, as on the host).
+pub fn convolve<A, V1, V2>(
+    in1: V1,
+    in2: V2,
+    mode: Mode,
+    method: Method,
+) -> Result<DeviceArray<A, V1::Dim>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    V1: DeviceInput<A>,
+    V2: DeviceInput<A, Dim = V1::Dim>,
+{
+    convolve_with(in1, in2, &ConvOptions::new(mode).method(method))
+}
+
+/// [`super::convolve_with`] on device arrays (the options' target is not used: this runs on
+/// the device).
+pub fn convolve_with<A, V1, V2>(
+    in1: V1,
+    in2: V2,
+    options: &ConvOptions,
+) -> Result<DeviceArray<A, V1::Dim>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    V1: DeviceInput<A>,
+    V2: DeviceInput<A, Dim = V1::Dim>,
+{
+    run(None, in1.device_view(), in2.device_view(), options)
+}
+
+/// [`convolve_with`] queued on `stream` without waiting.
+pub fn convolve_on<A, V1, V2>(
+    stream: &Stream,
+    in1: V1,
+    in2: V2,
+    options: &ConvOptions,
+) -> Result<DeviceArray<A, V1::Dim>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    V1: DeviceInput<A>,
+    V2: DeviceInput<A, Dim = V1::Dim>,
+{
+    run(Some(stream), in1.device_view(), in2.device_view(), options)
+}
+
+fn run<A, D>(
     stream: Option<&Stream>,
     in1: DeviceView<'_, A, D>,
     in2: DeviceView<'_, A, D>,
-    mode: Mode,
-    axes: Option<&[usize]>,
+    options: &ConvOptions,
 ) -> Result<DeviceArray<A, D>>
 where
     A: DeviceConvElement,
@@ -181,28 +246,31 @@ where
     let (s1, s2) = (in1.shape().to_vec(), in2.shape().to_vec());
     let empty = in1.is_empty() || in2.is_empty();
     let (a, b) = (in1.into_dyn(), in2.into_dyn());
-    let result = match conv_shapes(mode, &s1, &s2, axes, empty)? {
+    let mode = options.mode;
+    let result = match conv_shapes(mode, &s1, &s2, options.axes.as_deref(), empty)? {
         ConvShapes::Scalar => A::multiply(stream, a, b)?,
         ConvShapes::Empty(ndim) => crate::device_array::<A, _>(IxDyn(&vec![0; ndim]))?,
         ConvShapes::Conv {
-            axes, full, window, ..
+            axes,
+            swap,
+            full,
+            window,
         } => {
-            let computed = if axes.is_empty() {
-                A::multiply(stream, a, b)?
-            } else {
-                let fshape = fast_shape::<A>(&full, &axes)?;
-                let options = FftOptions::new().axes(&axes).s(&fshape);
-                let (forward, inverse) = if A::COMPLEX {
-                    (Transform::Forward, Transform::Inverse)
-                } else {
-                    (Transform::RealForward, Transform::RealInverse)
-                };
-                let all = DefaultAxes::All;
-                let sa: DeviceArray<Complex<A::Real>, IxDyn> =
-                    transform(stream, &a, forward, &options, all)?;
-                let sb = transform(stream, &b, forward, &options, all)?;
-                let product = A::multiply_spectra(stream, &sa, &sb)?;
-                transform(stream, &product.view(), inverse, &options, all)?
+            let (m1, m2) = if swap { (&s2, &s1) } else { (&s1, &s2) };
+            let method = match options.method {
+                Method::Auto => choose_conv_method(m1, m2, mode),
+                m => m,
+            };
+            let computed = match method {
+                _ if axes.is_empty() => A::multiply(stream, a, b)?,
+                Method::Direct => direct(stream, &a, &b, &axes, &full)?,
+                Method::OverlapAdd if cuts_blocks(&s1, &s2, &axes) => {
+                    overlap_add(stream, &a, &b, &axes, &full)?
+                }
+                _ => {
+                    let fshape = fast_shape::<A>(&full, &axes)?;
+                    spectrum_product(stream, &a, &b, &axes, &fshape)?
+                }
             };
             crop(stream, computed, &window)?
         }
@@ -211,6 +279,173 @@ where
     dim.slice_mut().copy_from_slice(result.shape());
     let DeviceArray { buf, .. } = result;
     Ok(wrap(buf, &dim))
+}
+
+/// The circular convolution of `a` and `b` along `axes` over transforms of lengths `fshape`
+/// (the full convolution where `fshape` covers it): forward transforms, the spectrum product
+/// kernel, the inverse.
+fn spectrum_product<A>(
+    stream: Option<&Stream>,
+    a: &DeviceView<'_, A, IxDyn>,
+    b: &DeviceView<'_, A, IxDyn>,
+    axes: &[usize],
+    fshape: &[usize],
+) -> Result<DeviceArray<A, IxDyn>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+{
+    let options = FftOptions::new().axes(axes).s(fshape);
+    let (forward, inverse) = if A::COMPLEX {
+        (Transform::Forward, Transform::Inverse)
+    } else {
+        (Transform::RealForward, Transform::RealInverse)
+    };
+    let all = DefaultAxes::All;
+    let sa: DeviceArray<Complex<A::Real>, IxDyn> = transform(stream, a, forward, &options, all)?;
+    let sb = transform(stream, b, forward, &options, all)?;
+    let product = A::multiply_spectra(stream, &sa, &sb)?;
+    transform(stream, &product.view(), inverse, &options, all)
+}
+
+fn kernels_source() -> &'static KernelSource {
+    static SOURCE: OnceLock<KernelSource> = OnceLock::new();
+    SOURCE.get_or_init(|| {
+        KernelSource::new(format!(
+            "{}\n{}",
+            cuda_prelude(),
+            include_str!("device.cuh")
+        ))
+    })
+}
+
+const KERNELS: CudaKernel = CudaKernel {
+    name: "ufunc_conv",
+    source: kernels_source,
+    fast_math: false,
+    mapped_axes: 0,
+};
+
+/// The kernels' entries for elements `A`: the direct sum and the overlap-add accumulation.
+fn entries<A: FftElement>() -> (&'static str, &'static str) {
+    match (A::COMPLEX, size_of::<A::Real>()) {
+        (false, 4) => ("ufunc_conv_direct_f32", "ufunc_conv_add_f32"),
+        (false, _) => ("ufunc_conv_direct_f64", "ufunc_conv_add_f64"),
+        (true, 4) => ("ufunc_conv_direct_c32", "ufunc_conv_add_c32"),
+        (true, _) => ("ufunc_conv_direct_c64", "ufunc_conv_add_c64"),
+    }
+}
+
+/// The kernels index with at most this many axes.
+const MAX_AXES: usize = 32;
+
+fn check_axes(ndim: usize) -> Result<()> {
+    if ndim > MAX_AXES {
+        return Err(Error::InvalidArgument {
+            name: "in1",
+            message: format!("device convolutions take at most {MAX_AXES} dimensions, got {ndim}"),
+        });
+    }
+    Ok(())
+}
+
+fn i64s(v: impl IntoIterator<Item = usize>) -> Vec<i64> {
+    v.into_iter().map(|x| x as i64).collect()
+}
+
+/// The full convolution of `a` and `b` along `axes` (shape `full`) summed directly on the
+/// device: one thread per output point, kernel points in the host's order.
+fn direct<A>(
+    stream: Option<&Stream>,
+    a: &DeviceView<'_, A, IxDyn>,
+    b: &DeviceView<'_, A, IxDyn>,
+    axes: &[usize],
+    full: &[usize],
+) -> Result<DeviceArray<A, IxDyn>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element,
+{
+    check_axes(full.len())?;
+    let queue = queue_of(stream)?;
+    let n = element_count(full)?;
+    let mut out = queue.alloc(byte_size(full, size_of::<A>())?)?;
+    let (x, k) = (a.fft_input(), b.fft_input());
+    let conv = i64s((0..full.len()).map(|d| usize::from(axes.contains(&d))));
+    let points: usize = axes.iter().map(|&ax| k.shape[ax]).product();
+    let strides = |s: &[isize]| s.iter().map(|&v| v as i64).collect::<Vec<_>>();
+    let mems = [
+        queue.upload_i64(&i64s(full.iter().copied()))?,
+        queue.upload_i64(&conv)?,
+        queue.upload_i64(&i64s(x.shape.iter().copied()))?,
+        queue.upload_i64(&strides(x.strides))?,
+        queue.upload_i64(&i64s(k.shape.iter().copied()))?,
+        queue.upload_i64(&strides(k.strides))?,
+    ];
+    let mut args = vec![Arg::I64(n as i64), Arg::I32(full.len() as i32)];
+    args.extend(mems.iter().map(|m| Arg::In(m, 0)));
+    args.extend([
+        Arg::I64(points as i64),
+        Arg::In(x.mem, x.offset),
+        Arg::In(k.mem, k.offset),
+        Arg::Out(&mut out),
+    ]);
+    launch_support(queue, &KERNELS, entries::<A>().0, n, args)?;
+    Ok(wrap(DeviceBuffer(out), &IxDyn(full)))
+}
+
+/// The full convolution by overlap-add on the device: the host's blocks and transform
+/// lengths, each pair's piece added into the result in the host's order.
+fn overlap_add<A>(
+    stream: Option<&Stream>,
+    a: &DeviceView<'_, A, IxDyn>,
+    b: &DeviceView<'_, A, IxDyn>,
+    axes: &[usize],
+    full: &[usize],
+) -> Result<DeviceArray<A, IxDyn>>
+where
+    A: DeviceConvElement,
+    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+{
+    check_axes(full.len())?;
+    let queue = queue_of(stream)?;
+    let (s1, s2) = (a.shape().to_vec(), b.shape().to_vec());
+    let plan = OaPlan::new(&s1, &s2, axes, full, A::COMPLEX)?;
+    let mut out = queue.alloc_zeroed(byte_size(full, size_of::<A>())?)?;
+    let out_strides = c_strides(full);
+    let out_strides_mem = queue.upload_i64(&i64s(out_strides.iter().map(|&s| s as usize)))?;
+    let slice = |r: &[std::ops::Range<usize>]| -> Vec<SliceInfoElem> {
+        r.iter().map(|r| Slice::from(r.clone()).into()).collect()
+    };
+    for pair in plan.pairs(&s1, &s2) {
+        let x = a.slice(slice(&pair.x).as_slice())?;
+        let k = b.slice(slice(&pair.k).as_slice())?;
+        let piece = full_shape_of(x.shape(), k.shape(), axes);
+        let r = spectrum_product(stream, &x, &k, axes, &plan.fshape)?;
+        let n = element_count(&piece)?;
+        let offset: isize = pair
+            .offset
+            .iter()
+            .zip(out_strides.iter())
+            .map(|(&o, &s)| o as isize * s)
+            .sum();
+        let shape_mem = queue.upload_i64(&i64s(piece.iter().copied()))?;
+        let piece_strides = c_strides(r.shape());
+        let piece_strides_mem =
+            queue.upload_i64(&i64s(piece_strides.iter().map(|&s| s as usize)))?;
+        let args = vec![
+            Arg::I64(n as i64),
+            Arg::I32(full.len() as i32),
+            Arg::In(&shape_mem, 0),
+            Arg::In(&piece_strides_mem, 0),
+            Arg::In(&out_strides_mem, 0),
+            Arg::I64(offset as i64),
+            Arg::In(&r.buf.0, 0),
+            Arg::Out(&mut out),
+        ];
+        launch_support(queue, &KERNELS, entries::<A>().1, n, args)?;
+    }
+    Ok(wrap(DeviceBuffer(out), &IxDyn(full)))
 }
 
 /// The `(start, len)` window of `a` along every axis, as a new C-order device array (`a` itself
@@ -234,4 +469,15 @@ fn crop<A: FftElement + Element>(
     let view = a.view().slice(info.as_slice())?;
     let buf = contiguous::<A>(queue_of(stream)?, &view.fft_input())?;
     Ok(wrap(DeviceBuffer(buf), &IxDyn(view.shape())))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn convolution_kernels_compile_with_nvrtc() {
+        crate::cuda::assert_compiles(
+            "convolution_kernels_compile_with_nvrtc",
+            super::kernels_source(),
+        );
+    }
 }

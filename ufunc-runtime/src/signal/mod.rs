@@ -14,8 +14,9 @@
 //!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`]
 //!   (its real variant for real results).
 //!
-//! [`device`] has [`fftconvolve`] and [`fftconvolve_axes`] on device arrays, with the same
-//! rules, through cuFFT and a `#[vectorize(target = "cuda")]` spectrum product.
+//! [`device`] has every function here on device arrays, with the same rules, through cuFFT, a
+//! `#[vectorize(target = "cuda")]` spectrum product and kernels for the direct sum and the
+//! overlap-add.
 //!
 //! The short forms take the defaults (all axes, [`Method::Fft`] for the `fft` functions,
 //! `Target::Parallel`); [`convolve_with`] takes [`ConvOptions`], a builder like

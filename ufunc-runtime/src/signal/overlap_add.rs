@@ -66,6 +66,91 @@ fn lambert_w_minus1(y: f64) -> f64 {
     w
 }
 
+/// The blocks of an overlap-add: per convolved axis the steps of both inputs, the transform
+/// lengths every pair of blocks shares, and the start of every block of each input.
+pub(crate) struct OaPlan {
+    axes: Vec<usize>,
+    steps: Vec<(usize, usize)>,
+    pub(crate) fshape: Vec<usize>,
+    blocks1: Vec<Vec<usize>>,
+    blocks2: Vec<Vec<usize>>,
+}
+
+/// One pair of blocks: the ranges of each input along every axis, and where its full
+/// convolution starts in the result.
+pub(crate) struct OaPair {
+    pub(crate) x: Vec<std::ops::Range<usize>>,
+    pub(crate) k: Vec<std::ops::Range<usize>>,
+    pub(crate) offset: Vec<usize>,
+}
+
+impl OaPlan {
+    /// The plan for inputs of shapes `s1` and `s2` convolved along `axes` into `full`, with
+    /// fast lengths for a complex result when `complex`.
+    pub(crate) fn new(
+        s1: &[usize],
+        s2: &[usize],
+        axes: &[usize],
+        full: &[usize],
+        complex: bool,
+    ) -> Result<OaPlan> {
+        let steps: Vec<(usize, usize)> = axes.iter().map(|&ax| oa_steps(s1[ax], s2[ax])).collect();
+        let fast = |n: usize| {
+            let f = if complex {
+                next_fast_len(n)
+            } else {
+                next_fast_len_real(n)
+            };
+            f.ok_or_else(|| Error::TooLarge {
+                shape: full.to_vec(),
+            })
+        };
+        let fshape = axes
+            .iter()
+            .zip(&steps)
+            .map(|(&ax, &(t1, t2))| fast(t1.min(s1[ax]) + t2.min(s2[ax]) - 1))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(OaPlan {
+            blocks1: block_starts(s1, axes, steps.iter().map(|s| s.0)),
+            blocks2: block_starts(s2, axes, steps.iter().map(|s| s.1)),
+            axes: axes.to_vec(),
+            steps,
+            fshape,
+        })
+    }
+
+    /// Every pair of blocks, in the order their pieces are added (each block of the first
+    /// input with each of the second).
+    pub(crate) fn pairs(&self, s1: &[usize], s2: &[usize]) -> Vec<OaPair> {
+        let ndim = s1.len();
+        let range = |starts: &[usize], shape: &[usize], step: &dyn Fn(usize) -> usize| {
+            (0..ndim)
+                .map(|ax| match self.axes.iter().position(|&x| x == ax) {
+                    Some(i) => starts[i]..(starts[i] + step(i)).min(shape[ax]),
+                    None => 0..shape[ax],
+                })
+                .collect()
+        };
+        let (step1, step2) = (|i: usize| self.steps[i].0, |i: usize| self.steps[i].1);
+        self.blocks1
+            .iter()
+            .flat_map(|p| self.blocks2.iter().map(move |q| (p, q)))
+            .map(|(p, q)| OaPair {
+                x: range(p, s1, &step1),
+                k: range(q, s2, &step2),
+                offset: (0..ndim)
+                    .map(|ax| {
+                        self.axes
+                            .iter()
+                            .position(|&x| x == ax)
+                            .map_or(0, |i| p[i] + q[i])
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 /// The full convolution (shape `full`) by overlap-add.
 pub(crate) fn overlap_add<A, B>(
     a: ArrayViewD<'_, A>,
@@ -79,76 +164,39 @@ where
     B: FftElement<Real = A::Real>,
 {
     let (s1, s2) = (a.shape(), b.shape());
-    let steps: Vec<(usize, usize)> = axes.iter().map(|&ax| oa_steps(s1[ax], s2[ax])).collect();
-    let fast = |n: usize| {
-        let f = if <A::Output as FftElement>::COMPLEX {
-            next_fast_len(n)
-        } else {
-            next_fast_len_real(n)
-        };
-        f.ok_or_else(|| Error::TooLarge {
-            shape: full.to_vec(),
-        })
-    };
-    let fshape = axes
-        .iter()
-        .zip(&steps)
-        .map(|(&ax, &(t1, t2))| fast(t1.min(s1[ax]) + t2.min(s2[ax]) - 1))
-        .collect::<Result<Vec<_>>>()?;
-    let blocks1 = block_starts(s1, axes, steps.iter().map(|s| s.0));
-    let blocks2 = block_starts(s2, axes, steps.iter().map(|s| s.1));
-    let pairs: Vec<(&Vec<usize>, &Vec<usize>)> = blocks1
-        .iter()
-        .flat_map(|p| blocks2.iter().map(move |q| (p, q)))
-        .collect();
-    let cut =
-        |starts: &[usize], shape: &[usize], step: &dyn Fn(usize) -> usize, ax: usize| match axes
-            .iter()
-            .position(|&x| x == ax)
-        {
-            Some(i) => Slice::from(starts[i]..(starts[i] + step(i)).min(shape[ax])),
-            None => Slice::from(..),
-        };
-    let (step1, step2) = (|i: usize| steps[i].0, |i: usize| steps[i].1);
+    let complex = <A::Output as FftElement>::COMPLEX;
+    let plan = OaPlan::new(s1, s2, axes, full, complex)?;
+    let pairs = plan.pairs(s1, s2);
     // Each pair runs on one thread when pairs are spread over the pool.
     let inner = match options.target {
         Target::Cpu => options.fft_options(),
         _ if pairs.len() > 1 => options.clone().target(Target::Cpu).fft_options(),
         _ => options.fft_options(),
     };
-    let one = |(p, q): &(&Vec<usize>, &Vec<usize>)| -> Result<(Vec<usize>, ArrayD<A::Output>)> {
-        let x = a.slice_each_axis(|d| cut(p, s1, &step1, d.axis.index()));
-        let k = b.slice_each_axis(|d| cut(q, s2, &step2, d.axis.index()));
+    let one = |pair: &OaPair| -> Result<ArrayD<A::Output>> {
+        let x = a.slice_each_axis(|d| Slice::from(pair.x[d.axis.index()].clone()));
+        let k = b.slice_each_axis(|d| Slice::from(pair.k[d.axis.index()].clone()));
         let piece = full_shape_of(x.shape(), k.shape(), axes);
-        let r = A::spectrum_product(x, k, axes, &fshape, &inner)?;
-        let r = r
-            .slice_each_axis(|d| Slice::from(..piece[d.axis.index()]))
-            .to_owned();
-        let offset = (0..full.len())
-            .map(|ax| {
-                axes.iter()
-                    .position(|&x| x == ax)
-                    .map_or(0, |i| p[i] + q[i])
-            })
-            .collect();
-        Ok((offset, r))
+        let r = A::spectrum_product(x, k, axes, &plan.fshape, &inner)?;
+        Ok(r.slice_each_axis(|d| Slice::from(..piece[d.axis.index()]))
+            .to_owned())
     };
     let pieces: Vec<_> = match options.target {
         Target::Cpu => pairs.iter().map(one).collect::<Result<_>>()?,
         _ => pairs.par_iter().map(one).collect::<Result<_>>()?,
     };
     let mut out = ArrayD::<A::Output>::default(IxDyn(full));
-    for (offset, r) in pieces {
+    for (pair, r) in pairs.iter().zip(pieces) {
         let mut region = out.slice_each_axis_mut(|d| {
             let ax = d.axis.index();
-            Slice::from(offset[ax]..offset[ax] + r.shape()[ax])
+            Slice::from(pair.offset[ax]..pair.offset[ax] + r.shape()[ax])
         });
         region.zip_mut_with(&r, |o, &v| *o = *o + v);
     }
     Ok(out)
 }
 
-fn full_shape_of(s1: &[usize], s2: &[usize], axes: &[usize]) -> Vec<usize> {
+pub(crate) fn full_shape_of(s1: &[usize], s2: &[usize], axes: &[usize]) -> Vec<usize> {
     super::shapes::full_shape(s1, s2, axes)
 }
 
