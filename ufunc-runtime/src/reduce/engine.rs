@@ -246,7 +246,7 @@ impl<T: Element> Job<T> {
         let mut total = parts.next().expect("at least two pieces");
         for part in parts {
             // SAFETY: both rows hold `n_kept` elements.
-            unsafe { (self.k.combine)(total.as_mut_ptr(), part.as_ptr(), n_kept) };
+            unsafe { (self.k.combine)(total.as_mut_ptr(), &[part.as_ptr()], n_kept) };
         }
         let mut flat = 0;
         walk_rows(
@@ -353,6 +353,21 @@ impl<T: Element> Job<T> {
         let r_inner_out = self.reduced.out_inner;
         acc.resize(ROW_CHUNK.min(len), T::default());
         let mut gathered: Vec<T> = Vec::new();
+        // Contiguous input rows wait here to be combined four at a time.
+        let mut batch: Vec<*const T> = Vec::with_capacity(4);
+        let combine = |acc: &mut Vec<T>, rows: &[*const T], first: &mut bool, m: usize| {
+            // SAFETY: `acc` and every row hold `m` elements.
+            unsafe {
+                let rest = if *first {
+                    std::ptr::copy_nonoverlapping(rows[0], acc.as_mut_ptr(), m);
+                    *first = false;
+                    &rows[1..]
+                } else {
+                    rows
+                };
+                (self.k.combine)(acc.as_mut_ptr(), rest, m);
+            }
+        };
         for c in (j..j + len).step_by(ROW_CHUNK) {
             let m = ROW_CHUNK.min(j + len - c);
             let a0 = (p[0] as *const T).wrapping_offset(c as isize * ka);
@@ -366,6 +381,14 @@ impl<T: Element> Job<T> {
                 |q, rj, rlen| {
                     for r in rj..rj + rlen {
                         let src = (q[0] as *const T).wrapping_offset(r as isize * r_inner_a);
+                        if ka == 1 && !each {
+                            batch.push(src);
+                            if batch.len() == 4 {
+                                combine(acc, &batch, &mut first, m);
+                                batch.clear();
+                            }
+                            continue;
+                        }
                         let src = if ka == 1 {
                             src
                         } else {
@@ -383,15 +406,7 @@ impl<T: Element> Job<T> {
                             };
                             gathered.as_ptr()
                         };
-                        // SAFETY: `acc` and `src` hold `m` elements each.
-                        unsafe {
-                            if first {
-                                std::ptr::copy_nonoverlapping(src, acc.as_mut_ptr(), m);
-                                first = false;
-                            } else {
-                                (self.k.combine)(acc.as_mut_ptr(), src, m);
-                            }
-                        }
+                        combine(acc, &[src], &mut first, m);
                         if each {
                             let dst = (q[1] as *mut T).wrapping_offset(r as isize * r_inner_out);
                             // SAFETY: `m` output elements at stride `ko`.
@@ -400,6 +415,10 @@ impl<T: Element> Job<T> {
                     }
                 },
             );
+            if !batch.is_empty() {
+                combine(acc, &batch, &mut first, m);
+                batch.clear();
+            }
             match sink.as_deref_mut() {
                 Some(sink) => sink[c - j..c - j + m].copy_from_slice(&acc[..m]),
                 // SAFETY: `m` output elements at stride `ko`.

@@ -21,8 +21,8 @@ const BLOCK: usize = 16 * LANES;
 pub(crate) struct Kernels<T> {
     /// `f` over `n >= 1` contiguous elements.
     pub reduce: unsafe fn(*const T, usize) -> T,
-    /// `acc[i] = f(acc[i], x[i])` for `i < n`.
-    pub combine: unsafe fn(*mut T, *const T, usize),
+    /// `acc[i] = f(..f(f(acc[i], x0[i]), x1[i]).., xk[i])` for `i < n`, over the rows `x`.
+    pub combine: unsafe fn(*mut T, &[*const T], usize),
     /// `out[0] = x[0]`, `out[i] = f(out[i - 1], x[i])` along strided runs of `n >= 1`
     /// elements (strides in elements).
     pub scan: unsafe fn(*const T, isize, *mut T, isize, usize),
@@ -98,15 +98,32 @@ unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T,
     acc
 }
 
+/// Rows are combined four at a time: one pass over the accumulators per four input rows, four
+/// input streams in flight (the same order of operations per element as one row at a time).
 #[inline(always)]
 unsafe fn combine<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     acc: *mut T,
-    x: *const T,
+    rows: &[*const T],
     n: usize,
 ) {
-    for i in 0..n {
-        // SAFETY: the caller's contract, `n` elements behind both pointers.
-        unsafe { *acc.add(i) = B::call::<M>((*acc.add(i), x.add(i).read())) };
+    let f = |a: T, b: T| B::call::<M>((a, b));
+    let mut quads = rows.chunks_exact(4);
+    for q in &mut quads {
+        let (x0, x1, x2, x3) = (q[0], q[1], q[2], q[3]);
+        for i in 0..n {
+            // SAFETY: the caller's contract, `n` elements behind every pointer.
+            unsafe {
+                let v = f(*acc.add(i), x0.add(i).read());
+                let v = f(f(v, x1.add(i).read()), x2.add(i).read());
+                *acc.add(i) = f(v, x3.add(i).read());
+            }
+        }
+    }
+    for &x in quads.remainder() {
+        for i in 0..n {
+            // SAFETY: as above.
+            unsafe { *acc.add(i) = f(*acc.add(i), x.add(i).read()) };
+        }
     }
 }
 
@@ -139,11 +156,11 @@ macro_rules! entry {
         $(#[target_feature(enable = $feat)])?
         unsafe fn $combine<B: Body<In = (T, T), Out = T>, T: Element>(
             acc: *mut T,
-            x: *const T,
+            rows: &[*const T],
             n: usize,
         ) {
             // SAFETY: the caller's contract, passed on.
-            unsafe { combine::<B, T, $m>(acc, x, n) }
+            unsafe { combine::<B, T, $m>(acc, rows, n) }
         }
         $(#[target_feature(enable = $feat)])?
         unsafe fn $scan<B: Body<In = (T, T), Out = T>, T: Element>(
