@@ -52,6 +52,18 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("port_fast_norm", port_fast_norm::cuda_source()),
         ("port_complex_mix", port_complex_mix::cuda_source()),
         ("port_normalise_f32", port_normalise_f32::cuda_source()),
+        (
+            "port_scaled_cumsum_f32",
+            __ufunc_port_scaled_cumsum_f32::cuda_source(),
+        ),
+        (
+            "port_scaled_cumsum_f64",
+            __ufunc_port_scaled_cumsum_f64::cuda_source(),
+        ),
+        (
+            "port_scaled_cumsum_i32",
+            __ufunc_port_scaled_cumsum_i32::cuda_source(),
+        ),
     ]
 }
 
@@ -226,4 +238,60 @@ fn complex_real_mixes_agree() {
     };
     check(Target::Cpu);
     on_gpu("complex_real_mixes_agree", || check(Target::Cuda));
+}
+
+/// `types = [...]` on a gufunc (item 8): one generic core, as Numba's list of signatures
+/// `@guvectorize([(float32[:], float32, float32[:]), (float64[:], ...)], "(n),()->(n)")`.
+/// `0 as T` is the zero of whichever type `T` stands for.
+#[guvectorize("(n),()->(n)", targets = ["cpu", "parallel", "cuda"], types = [f32, f64, i32])]
+pub(crate) fn port_scaled_cumsum<T>(a: ArrayView1<T>, k: T, mut out: ArrayViewMut1<T>) {
+    let mut s = 0 as T;
+    for i in 0..a.len() {
+        s += a[i] * k;
+        out[i] = s;
+    }
+}
+
+/// Checks `port_scaled_cumsum` of `a` (2-d) and `k` on `target` against a plain loop, and its
+/// generic `core` against the first row (a macro: the call is typed by the element type).
+macro_rules! check_scaled_cumsum {
+    ($target:expr, $a:expr, $k:expr) => {{
+        let (target, a, k) = ($target, $a, $k);
+        let got = port_scaled_cumsum::on(target, a, k).unwrap();
+        assert_eq!(got.shape(), a.shape(), "{target:?}");
+        for (r, row) in a.rows().into_iter().enumerate() {
+            let mut s = k - k;
+            for (i, &x) in row.iter().enumerate() {
+                s += x * k;
+                assert_eq!(got[[r, i]], s, "{target:?} {:?} at ({r}, {i})", k);
+            }
+        }
+        let mut one = Array1::default(a.ncols());
+        port_scaled_cumsum::core(a.row(0), k, one.view_mut());
+        assert_eq!(
+            one.into_dyn(),
+            got.index_axis(ndarray::Axis(0), 0),
+            "{target:?} core"
+        );
+    }};
+}
+
+#[test]
+fn generic_gufunc_instantiates_each_type_on_every_target() {
+    let f = array![[0.5f32, 1.25, -2.0], [3.0, 0.0, 4.5]];
+    let d = f.mapv(f64::from) * 1.5;
+    let i = array![[1i32, -2, 3], [40, 5, -6]];
+    for target in [Target::Cpu, Target::Parallel] {
+        check_scaled_cumsum!(target, &f, 2.0f32);
+        check_scaled_cumsum!(target, &d, -0.5f64);
+        check_scaled_cumsum!(target, &i, 3i32);
+    }
+    on_gpu(
+        "generic_gufunc_instantiates_each_type_on_every_target",
+        || {
+            check_scaled_cumsum!(Target::Cuda, &f, 2.0f32);
+            check_scaled_cumsum!(Target::Cuda, &d, -0.5f64);
+            check_scaled_cumsum!(Target::Cuda, &i, 3i32);
+        },
+    );
 }

@@ -76,7 +76,9 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Turns a function over core sub-arrays into a generalized ufunc (NumPy's gufunc): the layout
 /// string names the core dimensions of each operand, and the library loops and broadcasts over
-/// the remaining (loop) dimensions.
+/// the remaining (loop) dimensions. It takes the arguments of `#[vectorize]` after the layout
+/// (`target`/`targets`, `types = [..]` for a function generic over one element type, and
+/// `fastmath`), except `identity`.
 ///
 /// ```
 /// use ufunc::prelude::*;

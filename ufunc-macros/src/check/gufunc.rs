@@ -51,16 +51,10 @@ pub(super) fn check_returns(f: &Ufunc<'_>, errors: &Errors) {
     }
 }
 
-/// The arguments only `#[vectorize]` takes: `types = [..]` -> "... not supported by
-/// `#[guvectorize]` yet". (`fastmath = true` is accepted: it sets the cuda kernel's fast-math
-/// flags; a core on the CPU targets is plain Rust, which it leaves alone.)
+/// The argument only `#[vectorize]` takes: `identity = ..` -> "... a #[guvectorize] function
+/// has no `reduce`". (`fastmath = true` is accepted: it sets the cuda kernel's fast-math flags;
+/// a core on the CPU targets is plain Rust, which it leaves alone.)
 pub(super) fn check_options(attr: &Attr, errors: &Errors) {
-    if let Some((span, _)) = &attr.types {
-        errors.at(
-            *span,
-            "`types = [...]` is not supported by #[guvectorize] yet; write one function per type",
-        );
-    }
     if let Some((span, _)) = &attr.identity {
         errors.at(
             *span,
@@ -70,18 +64,11 @@ pub(super) fn check_options(attr: &Attr, errors: &Errors) {
     }
 }
 
-/// `fn f<T>(a: ArrayView1<T>) -> T` -> "... cannot be generic over types ...",
+/// One type parameter with `types = [...]`, as on `#[vectorize]` (see `check_type_list`);
 /// `fn f<const N: usize>(..)` -> "... cannot have const parameters ...". Lifetimes are fine.
 pub(super) fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
-    let generics = &f.item.sig.generics;
-    if let Some(tp) = generics.type_params().next() {
-        errors.spanned(
-            tp,
-            "a #[guvectorize] function cannot be generic over types; \
-             write it for concrete element types",
-        );
-    }
-    if let Some(cp) = generics.const_params().next() {
+    super::check_type_list(f, errors);
+    if let Some(cp) = f.item.sig.generics.const_params().next() {
         errors.spanned(
             cp,
             "a #[guvectorize] function cannot have const parameters; \

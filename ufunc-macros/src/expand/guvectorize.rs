@@ -4,20 +4,23 @@
 
 use super::companions::{self, Companions, Form};
 use super::cuda::{cuda_source_fn, kernel_const};
+use super::typing::{typing, GenericKind, Typing};
 use crate::attr::GuLayout;
 use crate::cuda::{GufuncKernel, Ty};
 use crate::layout::Dim;
-use crate::model::Ufunc;
-use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use crate::model::{Instance, Ufunc};
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, ToTokens};
 use syn::visit_mut::VisitMut;
 use syn::Type;
 
-/// The checked gufunc, its layout, and its kernel (`None` without the cuda target).
+/// The checked gufunc, its layout, its instances and their kernels (`None`s without the cuda
+/// target).
 pub(super) fn expand(
     f: &Ufunc<'_>,
     layout: &GuLayout,
-    kernel: Option<&GufuncKernel>,
+    instances: &[Instance<'_>],
+    kernels: &[Option<GufuncKernel>],
 ) -> TokenStream {
     let item = f.item;
     let name = f.name();
@@ -34,37 +37,80 @@ pub(super) fn expand(
         "Companions of the gufunc [`{name}()`] with layout `{layout_text}`: `{name}::out`, \
          `{name}::on`, `{name}::out_on`, `{name}::core`."
     );
-    let core_params = &item.sig.inputs;
-    let core_generics = &item.sig.generics;
-    let core_output = &item.sig.output;
-    let core_block = &item.block;
-    let core_attrs = item.attrs.iter().filter(|a| !a.path().is_ident("doc"));
+    let bodies = instances
+        .iter()
+        .zip(kernels)
+        .map(|(inst, kernel)| instance(f, layout, inst, kernel.as_ref()))
+        .collect();
+    let Typing {
+        lead,
+        lead_args,
+        body,
+        items,
+        assoc,
+        ..
+    } = typing(
+        f,
+        &GenericKind {
+            body_trait: quote!(::ufunc::__private::GuBody),
+            fn_name: format_ident!("core"),
+            fn_doc: "The core function, for any of the instantiated types.",
+        },
+        instances,
+        bodies,
+    );
     let companions = companions::expand(&Companions {
         f,
         form: Form::Generalized,
-        lead: quote!(),
-        lead_args: quote!(),
-        body: quote!(#name),
+        lead,
+        lead_args,
+        body,
         fn_docs,
         struct_doc,
         consts: quote! {
             /// The layout, as written.
             pub const LAYOUT: &'static str = #layout_text;
         },
-        fns: quote! {
-            /// The core function, as written.
-            #(#core_attrs)*
-            pub fn core #core_generics (#core_params) #core_output #core_block
-        },
+        fns: assoc,
     });
-    let (cuda_items, cuda_kernel) = cuda_parts(f, kernel);
-    let gu_body = gu_body(f, layout);
     quote! {
         #companions
 
+        #items
+    }
+}
+
+/// One instantiation: `core` (the function as written, its type parameter replaced), the
+/// `GuBody` impl that calls it, and with the `cuda` target its kernel.
+fn instance(
+    f: &Ufunc<'_>,
+    layout: &GuLayout,
+    inst: &Instance<'_>,
+    kernel: Option<&GufuncKernel>,
+) -> TokenStream {
+    let item = f.item;
+    let body_ty = &inst.body_ty;
+    let lifetimes = item.sig.generics.lifetimes();
+    let core_params = inst.apply(item.sig.inputs.to_token_stream());
+    let core_output = inst.apply(item.sig.output.to_token_stream());
+    let alias = inst.alias();
+    let stmts = &item.block.stmts;
+    let core_attrs = item.attrs.iter().filter(|a| !a.path().is_ident("doc"));
+    let (cuda_items, cuda_kernel) = cuda_parts(f, body_ty, kernel);
+    let gu_body = gu_body(f, layout, inst);
+    quote! {
+        impl #body_ty {
+            /// The core function, as written.
+            #(#core_attrs)*
+            pub fn core<#(#lifetimes),*>(#core_params) #core_output {
+                #alias
+                #(#stmts)*
+            }
+        }
+
         #cuda_items
 
-        impl ::ufunc::__private::DeviceKernel for #name {
+        impl ::ufunc::__private::DeviceKernel for #body_ty {
             const CUDA: ::core::option::Option<::ufunc::__private::CudaKernel> = #cuda_kernel;
         }
 
@@ -74,12 +120,12 @@ pub(super) fn expand(
 
 /// `impl GuBody`: the signature, and `call`, which makes each parameter from its operand's
 /// pointer for every loop item, calls the core and stores the returned values.
-fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
-    let name = f.name();
-    let name_str = name.to_string();
+fn gu_body(f: &Ufunc<'_>, layout: &GuLayout, inst: &Instance<'_>) -> TokenStream {
+    let body_ty = &inst.body_ty;
+    let name_str = f.name().to_string();
     let p = quote!(::ufunc::__private);
-    let in_tuple = f.input_tuple();
-    let out_ty = f.output_type();
+    let in_tuple = inst.apply(f.input_tuple());
+    let out_ty = inst.apply(f.output_type());
     // The generated names start with `__ufunc` so that no parameter name (`n`, `args`) shadows
     // them. Each parameter's index among the operands (inputs, then output parameters, then returns):
     // its layout is prepared once per run of items, then each item makes the parameter from a
@@ -91,7 +137,7 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
     let mut call_args = Vec::new();
     for param in &f.params {
         let ident = param.ident;
-        let ty = elide_lifetimes(param.ty);
+        let ty = inst.apply(elide_lifetimes(param.ty).to_token_stream());
         let k = if param.role.is_input() {
             next_in += 1;
             next_in - 1
@@ -130,7 +176,7 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
     let names = f.operand_names();
     let layout_text = &layout.text;
     quote! {
-        impl #p::GuBody for #name {
+        impl #p::GuBody for #body_ty {
             type In = #in_tuple;
             type Out = #out_ty;
             const NAME: &'static str = #name_str;
@@ -157,11 +203,14 @@ fn gu_body(f: &Ufunc<'_>, layout: &GuLayout) -> TokenStream {
 }
 
 /// With the `cuda` target: `impl foo { fn cuda_source }` and the `CudaKernel` naming it.
-fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, TokenStream) {
+fn cuda_parts(
+    f: &Ufunc<'_>,
+    name: &Ident,
+    kernel: Option<&GufuncKernel>,
+) -> (TokenStream, TokenStream) {
     let Some(kernel) = kernel else {
         return (quote!(), quote!(::core::option::Option::None));
     };
-    let name = f.name();
     // Operands in order (inputs, output parameters, returns), and where each parameter is.
     let inputs = (0..f.params.len()).filter(|&i| f.params[i].role.is_input());
     let outputs = (0..f.params.len()).filter(|&i| !f.params[i].role.is_input());
@@ -201,18 +250,18 @@ fn cuda_parts(f: &Ufunc<'_>, kernel: Option<&GufuncKernel>) -> (TokenStream, Tok
         call_order: &[#(#position),*],
         mapped_axes: #mapped_axes,
     });
-    let kernel_name = name.to_string();
+    let kernel_name = &kernel.kernel;
     let items = cuda_source_fn(
         name,
         "The CUDA C++ source of this gufunc: the prelude, the helpers and constants it uses, the \
          core function, and the kernel (one thread per loop item, or per loop item and output \
          element where the core's loops are independent).",
         &kernel.device,
-        (&kernel_name, kind),
+        (kernel_name, kind),
     );
     (
         items,
-        kernel_const(&kernel_name, name, f.attr.fastmath(), mapped_axes),
+        kernel_const(kernel_name, name, f.attr.fastmath(), mapped_axes),
     )
 }
 
