@@ -295,3 +295,78 @@ fn generic_gufunc_instantiates_each_type_on_every_target() {
         },
     );
 }
+
+/// Panic messages (item 4), as Numba's test_vectorize_exception / the docs' `raise ValueError`:
+/// the same message on cpu and cuda, with integer, float and bool arguments formatted by the
+/// host as Rust formats them (`{}`, `{:?}`, `{:.N}`, named and captured arguments).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_checked_sqrt(v: f64, code: i32) -> f64 {
+    if code == 1 {
+        panic!("Value must be positive");
+    }
+    if code == 2 {
+        assert!(
+            v >= 0.0,
+            "negative input {} (code {code:?}, {:.2})",
+            v,
+            v * 2.0
+        );
+    }
+    if code == 3 {
+        assert!(v < 100.0);
+    }
+    if code == 4 {
+        unreachable!("code {}, flag {flag}", code, flag = v > 1.0);
+    }
+    if code == 5 {
+        todo!();
+    }
+    v.abs().sqrt()
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_checked_rows(a: ArrayView1<u32>, out: &mut u32) {
+    let mut s = 0;
+    for i in 0..a.len() {
+        assert!(a[i] != 7, "row holds 7 at {} after sum {s}", i);
+        s += a[i];
+    }
+    *out = s;
+}
+
+fn panic_message<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
+    match r {
+        Err(Error::KernelPanic { message, .. }) => message,
+        other => panic!("expected a panic, got {other:?}"),
+    }
+}
+
+fn check_panic_messages(target: Target) -> Vec<String> {
+    let mut messages = Vec::new();
+    for (v, code) in [(4.0, 1), (-2.5, 2), (1e3, 3), (4.5, 4), (1.0, 5)] {
+        let r = port_checked_sqrt::on(target, &array![1.0, v, 9.0], &array![0, code, 0]);
+        messages.push(panic_message(r));
+    }
+    let r = port_checked_rows::on(target, &array![[1u32, 2, 3], [4, 5, 7]]);
+    messages.push(panic_message(r));
+    messages
+}
+
+#[test]
+fn panic_messages_are_the_same_on_every_target() {
+    let cpu = check_panic_messages(Target::Cpu);
+    assert_eq!(
+        cpu,
+        [
+            "Value must be positive",
+            "negative input -2.5 (code 2, -5.00)",
+            "assertion failed: v < 100.0",
+            "internal error: entered unreachable code: code 4, flag true",
+            "not yet implemented",
+            "row holds 7 at 2 after sum 9",
+        ]
+    );
+    on_gpu("panic_messages_are_the_same_on_every_target", || {
+        assert_eq!(check_panic_messages(Target::Cuda), cpu);
+    });
+}

@@ -108,7 +108,7 @@ fn elementwise_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> 
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| p.ident).zip(&param_tys).collect();
     let kernel = kernel_name(inst);
     let body_fn = format!("__ufunc_body_{kernel}");
-    let device = emit_device_fn(&body_fn, &params, &output, &block, errors);
+    let device = emit_device_fn(&body_fn, &params, &output, &block, true, errors);
     let outputs: Vec<Type> = match &output {
         ReturnType::Type(_, t) => match &**t {
             Type::Tuple(tt) => tt.elems.iter().cloned().collect(),
@@ -187,7 +187,7 @@ fn gufunc_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> Gufun
         .map(|p| p.ident)
         .zip(params.clone())
         .collect();
-    let device = emit_function(&core_fn, &typed, ret, &block, &mapped, errors);
+    let device = emit_function(&core_fn, &typed, ret, &block, &mapped, true, errors);
     GufuncKernel {
         kernel,
         core_fn,
@@ -204,7 +204,8 @@ pub(crate) fn helper(f: &Ufunc<'_>) -> Result<DeviceFn, String> {
     let own = Errors::new();
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| (p.ident, p.ty)).collect();
     let cpp_name = format!("__ufunc_helper_{}", f.name());
-    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, &f.item.block, &own);
+    let block = &f.item.block;
+    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, block, false, &own);
     match own.check() {
         Ok(()) => Ok(device),
         Err(e) => Err(e

@@ -261,7 +261,13 @@ fn cuda_parts(
     );
     (
         items,
-        kernel_const(kernel_name, name, f.attr.fastmath(), mapped_axes),
+        kernel_const(
+            kernel_name,
+            name,
+            f.attr.fastmath(),
+            mapped_axes,
+            &kernel.device,
+        ),
     )
 }
 

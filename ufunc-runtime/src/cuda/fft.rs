@@ -381,6 +381,7 @@ const SUPPORT: CudaKernel = CudaKernel {
     source: support_source,
     fast_math: false,
     mapped_axes: 0,
+    panics: &[],
 };
 
 /// Queues `entry` of the support kernels over `items` grid-stride items (they cannot panic, so
@@ -399,7 +400,7 @@ fn launch(queue: &Queue, entry: &'static str, items: usize, mut args: Vec<Arg<'_
         .backend
         .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
     match &queue.deferred {
-        Some(_) => queue.finish_launch(entry, status),
+        Some(_) => queue.finish_launch(entry, &[], status),
         None => Ok(()),
     }
 }

@@ -63,7 +63,7 @@ fn run(
     queue
         .backend
         .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
-    queue.finish_launch(function, status)
+    queue.finish_launch(function, kernel.panics, status)
 }
 
 /// Launches the contiguous or the strided kernel of `kernel` over `shape`: inputs with any
