@@ -370,3 +370,29 @@ fn panic_messages_are_the_same_on_every_target() {
         assert_eq!(check_panic_messages(Target::Cuda), cpu);
     });
 }
+
+/// Numba's in-place gufunc (item 5; see `tests/guvectorize.rs`) on cuda: host operands are
+/// copied in whole, the written one back.
+#[guvectorize("(n),()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_add_in_place(mut a: ArrayViewMut1<f32>, b: f32) {
+    for i in 0..a.len() {
+        a[i] += b;
+    }
+}
+
+#[test]
+fn in_place_gufunc_agrees() {
+    let check = |target: Target| {
+        let mut a = ndarray::Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f32);
+        let expected = &a + &array![[0.5f32], [-1.0], [2.0]];
+        port_add_in_place::on(target, &mut a, &array![0.5f32, -1.0, 2.0]).unwrap();
+        assert_eq!(a, expected, "{target:?}");
+        let e = port_add_in_place::on(target, &mut array![1.0f32], &array![1.0f32, 2.0]);
+        assert!(
+            matches!(e, Err(Error::InPlaceBroadcast { .. })),
+            "{target:?}: {e:?}"
+        );
+    };
+    check(Target::Cpu);
+    on_gpu("in_place_gufunc_agrees", || check(Target::Cuda));
+}

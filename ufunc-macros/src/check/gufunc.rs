@@ -85,6 +85,10 @@ pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Er
     if !layout.valid || !f.all_params_known {
         return;
     }
+    if layout.layout.in_place {
+        check_in_place(f, layout, errors);
+        return;
+    }
     let text = &layout.text;
     let layout = &layout.layout;
     let sig = &f.item.sig;
@@ -121,11 +125,75 @@ pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Er
     }
     let mut pairs = Vec::new();
     if inputs_match {
-        pairs.extend(inputs.iter().zip(&layout.inputs));
+        pairs.extend(inputs.iter().copied().zip(&layout.inputs));
     }
     if outputs_match {
-        pairs.extend(outs.iter().zip(&layout.outputs));
+        pairs.extend(outs.iter().copied().zip(&layout.outputs));
     }
+    check_ranks(pairs, errors);
+    if !outputs_match {
+        return;
+    }
+    for (r, dims) in f.returns.iter().zip(layout.outputs.iter().skip(outs.len())) {
+        // A return type that is not an element type has had its own error.
+        if !dims.is_empty() && elem_kind(r, f.generic).is_some() {
+            errors.spanned(
+                r,
+                format!(
+                    "a returned value is a `()` output, but its layout operand is {}; \
+                     take an `{}` parameter for it instead",
+                    core_text(dims),
+                    view_type(false, dims.len(), r)
+                ),
+            );
+        }
+    }
+}
+
+/// An in-place layout (no `->`, Numba's `"(n),()"`) pairs every parameter with its operand in
+/// order, has no returned values, and needs a parameter the core writes:
+/// `fn f(a: ArrayView1<f64>, b: f64)` -> "... needs a parameter the core writes ...".
+fn check_in_place(f: &Ufunc<'_>, layout: &GuLayout, errors: &Errors) {
+    let sig = &f.item.sig;
+    let no_outputs = "an in-place layout (without `->`) has no outputs";
+    for r in &f.returns {
+        errors.spanned(
+            r,
+            format!(
+                "{no_outputs}: name the returned values' operands after `->`, or write results \
+                 through `ArrayViewMut` or `&mut` parameters"
+            ),
+        );
+    }
+    if f.returns.is_empty() && f.output_params().next().is_none() {
+        errors.spanned(
+            sig,
+            format!(
+                "{no_outputs}, so it needs a parameter the core writes: an `ArrayViewMut` view \
+                 or a `&mut T` element; or write the outputs after `->`"
+            ),
+        );
+    }
+    let operands = &layout.layout.inputs;
+    if operands.len() != f.params.len() {
+        let message = format!(
+            "the in-place layout `{}` has {} operand(s) but the function takes {} parameter(s)",
+            layout.text,
+            operands.len(),
+            f.params.len()
+        );
+        if sig.inputs.is_empty() {
+            errors.at(sig.paren_token.span.join(), message);
+        } else {
+            errors.spanned(&sig.inputs, message);
+        }
+        return;
+    }
+    check_ranks(f.params.iter().zip(operands).collect(), errors);
+}
+
+/// Each parameter's rank (or scalar kind) matches its layout operand.
+fn check_ranks(pairs: Vec<(&Param<'_>, &Vec<Dim>)>, errors: &Errors) {
     for (p, dims) in pairs {
         let core = core_text(dims);
         let input = p.role.is_input();
@@ -162,23 +230,6 @@ pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Er
                 ),
             ),
             _ => {}
-        }
-    }
-    if !outputs_match {
-        return;
-    }
-    for (r, dims) in f.returns.iter().zip(layout.outputs.iter().skip(outs.len())) {
-        // A return type that is not an element type has had its own error.
-        if !dims.is_empty() && elem_kind(r, f.generic).is_some() {
-            errors.spanned(
-                r,
-                format!(
-                    "a returned value is a `()` output, but its layout operand is {}; \
-                     take an `{}` parameter for it instead",
-                    core_text(dims),
-                    view_type(false, dims.len(), r)
-                ),
-            );
         }
     }
 }
