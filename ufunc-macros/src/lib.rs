@@ -105,7 +105,9 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The function stays as it is; a lane version is generated beside it, which vectorized bodies
 /// call. Plain (lower-case, single-name) function calls inside a `#[vectorize]` body must be
-/// `#[kernel_fn]` helpers; other functions are reached with a path (`f32::max(a, b)`).
+/// `#[kernel_fn]` helpers; other functions are reached with a path: `f32::max(a, b)` and the
+/// like, or `self::plain(x)` for a plain function, which the CPU targets call as written and
+/// `cuda` rejects at compile time, asking for `#[kernel_fn]`.
 ///
 /// ```
 /// use ufunc::prelude::*;

@@ -227,6 +227,21 @@ mod tests {
                 "the method `frobnicate`",
             ]
         );
+        let err =
+            device("fn f(x: f32) -> f32 { self::plain(x) + i64::abs(-2) as f32 }").unwrap_err();
+        let all: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
+        assert!(
+            all[0].starts_with(
+                "calling `self::plain` is not supported in a cuda kernel: only the \
+                 body of a #[kernel_fn] helper called by its plain name can be translated to CUDA; \
+                 mark `plain` #[kernel_fn]"
+            ),
+            "{all:?}"
+        );
+        assert!(
+            all[1].starts_with("calling a function that is not"),
+            "{all:?}"
+        );
         // Operands emitted again to retype a literal report once.
         assert_eq!(
             messages("fn f(x: f32) -> f32 { if x > 0.0 { 1.0 + vec![1.0][0] } else { x } }"),
