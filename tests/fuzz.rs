@@ -178,18 +178,21 @@ fn signatures() -> Vec<Signature> {
             inputs: &[&[M, N], &[N]],
             outputs: &[&[M]],
             names: &["a", "b", "c"],
+            in_place: false,
         },
         Signature {
             text: "(m,n?),(n?)->(m,3)",
             inputs: &[&[M, N_OPT], &[N_OPT]],
             outputs: &[&[M, THREE]],
             names: &["a", "b", "c"],
+            in_place: false,
         },
         Signature {
             text: "()->(m)",
             inputs: &[&[]],
             outputs: &[&[M]],
             names: &["a", "c"],
+            in_place: false,
         },
     ]
 }

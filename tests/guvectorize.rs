@@ -339,3 +339,72 @@ fn vectorize_and_guvectorize_companions_agree() {
     assert!(matches!(e1, Error::OutputShape { output: 0, .. }), "{e1}");
     assert!(matches!(e2, Error::OutputShape { output: 0, .. }), "{e2}");
 }
+
+/// Numba's in-place gufunc (issue 13 item 5), `@guvectorize([...], "(n),()")` over
+/// `def f(a, b): for i in range(a.shape[0]): a[i] += b`: a layout without `->` passes every
+/// operand in, and the core writes into `a`. In Rust the written operand is an `ArrayViewMut`
+/// parameter and the call takes it as `&mut`.
+#[guvectorize("(n),()", targets = ["cpu", "parallel"])]
+fn add_in_place(mut a: ArrayViewMut1<f64>, b: f64) {
+    for i in 0..a.len() {
+        a[i] += b;
+    }
+}
+
+/// A `()` operand written in place through `&mut`, after a read one: it keeps its value.
+#[guvectorize("(n),()", targets = ["cpu", "parallel"])]
+fn accumulate_into(x: ArrayView1<i64>, total: &mut i64) {
+    for v in x.iter() {
+        *total += v;
+    }
+}
+
+#[test]
+fn in_place_layouts_write_into_their_operands() {
+    for target in [Target::Cpu, Target::Parallel] {
+        let mut a = Array2::from_shape_fn((3, 4), |(i, j)| (i * 10 + j) as f64);
+        let expected = &a + &array![[0.5], [1.5], [2.5]];
+        // b broadcasts over the loop dimension of `a`; the result is `a` itself.
+        add_in_place::on(target, &mut a, &array![0.5, 1.5, 2.5]).unwrap();
+        assert_eq!(a, expected, "{target:?}");
+        add_in_place::on(target, a.view_mut(), -0.5).unwrap();
+        assert_eq!(a, expected - 0.5, "{target:?}");
+        // Strided views of the written operand.
+        let mut t = Array2::<f64>::zeros((4, 3));
+        add_in_place::on(target, t.view_mut().reversed_axes(), 2.0).unwrap();
+        assert!(t.iter().all(|&v| v == 2.0), "{target:?}");
+
+        let mut totals = array![100i64, 200];
+        accumulate_into::on(target, &array![[1i64, 2, 3], [4, 5, 6]], &mut totals).unwrap();
+        assert_eq!(totals, array![106, 215], "{target:?}");
+    }
+    let mut a = array![1.0, 2.0];
+    add_in_place(&mut a, 1.0).unwrap();
+    assert_eq!(a, array![2.0, 3.0]);
+    assert_eq!(add_in_place::LAYOUT, "(n),()");
+}
+
+#[test]
+fn in_place_operands_are_never_broadcast() {
+    // `b` has loop shape (3,), `a` none: writing would broadcast `a`.
+    let mut a = array![1.0, 2.0];
+    let e = add_in_place(&mut a, &array![1.0, 2.0, 3.0]).unwrap_err();
+    assert!(
+        matches!(e, Error::InPlaceBroadcast { operand: "a", .. }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "`a` is written in place, so it cannot be broadcast: its shape is (2,) but the loop \
+         shape of the operands is (3,)"
+    );
+    assert_eq!(a, array![1.0, 2.0], "nothing was written");
+    // A written operand of length-1 loop dimensions is not stretched either.
+    let mut one = Array2::<f64>::zeros((1, 2));
+    let e = add_in_place(&mut one, &array![1.0, 2.0]).unwrap_err();
+    assert!(matches!(e, Error::InPlaceBroadcast { .. }), "{e:?}");
+    // The written `()` operand with more loop dimensions than `x` sets the loop shape.
+    let mut totals = array![[0i64, 10]];
+    accumulate_into(&array![1i64, 2], &mut totals).unwrap();
+    assert_eq!(totals, array![[3, 13]]);
+}

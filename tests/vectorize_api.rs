@@ -369,3 +369,57 @@ fn every_integer_width() {
     assert_eq!(r, array![0x0000_000c, 0x0000_000c]);
     assert_eq!(s, array![1 ^ 0x8000_0001, 2 ^ 0x8000_0001]);
 }
+
+/// Plain functions, not marked `#[kernel_fn]` (issue 13 item 11). On the CPU targets a body
+/// reaches one by a path (`self::f`, `crate::m::f`): a single plain name is taken for a
+/// `#[kernel_fn]` helper, whose lane version the SIMD path calls (the macro cannot see which
+/// functions are helpers). Bodies that keep the scalar path (loops) and gufunc cores, which
+/// are plain Rust on the CPU, call plain names as written. On `cuda` a path call is a compile
+/// error at the call that says to mark the function `#[kernel_fn]`
+/// (`tests/ui/vectorize_cuda_plain_function.rs`).
+fn plain_square(x: f64) -> f64 {
+    x * x
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn through_plain_path(x: f64) -> f64 {
+    self::plain_square(x) + 1.0
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn looped_plain(x: f64, n: u32) -> f64 {
+    let mut s = 0.0;
+    for _ in 0..n {
+        s += plain_square(x);
+    }
+    s
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "parallel"])]
+fn plain_in_core(a: ndarray::ArrayView1<f64>) -> f64 {
+    let mut s = 0.0;
+    for v in a.iter() {
+        s += plain_square(*v);
+    }
+    s
+}
+
+#[test]
+fn plain_functions_on_the_cpu_targets() {
+    let x = array![1.5, -2.0, 3.0];
+    for target in [Target::Cpu, Target::Parallel] {
+        assert_eq!(
+            through_plain_path::on(target, &x).unwrap(),
+            array![3.25, 5.0, 10.0]
+        );
+        assert_eq!(
+            looped_plain::on(target, &x, 2u32).unwrap(),
+            array![4.5, 8.0, 18.0]
+        );
+        assert_eq!(
+            plain_in_core::on(target, &array![[1.0, 2.0], [3.0, -1.0]]).unwrap(),
+            array![5.0, 10.0].into_dyn()
+        );
+    }
+    assert!(through_plain_path::KERNEL_PATH.is_simd());
+}

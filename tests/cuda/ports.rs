@@ -52,6 +52,18 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("port_fast_norm", port_fast_norm::cuda_source()),
         ("port_complex_mix", port_complex_mix::cuda_source()),
         ("port_normalise_f32", port_normalise_f32::cuda_source()),
+        (
+            "port_scaled_cumsum_f32",
+            __ufunc_port_scaled_cumsum_f32::cuda_source(),
+        ),
+        (
+            "port_scaled_cumsum_f64",
+            __ufunc_port_scaled_cumsum_f64::cuda_source(),
+        ),
+        (
+            "port_scaled_cumsum_i32",
+            __ufunc_port_scaled_cumsum_i32::cuda_source(),
+        ),
     ]
 }
 
@@ -226,4 +238,161 @@ fn complex_real_mixes_agree() {
     };
     check(Target::Cpu);
     on_gpu("complex_real_mixes_agree", || check(Target::Cuda));
+}
+
+/// `types = [...]` on a gufunc (item 8): one generic core, as Numba's list of signatures
+/// `@guvectorize([(float32[:], float32, float32[:]), (float64[:], ...)], "(n),()->(n)")`.
+/// `0 as T` is the zero of whichever type `T` stands for.
+#[guvectorize("(n),()->(n)", targets = ["cpu", "parallel", "cuda"], types = [f32, f64, i32])]
+pub(crate) fn port_scaled_cumsum<T>(a: ArrayView1<T>, k: T, mut out: ArrayViewMut1<T>) {
+    let mut s = 0 as T;
+    for i in 0..a.len() {
+        s += a[i] * k;
+        out[i] = s;
+    }
+}
+
+/// Checks `port_scaled_cumsum` of `a` (2-d) and `k` on `target` against a plain loop, and its
+/// generic `core` against the first row (a macro: the call is typed by the element type).
+macro_rules! check_scaled_cumsum {
+    ($target:expr, $a:expr, $k:expr) => {{
+        let (target, a, k) = ($target, $a, $k);
+        let got = port_scaled_cumsum::on(target, a, k).unwrap();
+        assert_eq!(got.shape(), a.shape(), "{target:?}");
+        for (r, row) in a.rows().into_iter().enumerate() {
+            let mut s = k - k;
+            for (i, &x) in row.iter().enumerate() {
+                s += x * k;
+                assert_eq!(got[[r, i]], s, "{target:?} {:?} at ({r}, {i})", k);
+            }
+        }
+        let mut one = Array1::default(a.ncols());
+        port_scaled_cumsum::core(a.row(0), k, one.view_mut());
+        assert_eq!(
+            one.into_dyn(),
+            got.index_axis(ndarray::Axis(0), 0),
+            "{target:?} core"
+        );
+    }};
+}
+
+#[test]
+fn generic_gufunc_instantiates_each_type_on_every_target() {
+    let f = array![[0.5f32, 1.25, -2.0], [3.0, 0.0, 4.5]];
+    let d = f.mapv(f64::from) * 1.5;
+    let i = array![[1i32, -2, 3], [40, 5, -6]];
+    for target in [Target::Cpu, Target::Parallel] {
+        check_scaled_cumsum!(target, &f, 2.0f32);
+        check_scaled_cumsum!(target, &d, -0.5f64);
+        check_scaled_cumsum!(target, &i, 3i32);
+    }
+    on_gpu(
+        "generic_gufunc_instantiates_each_type_on_every_target",
+        || {
+            check_scaled_cumsum!(Target::Cuda, &f, 2.0f32);
+            check_scaled_cumsum!(Target::Cuda, &d, -0.5f64);
+            check_scaled_cumsum!(Target::Cuda, &i, 3i32);
+        },
+    );
+}
+
+/// Panic messages (item 4), as Numba's test_vectorize_exception / the docs' `raise ValueError`:
+/// the same message on cpu and cuda, with integer, float and bool arguments formatted by the
+/// host as Rust formats them (`{}`, `{:?}`, `{:.N}`, named and captured arguments).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_checked_sqrt(v: f64, code: i32) -> f64 {
+    if code == 1 {
+        panic!("Value must be positive");
+    }
+    if code == 2 {
+        assert!(
+            v >= 0.0,
+            "negative input {} (code {code:?}, {:.2})",
+            v,
+            v * 2.0
+        );
+    }
+    if code == 3 {
+        assert!(v < 100.0);
+    }
+    if code == 4 {
+        unreachable!("code {}, flag {flag}", code, flag = v > 1.0);
+    }
+    if code == 5 {
+        todo!();
+    }
+    v.abs().sqrt()
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_checked_rows(a: ArrayView1<u32>, out: &mut u32) {
+    let mut s = 0;
+    for i in 0..a.len() {
+        assert!(a[i] != 7, "row holds 7 at {} after sum {s}", i);
+        s += a[i];
+    }
+    *out = s;
+}
+
+fn panic_message<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
+    match r {
+        Err(Error::KernelPanic { message, .. }) => message,
+        other => panic!("expected a panic, got {other:?}"),
+    }
+}
+
+fn check_panic_messages(target: Target) -> Vec<String> {
+    let mut messages = Vec::new();
+    for (v, code) in [(4.0, 1), (-2.5, 2), (1e3, 3), (4.5, 4), (1.0, 5)] {
+        let r = port_checked_sqrt::on(target, &array![1.0, v, 9.0], &array![0, code, 0]);
+        messages.push(panic_message(r));
+    }
+    let r = port_checked_rows::on(target, &array![[1u32, 2, 3], [4, 5, 7]]);
+    messages.push(panic_message(r));
+    messages
+}
+
+#[test]
+fn panic_messages_are_the_same_on_every_target() {
+    let cpu = check_panic_messages(Target::Cpu);
+    assert_eq!(
+        cpu,
+        [
+            "Value must be positive",
+            "negative input -2.5 (code 2, -5.00)",
+            "assertion failed: v < 100.0",
+            "internal error: entered unreachable code: code 4, flag true",
+            "not yet implemented",
+            "row holds 7 at 2 after sum 9",
+        ]
+    );
+    on_gpu("panic_messages_are_the_same_on_every_target", || {
+        assert_eq!(check_panic_messages(Target::Cuda), cpu);
+    });
+}
+
+/// Numba's in-place gufunc (item 5; see `tests/guvectorize.rs`) on cuda: host operands are
+/// copied in whole, the written one back.
+#[guvectorize("(n),()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_add_in_place(mut a: ArrayViewMut1<f32>, b: f32) {
+    for i in 0..a.len() {
+        a[i] += b;
+    }
+}
+
+#[test]
+fn in_place_gufunc_agrees() {
+    let check = |target: Target| {
+        let mut a = ndarray::Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f32);
+        let expected = &a + &array![[0.5f32], [-1.0], [2.0]];
+        port_add_in_place::on(target, &mut a, &array![0.5f32, -1.0, 2.0]).unwrap();
+        assert_eq!(a, expected, "{target:?}");
+        let e = port_add_in_place::on(target, &mut array![1.0f32], &array![1.0f32, 2.0]);
+        assert!(
+            matches!(e, Err(Error::InPlaceBroadcast { .. })),
+            "{target:?}: {e:?}"
+        );
+    };
+    check(Target::Cpu);
+    on_gpu("in_place_gufunc_agrees", || check(Target::Cuda));
 }

@@ -181,7 +181,7 @@ fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
 fn unknown_argument(mac: Macro) -> String {
     match mac {
         Macro::Guvectorize => "unknown argument of #[guvectorize]; after the layout, expected \
-             `target = \"...\"`, `targets = [...]` or `fastmath = true`"
+             `target = \"...\"`, `targets = [...]`, `types = [...]` or `fastmath = true`"
             .into(),
         _ => format!(
             "unknown argument of {}; expected `target = \"...\"`, `targets = [...]`, \

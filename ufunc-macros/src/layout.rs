@@ -1,6 +1,8 @@
 //! The layout signature of `#[guvectorize]`, NumPy's grammar in full:
 //! `(m,n),(n,p)->(m,p)`, scalars `()`, fixed sizes `(3)`, optional dimensions `n?` (NEP 20),
-//! several inputs and outputs, and output-only dimensions. Errors carry the column.
+//! several inputs and outputs, and output-only dimensions; and Numba's in-place layouts without
+//! `->` (`(n),()`), whose operands are all passed in and some written through `ArrayViewMut` or
+//! `&mut`. Errors carry the column.
 
 /// One core dimension.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,11 +11,14 @@ pub(crate) enum Dim {
     Fixed(usize),
 }
 
-/// A parsed layout: the core dimensions of each input and each output.
+/// A parsed layout: the core dimensions of each input and each output. An in-place layout
+/// lists every operand under `inputs` and has no `outputs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub inputs: Vec<Vec<Dim>>,
     pub outputs: Vec<Vec<Dim>>,
+    /// Written without `->`.
+    pub in_place: bool,
 }
 
 /// A syntax or consistency error, at a 1-based column of the layout string.
@@ -157,7 +162,14 @@ pub(crate) fn parse_layout(text: &str) -> Result<Layout, LayoutError> {
     if !text[p.pos..].starts_with("->") {
         return match p.peek() {
             Some(_) => p.error(format!("expected `,` or `->`, found `{}`", p.current())),
-            None => p.error("expected `->` and the outputs, found the end"),
+            None => {
+                check_optional_consistency(text)?;
+                Ok(Layout {
+                    inputs,
+                    outputs: Vec::new(),
+                    in_place: true,
+                })
+            }
         };
     }
     p.pos += 2;
@@ -166,7 +178,11 @@ pub(crate) fn parse_layout(text: &str) -> Result<Layout, LayoutError> {
         return p.error(format!("unexpected `{}` after the outputs", p.current()));
     }
     check_optional_consistency(text)?;
-    Ok(Layout { inputs, outputs })
+    Ok(Layout {
+        inputs,
+        outputs,
+        in_place: false,
+    })
 }
 
 /// A name is optional everywhere or nowhere; the error points at the first occurrence that
@@ -247,10 +263,8 @@ mod tests {
 
     #[test]
     fn every_error_has_its_column() {
-        assert_eq!(
-            err("(m,n)"),
-            (6, "expected `->` and the outputs, found the end".into())
-        );
+        let l = parse_layout("(m,n), ()").unwrap();
+        assert!(l.in_place && l.outputs.is_empty() && l.inputs.len() == 2);
         assert_eq!(
             err("(m,n)(n)->()"),
             (6, "expected `,` or `->`, found `(`".into())
@@ -348,7 +362,7 @@ mod tests {
         ) {
             let text = format!("{}->{}", render(&inputs), render(&outputs));
             let layout = parse_layout(&text).unwrap();
-            proptest::prop_assert_eq!(layout, Layout { inputs, outputs });
+            proptest::prop_assert_eq!(layout, Layout { inputs, outputs, in_place: false });
         }
     }
 

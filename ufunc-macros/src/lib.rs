@@ -50,7 +50,8 @@ use proc_macro::TokenStream;
 /// `for` over ranges, `while`, `loop`, `break`/`continue`/`return`, tuples, math methods of
 /// f32/f64/Complex, `#[kernel_fn]` helpers, constants and `panic!`/`assert!`, plus indexing,
 /// `dim`, `nrows`, `ncols`, `len`, `is_empty` and `shape()[k]` of views in a gufunc core.
-/// Anything else is a compile error at its span that names it.
+/// Anything else is a compile error at its span that names it. A panic's message reaches the
+/// host as on the CPU targets, with up to four integer, float or bool format arguments.
 ///
 /// ```
 /// use ufunc::prelude::*;
@@ -76,7 +77,9 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Turns a function over core sub-arrays into a generalized ufunc (NumPy's gufunc): the layout
 /// string names the core dimensions of each operand, and the library loops and broadcasts over
-/// the remaining (loop) dimensions.
+/// the remaining (loop) dimensions. It takes the arguments of `#[vectorize]` after the layout
+/// (`target`/`targets`, `types = [..]` for a function generic over one element type, and
+/// `fastmath`), except `identity`.
 ///
 /// ```
 /// use ufunc::prelude::*;
@@ -102,7 +105,9 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The function stays as it is; a lane version is generated beside it, which vectorized bodies
 /// call. Plain (lower-case, single-name) function calls inside a `#[vectorize]` body must be
-/// `#[kernel_fn]` helpers; other functions are reached with a path (`f32::max(a, b)`).
+/// `#[kernel_fn]` helpers; other functions are reached with a path: `f32::max(a, b)` and the
+/// like, or `self::plain(x)` for a plain function, which the CPU targets call as written and
+/// `cuda` rejects at compile time, asking for `#[kernel_fn]`.
 ///
 /// ```
 /// use ufunc::prelude::*;

@@ -5,6 +5,7 @@
 //! understood is left out, and [`crate::check`] says why.
 
 use crate::attr::{Attr, Kind};
+use crate::layout::{Dim, Layout};
 use crate::types::elem_kind;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
@@ -156,6 +157,24 @@ impl<'a> Ufunc<'a> {
             [t] => quote!(#t),
             ts => quote!((#(#ts,)*)),
         }
+    }
+
+    /// The core dimensions of the inputs, and of the output parameters then the returned
+    /// values, as the runtime's signature lists them: an in-place layout's operands split by
+    /// whether the core writes them (the layout was checked against the parameters).
+    pub(crate) fn operand_dims<'l>(&self, layout: &'l Layout) -> (Vec<&'l [Dim]>, Vec<&'l [Dim]>) {
+        if !layout.in_place {
+            let dims = |l: &'l [Vec<Dim>]| l.iter().map(Vec::as_slice).collect();
+            return (dims(&layout.inputs), dims(&layout.outputs));
+        }
+        let (ins, outs): (Vec<_>, Vec<_>) = self
+            .params
+            .iter()
+            .zip(&layout.inputs)
+            .partition(|(p, _)| p.role.is_input());
+        let dims =
+            |l: Vec<(&Param, &'l Vec<Dim>)>| l.into_iter().map(|(_, d)| d.as_slice()).collect();
+        (dims(ins), dims(outs))
     }
 
     /// Names of inputs then outputs, for runtime messages.

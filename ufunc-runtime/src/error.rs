@@ -28,6 +28,16 @@ pub enum Error {
         /// The shape of the array that was given.
         found: Vec<usize>,
     },
+    /// An operand a gufunc with an in-place layout writes would have to be broadcast to the
+    /// loop shape of the call (each of its loop dimensions must be the call's).
+    InPlaceBroadcast {
+        /// The operand's name.
+        operand: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// The broadcast loop shape of all operands.
+        loop_shape: Vec<usize>,
+    },
     /// An array of this shape cannot exist: its elements or bytes overflow what one allocation
     /// may hold (`isize::MAX` bytes; for an empty shape, the product of its non-zero lengths).
     TooLarge {
@@ -281,6 +291,17 @@ impl fmt::Display for Error {
                 "output {output} has shape {} but the broadcast shape of the inputs is {}",
                 ShapeDisplay(found),
                 ShapeDisplay(expected)
+            ),
+            Error::InPlaceBroadcast {
+                operand,
+                shape,
+                loop_shape,
+            } => write!(
+                f,
+                "`{operand}` is written in place, so it cannot be broadcast: its shape is {} but \
+                 the loop shape of the operands is {}",
+                ShapeDisplay(shape),
+                ShapeDisplay(loop_shape)
             ),
             Error::TooLarge { shape } => write!(
                 f,

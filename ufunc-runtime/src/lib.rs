@@ -37,7 +37,7 @@ pub use cuda::{
     kernel_source, nvrtc_available, to_device, to_device_on, Compiled, CudaCounters, CudaKernel,
     CudaLiteral, DeviceArray, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
     DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput,
-    RawDeviceOperand, Stream,
+    PanicSite, RawDeviceOperand, Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};
@@ -56,6 +56,7 @@ pub use target::Target;
 /// API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::cuda::SITE_CODE_BASE;
     pub use crate::{
         accumulate, at, call, call_device, call_out, call_out_device, cuda_const, cuda_prelude,
         gu_call, gu_call_device, gu_call_out, gu_call_out_device, kernel_source, outer,
@@ -63,6 +64,6 @@ pub mod __private {
         CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperands,
         DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
         KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
-        Outputs, Signature,
+        Outputs, PanicSite, Signature,
     };
 }

@@ -51,16 +51,10 @@ pub(super) fn check_returns(f: &Ufunc<'_>, errors: &Errors) {
     }
 }
 
-/// The arguments only `#[vectorize]` takes: `types = [..]` -> "... not supported by
-/// `#[guvectorize]` yet". (`fastmath = true` is accepted: it sets the cuda kernel's fast-math
-/// flags; a core on the CPU targets is plain Rust, which it leaves alone.)
+/// The argument only `#[vectorize]` takes: `identity = ..` -> "... a #[guvectorize] function
+/// has no `reduce`". (`fastmath = true` is accepted: it sets the cuda kernel's fast-math flags;
+/// a core on the CPU targets is plain Rust, which it leaves alone.)
 pub(super) fn check_options(attr: &Attr, errors: &Errors) {
-    if let Some((span, _)) = &attr.types {
-        errors.at(
-            *span,
-            "`types = [...]` is not supported by #[guvectorize] yet; write one function per type",
-        );
-    }
     if let Some((span, _)) = &attr.identity {
         errors.at(
             *span,
@@ -70,18 +64,11 @@ pub(super) fn check_options(attr: &Attr, errors: &Errors) {
     }
 }
 
-/// `fn f<T>(a: ArrayView1<T>) -> T` -> "... cannot be generic over types ...",
+/// One type parameter with `types = [...]`, as on `#[vectorize]` (see `check_type_list`);
 /// `fn f<const N: usize>(..)` -> "... cannot have const parameters ...". Lifetimes are fine.
 pub(super) fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
-    let generics = &f.item.sig.generics;
-    if let Some(tp) = generics.type_params().next() {
-        errors.spanned(
-            tp,
-            "a #[guvectorize] function cannot be generic over types; \
-             write it for concrete element types",
-        );
-    }
-    if let Some(cp) = generics.const_params().next() {
+    super::check_type_list(f, errors);
+    if let Some(cp) = f.item.sig.generics.const_params().next() {
         errors.spanned(
             cp,
             "a #[guvectorize] function cannot have const parameters; \
@@ -96,6 +83,10 @@ pub(super) fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
 /// agree, and not at all when a parameter was not understood, so that one mistake gives one error.
 pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Errors) {
     if !layout.valid || !f.all_params_known {
+        return;
+    }
+    if layout.layout.in_place {
+        check_in_place(f, layout, errors);
         return;
     }
     let text = &layout.text;
@@ -134,11 +125,75 @@ pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Er
     }
     let mut pairs = Vec::new();
     if inputs_match {
-        pairs.extend(inputs.iter().zip(&layout.inputs));
+        pairs.extend(inputs.iter().copied().zip(&layout.inputs));
     }
     if outputs_match {
-        pairs.extend(outs.iter().zip(&layout.outputs));
+        pairs.extend(outs.iter().copied().zip(&layout.outputs));
     }
+    check_ranks(pairs, errors);
+    if !outputs_match {
+        return;
+    }
+    for (r, dims) in f.returns.iter().zip(layout.outputs.iter().skip(outs.len())) {
+        // A return type that is not an element type has had its own error.
+        if !dims.is_empty() && elem_kind(r, f.generic).is_some() {
+            errors.spanned(
+                r,
+                format!(
+                    "a returned value is a `()` output, but its layout operand is {}; \
+                     take an `{}` parameter for it instead",
+                    core_text(dims),
+                    view_type(false, dims.len(), r)
+                ),
+            );
+        }
+    }
+}
+
+/// An in-place layout (no `->`, Numba's `"(n),()"`) pairs every parameter with its operand in
+/// order, has no returned values, and needs a parameter the core writes:
+/// `fn f(a: ArrayView1<f64>, b: f64)` -> "... needs a parameter the core writes ...".
+fn check_in_place(f: &Ufunc<'_>, layout: &GuLayout, errors: &Errors) {
+    let sig = &f.item.sig;
+    let no_outputs = "an in-place layout (without `->`) has no outputs";
+    for r in &f.returns {
+        errors.spanned(
+            r,
+            format!(
+                "{no_outputs}: name the returned values' operands after `->`, or write results \
+                 through `ArrayViewMut` or `&mut` parameters"
+            ),
+        );
+    }
+    if f.returns.is_empty() && f.output_params().next().is_none() {
+        errors.spanned(
+            sig,
+            format!(
+                "{no_outputs}, so it needs a parameter the core writes: an `ArrayViewMut` view \
+                 or a `&mut T` element; or write the outputs after `->`"
+            ),
+        );
+    }
+    let operands = &layout.layout.inputs;
+    if operands.len() != f.params.len() {
+        let message = format!(
+            "the in-place layout `{}` has {} operand(s) but the function takes {} parameter(s)",
+            layout.text,
+            operands.len(),
+            f.params.len()
+        );
+        if sig.inputs.is_empty() {
+            errors.at(sig.paren_token.span.join(), message);
+        } else {
+            errors.spanned(&sig.inputs, message);
+        }
+        return;
+    }
+    check_ranks(f.params.iter().zip(operands).collect(), errors);
+}
+
+/// Each parameter's rank (or scalar kind) matches its layout operand.
+fn check_ranks(pairs: Vec<(&Param<'_>, &Vec<Dim>)>, errors: &Errors) {
     for (p, dims) in pairs {
         let core = core_text(dims);
         let input = p.role.is_input();
@@ -175,23 +230,6 @@ pub(super) fn check_against_layout(f: &Ufunc<'_>, layout: &GuLayout, errors: &Er
                 ),
             ),
             _ => {}
-        }
-    }
-    if !outputs_match {
-        return;
-    }
-    for (r, dims) in f.returns.iter().zip(layout.outputs.iter().skip(outs.len())) {
-        // A return type that is not an element type has had its own error.
-        if !dims.is_empty() && elem_kind(r, f.generic).is_some() {
-            errors.spanned(
-                r,
-                format!(
-                    "a returned value is a `()` output, but its layout operand is {}; \
-                     take an `{}` parameter for it instead",
-                    core_text(dims),
-                    view_type(false, dims.len(), r)
-                ),
-            );
         }
     }
 }

@@ -235,20 +235,29 @@ fn check_outputs(f: &Ufunc<'_>, errors: &Errors) {
 /// the element types to instantiate: add `types = [f32, f64]` ...".
 fn check_generics(f: &Ufunc<'_>, errors: &Errors) {
     let generics = &f.item.sig.generics;
-    let type_params = generics.type_params().count();
-    let other_params = generics.params.len() - type_params;
-    if other_params > 0 {
+    if generics.params.len() > generics.type_params().count() {
         errors.spanned(
             generics,
             "a ufunc cannot have lifetime or const parameters; \
              it can only be generic over one element type parameter",
         );
     }
+    check_type_list(f, errors);
+}
+
+/// The `types = [...]` list of either ufunc kind and the type parameter it instantiates:
+/// exactly one type parameter with a non-empty list of element types, or neither.
+pub(super) fn check_type_list(f: &Ufunc<'_>, errors: &Errors) {
+    let generics = &f.item.sig.generics;
+    let type_params = generics.type_params().count();
     match &f.attr.types {
         None if type_params > 0 => errors.spanned(
             generics,
-            "a generic ufunc needs the element types to instantiate: \
-             add `types = [f32, f64]` (or the types you need) to #[vectorize]",
+            format!(
+                "a generic ufunc needs the element types to instantiate: \
+                 add `types = [f32, f64]` (or the types you need) to {}",
+                f.attr.kind.name()
+            ),
         ),
         Some((span, _)) if type_params != 1 => errors.at(
             *span,

@@ -30,12 +30,14 @@ pub(crate) struct DeviceFn {
 
 /// `__device__ inline R name(params) { body }` for a function over elements. Parameter and
 /// result types that are not element types are the checks' to report: here they are
-/// `Ty::Unsupported`, so that their uses report nothing more.
+/// `Ty::Unsupported`, so that their uses report nothing more. `panic_sites`: see
+/// `Emitter::panic_sites`.
 fn emit_device_fn(
     cpp_name: &str,
     params: &[(&Ident, &Type)],
     output: &ReturnType,
     block: &Block,
+    panic_sites: bool,
     errors: &Errors,
 ) -> DeviceFn {
     let ret_ty = match output {
@@ -46,7 +48,7 @@ fn emit_device_fn(
         .iter()
         .map(|(ident, t)| (*ident, ty_of(t).unwrap_or(Ty::Unsupported)))
         .collect();
-    emit_function(cpp_name, &typed, ret_ty, block, &[], errors)
+    emit_function(cpp_name, &typed, ret_ty, block, &[], panic_sites, errors)
 }
 
 /// A device function from typed parameters (views and `&mut` outputs included) and a return
@@ -59,9 +61,11 @@ fn emit_function(
     ret_ty: Ty,
     block: &Block,
     mapped: &[&syn::ExprForLoop],
+    panic_sites: bool,
     errors: &Errors,
 ) -> DeviceFn {
     let declare = |e: &mut Emitter| {
+        e.panic_sites = panic_sites;
         e.mapped = mapped
             .iter()
             .map(|&f| f as *const syn::ExprForLoop)
@@ -121,7 +125,7 @@ mod tests {
             })
             .collect();
         let errors = Errors::new();
-        let code = emit_device_fn("body", &params, &f.sig.output, &f.block, &errors).code;
+        let code = emit_device_fn("body", &params, &f.sig.output, &f.block, true, &errors).code;
         errors.check().map(|()| code)
     }
 
@@ -222,6 +226,21 @@ mod tests {
                 "calling a function that is not a #[kernel_fn] helper",
                 "the method `frobnicate`",
             ]
+        );
+        let err =
+            device("fn f(x: f32) -> f32 { self::plain(x) + i64::abs(-2) as f32 }").unwrap_err();
+        let all: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
+        assert!(
+            all[0].starts_with(
+                "calling `self::plain` is not supported in a cuda kernel: only the \
+                 body of a #[kernel_fn] helper called by its plain name can be translated to CUDA; \
+                 mark `plain` #[kernel_fn]"
+            ),
+            "{all:?}"
+        );
+        assert!(
+            all[1].starts_with("calling a function that is not"),
+            "{all:?}"
         );
         // Operands emitted again to retype a literal report once.
         assert_eq!(

@@ -19,8 +19,10 @@ pub(crate) struct ElementwiseKernel {
     pub outputs: Vec<String>,
 }
 
-/// The device function of a `#[guvectorize]` core.
+/// The device function of one instantiation of a `#[guvectorize]` core.
 pub(crate) struct GufuncKernel {
+    /// The kernel's name: the function's, with the instantiated type (`foo_f32`).
+    pub kernel: String,
     /// The device function's C++ name.
     pub core_fn: String,
     pub device: DeviceFn,
@@ -32,13 +34,33 @@ pub(crate) struct GufuncKernel {
     pub mapped_axes: usize,
 }
 
-/// With the `cuda` target, one kernel per instance of the body (`None`s without it). Where
-/// several instances fail, the errors of the first are reported: the others repeat them.
+/// With the `cuda` target, one kernel per instance of the body (`None`s without it).
 pub(crate) fn elementwise(
     f: &Ufunc<'_>,
     instances: &[Instance<'_>],
     errors: &Errors,
 ) -> Vec<Option<ElementwiseKernel>> {
+    per_instance(f, instances, errors, elementwise_instance)
+}
+
+/// With the `cuda` target, one core per instance of a `#[guvectorize]` function (`None`s
+/// without it).
+pub(crate) fn gufunc(
+    f: &Ufunc<'_>,
+    instances: &[Instance<'_>],
+    errors: &Errors,
+) -> Vec<Option<GufuncKernel>> {
+    per_instance(f, instances, errors, gufunc_instance)
+}
+
+/// `translate` of each instance, with the `cuda` target. Where several instances fail, the
+/// errors of the first are reported: the others repeat them.
+fn per_instance<K>(
+    f: &Ufunc<'_>,
+    instances: &[Instance<'_>],
+    errors: &Errors,
+    translate: impl Fn(&Ufunc<'_>, &Instance<'_>, &Errors) -> K,
+) -> Vec<Option<K>> {
     let mut reported = false;
     instances
         .iter()
@@ -47,7 +69,7 @@ pub(crate) fn elementwise(
                 return None;
             }
             let own = Errors::new();
-            let kernel = elementwise_instance(f, inst, &own);
+            let kernel = translate(f, inst, &own);
             if let Err(e) = own.check() {
                 if !reported {
                     errors.push(e);
@@ -57,6 +79,14 @@ pub(crate) fn elementwise(
             Some(kernel)
         })
         .collect()
+}
+
+/// The kernel's name for an instance: the function's, with the instantiated type (`foo_f32`).
+fn kernel_name(inst: &Instance<'_>) -> String {
+    inst.body_ty
+        .to_string()
+        .trim_start_matches("__ufunc_")
+        .to_string()
 }
 
 fn elementwise_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> ElementwiseKernel {
@@ -76,13 +106,9 @@ fn elementwise_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> 
         .record(inst.apply_to(&f.item.sig.output))
         .unwrap_or_else(|| f.item.sig.output.clone());
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| p.ident).zip(&param_tys).collect();
-    let kernel = inst
-        .body_ty
-        .to_string()
-        .trim_start_matches("__ufunc_")
-        .to_string();
+    let kernel = kernel_name(inst);
     let body_fn = format!("__ufunc_body_{kernel}");
-    let device = emit_device_fn(&body_fn, &params, &output, &block, errors);
+    let device = emit_device_fn(&body_fn, &params, &output, &block, true, errors);
     let outputs: Vec<Type> = match &output {
         ReturnType::Type(_, t) => match &**t {
             Type::Tuple(tt) => tt.elems.iter().cloned().collect(),
@@ -100,13 +126,18 @@ fn elementwise_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> 
     }
 }
 
-/// With the `cuda` target, the core as a device function over fixed-rank views.
+/// The core of one instance as a device function over fixed-rank views.
 /// `a: ArrayViewD<f32>` -> "a dynamic-rank view is not supported on cuda; give the rank ...".
-pub(crate) fn gufunc(f: &Ufunc<'_>, errors: &Errors) -> Option<GufuncKernel> {
-    if !f.attr.wants_cuda() {
-        return None;
-    }
-    let elem = |t: &Type| ty_of(t).unwrap_or(Ty::Unsupported);
+fn gufunc_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> GufuncKernel {
+    let elem = |t: &Type| {
+        inst.apply_to(t)
+            .ok()
+            .and_then(|t| ty_of(&t))
+            .unwrap_or(Ty::Unsupported)
+    };
+    let block: Block = errors
+        .record(inst.apply_to(&*f.item.block))
+        .unwrap_or_else(|| (*f.item.block).clone());
     let params: Vec<Ty> = f
         .params
         .iter()
@@ -143,26 +174,28 @@ pub(crate) fn gufunc(f: &Ufunc<'_>, errors: &Errors) -> Option<GufuncKernel> {
     let outs: Vec<_> = f.output_params().collect();
     let mapped = match (outs.as_slice(), f.returns.is_empty()) {
         ([out], true) => match out.role {
-            Role::OutView { rank: Some(rank) } => mapped_loops(&f.item.block, out.ident, rank),
+            Role::OutView { rank: Some(rank) } => mapped_loops(&block, out.ident, rank),
             _ => Vec::new(),
         },
         _ => Vec::new(),
     };
-    let core_fn = format!("__ufunc_core_{}", f.name());
+    let kernel = kernel_name(inst);
+    let core_fn = format!("__ufunc_core_{kernel}");
     let typed: Vec<(&Ident, Ty)> = f
         .params
         .iter()
         .map(|p| p.ident)
         .zip(params.clone())
         .collect();
-    let device = emit_function(&core_fn, &typed, ret, &f.item.block, &mapped, errors);
-    Some(GufuncKernel {
+    let device = emit_function(&core_fn, &typed, ret, &block, &mapped, true, errors);
+    GufuncKernel {
+        kernel,
         core_fn,
         device,
         params,
         returns,
         mapped_axes: mapped.len(),
-    })
+    }
 }
 
 /// A `#[kernel_fn]` helper as a device function, or why it cannot be one. Not a compile error:
@@ -171,7 +204,8 @@ pub(crate) fn helper(f: &Ufunc<'_>) -> Result<DeviceFn, String> {
     let own = Errors::new();
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| (p.ident, p.ty)).collect();
     let cpp_name = format!("__ufunc_helper_{}", f.name());
-    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, &f.item.block, &own);
+    let block = &f.item.block;
+    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, block, false, &own);
     match own.check() {
         Ok(()) => Ok(device),
         Err(e) => Err(e

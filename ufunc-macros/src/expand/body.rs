@@ -158,7 +158,10 @@ fn cuda_parts(
         #(#helper_checks)*
         #source_fn
     };
-    (items, kernel_const(kernel, body_ty, f.attr.fastmath(), 0))
+    (
+        items,
+        kernel_const(kernel, body_ty, f.attr.fastmath(), 0, device),
+    )
 }
 
 /// The helpers (calls `name(..)` of plain lower-case functions) a body calls.

@@ -15,6 +15,9 @@ pub(super) enum Form {
     Elementwise,
     /// `#[guvectorize]`: `gu_call`, `gu_call_out`, ...; outputs of dynamic dimension.
     Generalized,
+    /// `#[guvectorize]` with an in-place layout: the function and `on` take every operand in
+    /// the parameters' order, the written ones as mutable arrays or views, and return `()`.
+    InPlace,
 }
 
 /// What a ufunc's companions are made of, beyond the model.
@@ -66,7 +69,7 @@ impl Form {
                     after `stream.synchronize()`, which reports a panic in the body.",
                 out_device: "Writes into existing device arrays of exactly the broadcast shape.",
             },
-            Form::Generalized => Docs {
+            Form::Generalized | Form::InPlace => Docs {
                 on: "Calls the gufunc on the chosen target.".into(),
                 out: "Writes into existing arrays or views of the loop shape plus the core shape; \
                       output dimensions that only outputs name take their size from these arrays."
@@ -85,6 +88,9 @@ impl Form {
 
 /// The array function and `struct foo` with its companions.
 pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
+    if let Form::InPlace = c.form {
+        return in_place(c);
+    }
     let f = c.f;
     let name = f.name();
     let vis = &f.item.vis;
@@ -125,7 +131,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
             quote!(#p::call_device),
             quote!(#p::call_out_device),
         ),
-        Form::Generalized => (
+        Form::Generalized | Form::InPlace => (
             quote!(<#out_ty as #p::Outputs>::Arrays<::ufunc::ndarray::IxDyn>),
             quote!(<#out_ty as #p::DeviceOutputs>::DeviceArrays<::ufunc::ndarray::IxDyn>),
             quote!(#p::gu_call),
@@ -138,13 +144,7 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
     let (doc_on, doc_out) = (&docs.on, &docs.out);
     let (doc_on_device, doc_on_stream, doc_out_device) =
         (docs.on_device, docs.on_stream, docs.out_device);
-    let targets = f.attr.target_names();
-    let target_list = targets.iter().map(|t| target_tokens(t));
-    let default_target = target_tokens(&targets[0]);
-    let targets_doc = format!(
-        "The targets `{name}` was compiled for: `{}`. The first is the default.",
-        targets.join("`, `")
-    );
+    let (companion_struct, target_consts) = (companion_struct(c), target_consts(f));
     let ins = quote!((#(#arg_tys,)*): #p::Operands<#in_tuple>);
     let outs = quote!((#(#out_tys,)*): #p::OutOperands<#out_ty>);
     let device_fns = if f.attr.wants_cuda() {
@@ -200,7 +200,6 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
         quote!()
     };
     let fn_docs = &c.fn_docs;
-    let struct_doc = &c.struct_doc;
     let (consts, fns) = (&c.consts, &c.fns);
     let methods = methods(c);
     quote! {
@@ -212,18 +211,11 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
             #name::on::<#lead_args #(#arg_tys),*>(#name::DEFAULT_TARGET, #(#inputs),*)
         }
 
-        #[doc = #struct_doc]
-        #[allow(non_camel_case_types, dead_code)]
-        #vis struct #name {
-            _private: (),
-        }
+        #companion_struct
 
         #[allow(clippy::all)]
         impl #name {
-            #[doc = #targets_doc]
-            pub const TARGETS: &'static [::ufunc::Target] = &[#(#target_list),*];
-            /// The target the plain call and `out` use.
-            pub const DEFAULT_TARGET: ::ufunc::Target = #default_target;
+            #target_consts
             #consts
 
             #[doc = #doc_on]
@@ -270,6 +262,103 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
     }
 }
 
+/// `struct foo`, which holds the companions.
+fn companion_struct(c: &Companions<'_>) -> TokenStream {
+    let (name, vis, doc) = (c.f.name(), &c.f.item.vis, &c.struct_doc);
+    quote! {
+        #[doc = #doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {
+            _private: (),
+        }
+    }
+}
+
+/// `TARGETS` and `DEFAULT_TARGET`.
+fn target_consts(f: &Ufunc<'_>) -> TokenStream {
+    let name = f.name();
+    let targets = f.attr.target_names();
+    let target_list = targets.iter().map(|t| target_tokens(t));
+    let default_target = target_tokens(&targets[0]);
+    let targets_doc = format!(
+        "The targets `{name}` was compiled for: `{}`. The first is the default.",
+        targets.join("`, `")
+    );
+    quote! {
+        #[doc = #targets_doc]
+        pub const TARGETS: &'static [::ufunc::Target] = &[#(#target_list),*];
+        /// The target the plain call uses.
+        pub const DEFAULT_TARGET: ::ufunc::Target = #default_target;
+    }
+}
+
+/// The companions of an in-place gufunc: `foo(&mut a, &b)` and `foo::on(target, &mut a, &b)`,
+/// which write into the operands the core writes (through `gu_call_out`: the runtime's
+/// signature lists them as outputs).
+fn in_place(c: &Companions<'_>) -> TokenStream {
+    let f = c.f;
+    let name = f.name();
+    let vis = &f.item.vis;
+    let p = quote!(::ufunc::__private);
+    let (lead, lead_args, body) = (&c.lead, &c.lead_args, &c.body);
+    let params: Vec<&Ident> = f.params.iter().map(|p| p.ident).collect();
+    let tys: Vec<Ident> = (0..params.len())
+        .map(|i| format_ident!("__UfuncA{}", i))
+        .collect();
+    let (read, written): (Vec<_>, Vec<_>) = f
+        .params
+        .iter()
+        .zip(&tys)
+        .partition(|(p, _)| p.role.is_input());
+    let (read_params, read_tys): (Vec<_>, Vec<_>) =
+        read.into_iter().map(|(p, t)| (p.ident, t)).unzip();
+    let (written_params, written_tys): (Vec<_>, Vec<_>) =
+        written.into_iter().map(|(p, t)| (p.ident, t)).unzip();
+    let in_tuple = f.input_tuple();
+    let out_ty = f.output_type();
+    let mut target = String::from("target");
+    while params.iter().any(|p| *p == target.as_str()) {
+        target.push('_');
+    }
+    let target = format_ident!("{}", target);
+    let (companion_struct, target_consts) = (companion_struct(c), target_consts(f));
+    let bounds = quote! {
+        (#(#read_tys,)*): #p::Operands<#in_tuple>,
+        (#(#written_tys,)*): #p::OutOperands<#out_ty>,
+    };
+    let (fn_docs, consts, fns) = (&c.fn_docs, &c.consts, &c.fns);
+    quote! {
+        #fn_docs
+        #vis fn #name<#lead #(#tys),*>(#(#params: #tys),*) -> ::ufunc::Result<()>
+        where
+            #bounds
+        {
+            #name::on::<#lead_args #(#tys),*>(#name::DEFAULT_TARGET, #(#params),*)
+        }
+
+        #companion_struct
+
+        #[allow(clippy::all)]
+        impl #name {
+            #target_consts
+            #consts
+
+            /// Calls the gufunc on the chosen target, writing into the operands the core writes.
+            pub fn on<#lead #(#tys),*>(#target: ::ufunc::Target, #(#params: #tys),*)
+                -> ::ufunc::Result<()>
+            where
+                #bounds
+            {
+                #p::gu_call_out::<#body, _, _>(
+                    #target, Self::TARGETS, (#(#read_params,)*), (#(#written_params,)*)
+                )
+            }
+
+            #fns
+        }
+    }
+}
+
 /// `reduce`, `accumulate`, `outer` and `at` of a `#[vectorize]` function `f(T, T) -> T`.
 /// Another `#[vectorize]` function gets hidden ones bound by `MethodsNeedBinaryOp`, which
 /// nothing implements, so that calling one is a compile error that says why (and
@@ -278,7 +367,7 @@ fn methods(c: &Companions<'_>) -> TokenStream {
     let name = c.f.name();
     let p = quote!(::ufunc::__private);
     let elem = match (&c.form, c.f.method_elem()) {
-        (Form::Generalized, _) => return quote!(),
+        (Form::Generalized | Form::InPlace, _) => return quote!(),
         (Form::Elementwise, Ok(elem)) => elem,
         (Form::Elementwise, Err(_)) => {
             let bound = quote!(#p::MethodsNeedBinaryOp<#name>);

@@ -53,7 +53,17 @@ pub(super) fn kernel_const(
     ty: &Ident,
     fast_math: bool,
     mapped_axes: usize,
+    device: &DeviceFn,
 ) -> TokenStream {
+    let p = quote!(::ufunc::__private);
+    let panics = device.captures.panics.iter().map(|s| {
+        let (index, message, formatted) = (s.index as i32, &s.message, s.formatted);
+        quote!(#p::PanicSite {
+            code: #p::SITE_CODE_BASE + #index,
+            message: #message,
+            formatted: #formatted,
+        })
+    });
     quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
         name: #kernel,
         source: {
@@ -66,5 +76,6 @@ pub(super) fn kernel_const(
         },
         fast_math: #fast_math,
         mapped_axes: #mapped_axes,
+        panics: &[#(#panics),*],
     }))
 }

@@ -21,6 +21,7 @@ mod companions;
 mod cuda;
 mod guvectorize;
 mod kernel_fn;
+mod typing;
 mod vectorize;
 
 use crate::attr::{Attr, Kind, Macro};
@@ -39,6 +40,9 @@ pub(crate) fn expand(mac: Macro, attr: TokenStream, item: TokenStream) -> TokenS
     let Some(item_fn) = parse_fn(&item, mac, &errors) else {
         return finish(errors, item, TokenStream::new);
     };
+    // On error the function goes out without its body if that is generic: the body is written
+    // for the instantiated types, and rustc would report its uses of the type parameter.
+    let item = fallback(&item_fn).unwrap_or(item);
     let f = Ufunc::from_syn(&item_fn, attr);
     crate::check::check(&f, &errors);
     match &f.attr.kind {
@@ -48,9 +52,10 @@ pub(crate) fn expand(mac: Macro, attr: TokenStream, item: TokenStream) -> TokenS
             finish(errors, item, || vectorize::expand(&f, &instances, &kernels))
         }
         Kind::Guvectorize(layout) => {
-            let kernel = crate::cuda::gufunc(&f, &errors);
+            let instances = f.instances();
+            let kernels = crate::cuda::gufunc(&f, &instances, &errors);
             finish(errors, item, || {
-                guvectorize::expand(&f, layout, kernel.as_ref())
+                guvectorize::expand(&f, layout, &instances, &kernels)
             })
         }
         Kind::KernelFn => {
@@ -74,6 +79,15 @@ fn finish(
             out
         }
     }
+}
+
+/// `f` with its body replaced by `unimplemented!()`, if it has a type parameter.
+fn fallback(f: &ItemFn) -> Option<TokenStream> {
+    f.sig.generics.type_params().next()?;
+    let mut f = f.clone();
+    f.block = syn::parse_quote!({ ::core::unimplemented!() });
+    f.attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
+    Some(f.into_token_stream())
 }
 
 /// Parses a free function, or records that `mac` only applies to one.

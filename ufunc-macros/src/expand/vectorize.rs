@@ -4,29 +4,11 @@
 
 use super::body::body_impl;
 use super::companions::{self, Companions, Form};
-use super::param_tokens;
+use super::typing::{typing, GenericKind, Typing};
 use crate::cuda::ElementwiseKernel;
-use crate::model::{replace_ident, Instance, Ufunc};
-use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote, ToTokens};
-use syn::Type;
-
-/// How the generated API is typed: by concrete element types, or by the function's type
-/// parameter bound by a generated trait listing the instantiated types.
-struct Typing {
-    /// Generic parameters that come first (`T: __ufunc_types_foo,`).
-    lead: TokenStream,
-    /// Turbofish forwarding them (`T,`).
-    lead_args: TokenStream,
-    /// The `Body` type of a call.
-    body: TokenStream,
-    /// A `Body` type nameable without the type parameter, for `KERNEL_PATH`.
-    body_const: TokenStream,
-    /// Items that depend on the typing: the bodies, the types trait.
-    items: TokenStream,
-    /// Associated items of `struct foo` that depend on it (the generic `scalar`).
-    assoc: TokenStream,
-}
+use crate::model::{Instance, Ufunc};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
 
 /// The checked function, its instances, and their kernels (`None`s without the cuda target).
 pub(super) fn expand(
@@ -47,17 +29,16 @@ pub(super) fn expand(
         body_const,
         items,
         assoc,
-    } = match (&f.attr.types, f.generic) {
-        (Some((_, types)), Some(generic)) => generic_typing(f, generic, types, instances, bodies),
-        _ => Typing {
-            lead: quote!(),
-            lead_args: quote!(),
-            body: quote!(#name),
-            body_const: quote!(#name),
-            items: quote!(#(#bodies)*),
-            assoc: quote!(),
+    } = typing(
+        f,
+        &GenericKind {
+            body_trait: quote!(::ufunc::__private::Body),
+            fn_name: format_ident!("scalar"),
+            fn_doc: "The original scalar function, for any of the instantiated types.",
         },
-    };
+        instances,
+        bodies,
+    );
     let attrs = f.item.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let fn_docs = quote! {
         #(#attrs)*
@@ -90,90 +71,5 @@ pub(super) fn expand(
         #companions
 
         #items
-    }
-}
-
-/// For `types = [..]`: a trait implemented by each listed type, naming its body; one body
-/// struct per type; and a generic `scalar` dispatching on the type.
-fn generic_typing(
-    f: &Ufunc<'_>,
-    generic: &Ident,
-    types: &[Type],
-    instances: &[Instance<'_>],
-    bodies: Vec<TokenStream>,
-) -> Typing {
-    let name = f.name();
-    let vis = &f.item.vis;
-    let types_trait = format_ident!("__ufunc_types_{}", name);
-    let self_ty = quote!(Self);
-    let in_types = f.params.iter().map(|p| p.ty);
-    let in_self = replace_ident(quote!((#(#in_types,)*)), generic, &self_ty);
-    let out_ty = match &f.item.sig.output {
-        syn::ReturnType::Type(_, ty) => ty.to_token_stream(),
-        syn::ReturnType::Default => quote!(()),
-    };
-    let out_self = replace_ident(out_ty.clone(), generic, &self_ty);
-    let params: Vec<&Ident> = f.params.iter().map(|p| p.ident).collect();
-    let param_tys_self: Vec<TokenStream> = f
-        .params
-        .iter()
-        .map(|p| replace_ident(p.ty.to_token_stream(), generic, &self_ty))
-        .collect();
-    let scalar_params = f.params.iter().map(|p| param_tokens(p.ident, p.ty, false));
-    let types_doc = format!(
-        "The element types `{name}` was instantiated for: `{}`.",
-        types
-            .iter()
-            .map(|t| t.to_token_stream().to_string().replace(' ', ""))
-            .collect::<Vec<_>>()
-            .join("`, `")
-    );
-    let per_type = instances
-        .iter()
-        .zip(types)
-        .zip(bodies)
-        .map(|((inst, ty), body)| {
-            let body_ty = &inst.body_ty;
-            quote! {
-                #[doc(hidden)]
-                #[allow(non_camel_case_types, dead_code)]
-                #vis struct #body_ty {
-                    _private: (),
-                }
-                #body
-                impl #types_trait for #ty {
-                    type __UfuncBody = #body_ty;
-                    #[inline]
-                    fn __ufunc_scalar(#(#params: #param_tys_self),*) -> #out_self {
-                        #body_ty::scalar(#(#params),*)
-                    }
-                }
-            }
-        });
-    let first = &types[0];
-    Typing {
-        lead: quote!(#generic: #types_trait,),
-        lead_args: quote!(#generic,),
-        body: quote!(<#generic as #types_trait>::__UfuncBody),
-        body_const: quote!(<#first as #types_trait>::__UfuncBody),
-        items: quote! {
-            #[doc = #types_doc]
-            #[allow(non_camel_case_types)]
-            #vis trait #types_trait: ::ufunc::__private::Element + ::ufunc::__private::DeviceOutputs {
-                #[doc(hidden)]
-                type __UfuncBody: ::ufunc::__private::Body<In = #in_self, Out = #out_self>
-                    + ::ufunc::__private::DeviceKernel;
-                #[doc(hidden)]
-                fn __ufunc_scalar(#(#params: #param_tys_self),*) -> #out_self;
-            }
-            #(#per_type)*
-        },
-        assoc: quote! {
-            /// The original scalar function, for any of the instantiated types.
-            #[inline]
-            pub fn scalar<#generic: #types_trait>(#(#scalar_params),*) -> #out_ty {
-                <#generic as #types_trait>::__ufunc_scalar(#(#params),*)
-            }
-        },
     }
 }

@@ -381,6 +381,7 @@ const SUPPORT: CudaKernel = CudaKernel {
     source: support_source,
     fast_math: false,
     mapped_axes: 0,
+    panics: &[],
 };
 
 fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {

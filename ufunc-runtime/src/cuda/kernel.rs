@@ -19,6 +19,8 @@ pub struct CudaKernel {
     /// For a gufunc: how many leading axes of its one output view get a thread per index (0:
     /// one thread per loop item).
     pub mapped_axes: usize,
+    /// The body's `panic!`/`assert!` sites, by the code each stores: the host's messages.
+    pub panics: &'static [super::panics::PanicSite],
 }
 
 /// A generated CUDA source and its hash: loaded modules are known by kernel name and hash.
@@ -95,10 +97,14 @@ pub(crate) fn panic_message(code: i32) -> &'static str {
 pub fn cuda_prelude() -> &'static str {
     static PRELUDE: OnceLock<String> = OnceLock::new();
     PRELUDE.get_or_init(|| {
-        let codes: String = PANICS
+        let mut codes: String = PANICS
             .iter()
             .map(|(code, name, _)| format!("#define __UFUNC_PANIC_{name} {code}\n"))
             .collect();
+        codes.push_str(&format!(
+            "#define __UFUNC_PANIC_SITE_BASE {}\n",
+            super::panics::SITE_CODE_BASE
+        ));
         include_str!("prelude.cuh").replace("// @PANIC_CODES@\n", &codes)
     })
 }

@@ -71,7 +71,7 @@ pub(crate) fn launch_support(
         .backend
         .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
     match &queue.deferred {
-        Some(_) => queue.finish_launch(entry, status),
+        Some(_) => queue.finish_launch(entry, &[], status),
         None => Ok(()),
     }
 }
@@ -91,7 +91,7 @@ fn run(
     queue
         .backend
         .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
-    queue.finish_launch(function, status)
+    queue.finish_launch(function, kernel.panics, status)
 }
 
 /// Launches the contiguous or the strided kernel of `kernel` over `shape`: inputs with any

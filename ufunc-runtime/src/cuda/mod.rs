@@ -27,6 +27,7 @@ mod launch;
 mod literal;
 mod nvrtc;
 mod operand;
+mod panics;
 mod queue;
 mod skeleton;
 mod stream;
@@ -47,6 +48,7 @@ pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
 };
+pub use panics::{PanicSite, SITE_CODE_BASE};
 pub(crate) use queue::Queue;
 pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
 pub use skeleton::{kernel_source, GuOperand, KernelKind};

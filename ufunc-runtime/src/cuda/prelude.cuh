@@ -21,7 +21,35 @@ typedef long long isize;
 // kernel takes it as its last parameter and stores it here on entry, so that device functions
 // report to their own launch. The runtime reads it once, for the call or stream that launched.
 __shared__ int* __ufunc_status;
-__device__ inline void __ufunc_panic(int code) { atomicCAS(__ufunc_status, 0, code); }
+// Whether this thread raised the launch's first panic, which then writes the message's arguments.
+__device__ inline bool __ufunc_panic_first(int code) { return atomicCAS(__ufunc_status, 0, code) == 0; }
+__device__ inline void __ufunc_panic(int code) { (void)__ufunc_panic_first(code); }
+// Argument i of the first panic's message (cuda/panics.rs reads the record): its kind (1 signed,
+// 2 unsigned, 3 f32, 4 f64, 5 bool; 0, the default, for a value not carried) and its bits.
+__device__ inline void __ufunc_panic_store(int i, int kind, unsigned long long bits) {
+    if (i < 0 || i >= 4) return;
+    __ufunc_status[1 + i] = kind;
+    unsigned char* at = (unsigned char*)__ufunc_status + 24 + 8 * i;
+    for (int b = 0; b < 8; ++b) at[b] = (unsigned char)(bits >> (8 * b));
+}
+template <class T> __device__ inline void __ufunc_panic_arg(int, T) {}
+#define __UFUNC_PANIC_ARG(T, KIND, BITS) \
+    __device__ inline void __ufunc_panic_arg(int i, T v) { __ufunc_panic_store(i, KIND, BITS); }
+__UFUNC_PANIC_ARG(signed char, 1, (unsigned long long)(long long)v)
+__UFUNC_PANIC_ARG(short, 1, (unsigned long long)(long long)v)
+__UFUNC_PANIC_ARG(int, 1, (unsigned long long)(long long)v)
+__UFUNC_PANIC_ARG(long long, 1, (unsigned long long)v)
+__UFUNC_PANIC_ARG(unsigned char, 2, (unsigned long long)v)
+__UFUNC_PANIC_ARG(unsigned short, 2, (unsigned long long)v)
+__UFUNC_PANIC_ARG(unsigned int, 2, (unsigned long long)v)
+__UFUNC_PANIC_ARG(unsigned long long, 2, v)
+__UFUNC_PANIC_ARG(bool, 5, v ? 1ull : 0ull)
+__device__ inline void __ufunc_panic_arg(int i, float v) {
+    union { float f; unsigned int u; } c; c.f = v; __ufunc_panic_store(i, 3, c.u);
+}
+__device__ inline void __ufunc_panic_arg(int i, double v) {
+    union { double f; unsigned long long u; } c; c.f = v; __ufunc_panic_store(i, 4, c.u);
+}
 
 template <class A, class B> struct __ufunc_tuple2 { A f0; B f1; };
 template <class A, class B, class C> struct __ufunc_tuple3 { A f0; B f1; C f2; };

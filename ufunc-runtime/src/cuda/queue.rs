@@ -6,7 +6,7 @@
 use super::args::{Buffer, FftLayout, FftPlanHandle, HostBuffer, StreamHandle};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
-use super::kernel::panic_message;
+use super::panics::{record_message, PanicSite, STATUS_BYTES};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,13 +45,17 @@ pub fn cuda_counters() -> CudaCounters {
 /// Bytes of device memory (host memory under the simulator).
 pub struct DeviceBuffer(pub(crate) Buffer);
 
+/// A launch whose status word `synchronize` must read: the function, its panic sites, the word.
+pub(crate) type Pending = (&'static str, &'static [PanicSite], Buffer);
+
 /// Where work is queued, and whether each call waits for its kernels.
 pub(crate) struct Queue {
     pub(crate) backend: &'static dyn Backend,
     pub(crate) stream: StreamHandle,
     /// `None`: every call waits and reports its panics. `Some`: launches return at once and
-    /// their status words wait here until `synchronize` reads them.
-    pub(crate) deferred: Option<Mutex<Vec<(&'static str, Buffer)>>>,
+    /// their status words (with the function's panic sites) wait here until `synchronize`
+    /// reads them.
+    pub(crate) deferred: Option<Mutex<Vec<Pending>>>,
     /// The FFT plans made for this stream, by layout (a cuFFT plan owns a work area, so
     /// streams do not share plans); dropped with the stream.
     fft_plans: Mutex<HashMap<FftLayout, FftPlanHandle>>,
@@ -148,22 +152,27 @@ impl Queue {
         self.backend.synchronize(&self.stream)
     }
 
-    /// A zeroed status word for one launch (see the prelude's `__ufunc_panic`).
+    /// A zeroed status word for one launch (see the prelude's `__ufunc_panic` and `panics`).
     pub(crate) fn status_word(&self) -> Result<Buffer> {
-        self.backend.alloc_zeroed(&self.stream, 4)
+        self.backend.alloc_zeroed(&self.stream, STATUS_BYTES)
     }
 
     /// After a launch with `status`: a waiting queue waits and reports a panic of the body; a
-    /// deferred one keeps the word for `synchronize`.
-    pub(crate) fn finish_launch(&self, function: &'static str, status: Buffer) -> Result<()> {
+    /// deferred one keeps the word for `synchronize`. `sites` words the body's own panics.
+    pub(crate) fn finish_launch(
+        &self,
+        function: &'static str,
+        sites: &'static [PanicSite],
+        status: Buffer,
+    ) -> Result<()> {
         match &self.deferred {
             None => {
                 self.wait()?;
-                self.check_panic(function, &status)
+                self.check_panic(function, sites, &status)
             }
             Some(pending) => {
                 let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
-                pending.push((function, status));
+                pending.push((function, sites, status));
                 Ok(())
             }
         }
@@ -178,8 +187,8 @@ impl Queue {
             None => Vec::new(),
         };
         let mut first = Ok(());
-        for (function, status) in pending {
-            let checked = self.check_panic(function, &status);
+        for (function, sites, status) in pending {
+            let checked = self.check_panic(function, sites, &status);
             if first.is_ok() {
                 first = checked;
             }
@@ -189,16 +198,21 @@ impl Queue {
 
     /// Reads a launch's status word (not counted as a transfer): a body that panicked is an
     /// `Err`.
-    fn check_panic(&self, function: &'static str, status: &Buffer) -> Result<()> {
+    fn check_panic(
+        &self,
+        function: &'static str,
+        sites: &'static [PanicSite],
+        status: &Buffer,
+    ) -> Result<()> {
         let bytes = self.backend.download(&self.stream, status)?;
         match bytes
             .get(..4)
             .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
         {
             Some(0) => Ok(()),
-            Some(code) => Err(Error::KernelPanic {
+            Some(_) => Err(Error::KernelPanic {
                 function,
-                message: panic_message(code).into(),
+                message: record_message(&bytes, sites),
             }),
             None => Err(Error::Cuda {
                 what: format!("reading the status of `{function}`: {} bytes", bytes.len()),

@@ -29,6 +29,10 @@ pub struct Signature {
     pub outputs: &'static [&'static [CoreDim]],
     /// Names of the inputs then the outputs, for messages.
     pub names: &'static [&'static str],
+    /// An in-place layout (Numba's, without `->`): the outputs are operands the core writes,
+    /// passed in with the inputs. They take part in the loop shape and must have it whole (a
+    /// written operand cannot be broadcast).
+    pub in_place: bool,
 }
 
 /// The result of binding a [`Signature`] to the shapes of one call.
@@ -72,6 +76,7 @@ impl Signature {
     ///     inputs: &[&[M, N], &[N, P]],
     ///     outputs: &[&[M, P]],
     ///     names: &["a", "b", "c"],
+    ///     in_place: false,
     /// };
     /// let b = sig.bind(&[&[7, 1, 3, 4], &[5, 4, 2]], None).unwrap();
     /// assert_eq!(b.loop_shape, vec![7, 5]);
@@ -190,11 +195,14 @@ impl Signature {
             }
         };
 
-        // 3. The loop shape: the inputs' leading (non-core) dimensions, broadcast.
+        // 3. The loop shape: the inputs' leading (non-core) dimensions, broadcast (with those of
+        // the operands an in-place layout writes).
+        let written = outputs.filter(|_| self.in_place).unwrap_or(&[]);
         let loop_parts: Vec<&[usize]> = self
             .inputs
             .iter()
-            .zip(inputs)
+            .chain(self.outputs)
+            .zip(inputs.iter().chain(written))
             .map(|(dims, shape)| &shape[..shape.len() - present(dims)])
             .collect();
         let loop_shape = broadcast_shape(loop_parts.len(), |i| loop_parts[i])
@@ -206,6 +214,15 @@ impl Signature {
                     .collect(),
             })?
             .to_vec();
+        for (o, part) in loop_parts[n_in..].iter().enumerate() {
+            if *part != loop_shape.as_slice() {
+                return Err(Error::InPlaceBroadcast {
+                    operand: self.names[n_in + o],
+                    shape: written[o].to_vec(),
+                    loop_shape,
+                });
+            }
+        }
 
         // 4. What the body sees, and the output arrays' shapes.
         let mut core_shapes = Vec::with_capacity(all_dims.len());
@@ -276,6 +293,7 @@ mod tests {
         inputs: &[&[opt("m"), named("n")], &[named("n"), opt("p")]],
         outputs: &[&[opt("m"), opt("p")]],
         names: &["a", "b", "c"],
+        in_place: false,
     };
 
     #[test]
@@ -326,6 +344,7 @@ mod tests {
             inputs: &[&[CoreDim::Fixed(3)], &[CoreDim::Fixed(3)]],
             outputs: &[&[CoreDim::Fixed(3)]],
             names: &["u", "v", "w"],
+            in_place: false,
         };
         assert_eq!(
             CROSS.bind(&[&[10, 3], &[3]], None).unwrap().output_shapes,
@@ -341,6 +360,7 @@ mod tests {
             inputs: &[&[named("n")]],
             outputs: &[&[named("k")]],
             names: &["x", "counts"],
+            in_place: false,
         };
         let e = HIST.bind(&[&[5, 100]], None).unwrap_err();
         assert!(matches!(
@@ -362,6 +382,7 @@ mod tests {
             inputs: &[&[named("n")], &[named("n")]],
             outputs: &[&[]],
             names: &["a", "b", "return value"],
+            in_place: false,
         };
         let e = DOT.bind(&[&[3, 4], &[5, 4]], None).unwrap_err();
         assert_eq!(

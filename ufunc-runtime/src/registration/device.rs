@@ -81,6 +81,7 @@ const KERNELS: CudaKernel = CudaKernel {
     source: kernels_source,
     fast_math: false,
     mapped_axes: 0,
+    panics: &[],
 };
 
 /// Slots of the two reduction stages: the first reads the data, the second its partials; the

@@ -324,6 +324,7 @@ const KERNELS: CudaKernel = CudaKernel {
     source: kernels_source,
     fast_math: false,
     mapped_axes: 0,
+    panics: &[],
 };
 
 /// The kernels' entries for elements `A`: the direct sum and the overlap-add accumulation.

@@ -432,6 +432,21 @@ impl Emitter<'_> {
                 };
                 (format!("__ufunc_complex({})", args.join(", ")), ty)
             }
+            [modules @ .., name] if is_function_path(modules, name) => {
+                let path = segs.join("::");
+                self.error(
+                    &c.func,
+                    &format!(
+                        "calling `{path}` is not supported in a cuda kernel: only the body of a \
+                         #[kernel_fn] helper called by its plain name can be translated to CUDA; \
+                         mark `{name}` #[kernel_fn] and call it as `{name}(..)`"
+                    ),
+                );
+                for a in &c.args {
+                    self.emit_expr(a, None);
+                }
+                (PLACEHOLDER.into(), Ty::Unsupported)
+            }
             _ => {
                 let unsupported = self.unsupported(
                     &c.func,
@@ -542,4 +557,13 @@ pub(crate) fn typed_literal(text: &str, ty: &str) -> String {
         t if t.starts_with("Complex") => format!("__ufunc_complex({text}, 0.0)"),
         t => format!("(({t}){text})"),
     }
+}
+
+/// Whether `modules::name` names a free function (`self::helper`, `crate::math::helper`): every
+/// segment lower-case and none a primitive type (`i64::abs` is a method).
+fn is_function_path(modules: &[&str], name: &str) -> bool {
+    let lower = |s: &str| s.starts_with(|ch: char| ch.is_lowercase() || ch == '_');
+    let primitive =
+        |s: &str| crate::types::INTEGER_NAMES.contains(&s) || ["f32", "f64", "bool"].contains(&s);
+    lower(name) && modules.iter().all(|m| lower(m) && !primitive(m))
 }

@@ -9,10 +9,12 @@
 //! so does no part of a body that is emitted again to retype its literals.
 
 mod expr;
+mod panics;
 mod stmt;
 
 pub(crate) use expr::is_compound as is_compound_assign;
 use expr::{is_compound, typed_literal};
+pub(crate) use panics::PanicSpec;
 
 use super::types::{Env, Ty};
 use crate::errors::Errors;
@@ -28,6 +30,8 @@ pub(crate) struct Captures {
     pub consts: Vec<(String, syn::Path)>,
     /// `#[kernel_fn]` helpers called.
     pub helpers: Vec<syn::Ident>,
+    /// The body's panic sites, in the order of their codes.
+    pub panics: Vec<PanicSpec>,
 }
 
 pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, casts with \
@@ -83,6 +87,10 @@ pub(crate) struct Emitter<'e> {
     /// Loops run as one thread per index (see `mapping.rs`), outermost first: level `k` takes
     /// its variable from `__ufunc_mapped[k]`.
     pub mapped: Vec<*const syn::ExprForLoop>,
+    /// Whether panics get sites of their own, with messages (see `panics`): not in a helper,
+    /// whose fragment is shared by every function that calls it; a helper's panic is an
+    /// "explicit panic".
+    pub panic_sites: bool,
 }
 
 impl<'e> Emitter<'e> {
@@ -97,6 +105,7 @@ impl<'e> Emitter<'e> {
             next_binding: 0,
             ret,
             mapped: Vec::new(),
+            panic_sites: true,
         }
     }
 

@@ -171,6 +171,11 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
     pub(super) fn emit_macro(&mut self, mac: &syn::Macro) -> String {
         let name = macro_name(mac);
         match name.as_str() {
+            "panic" | "unreachable" | "todo" | "unimplemented" | "assert" | "debug_assert"
+                if self.panic_sites =>
+            {
+                self.emit_panic(mac, &name)
+            }
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 "__ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n".into()
             }
