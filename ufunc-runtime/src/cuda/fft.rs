@@ -394,6 +394,7 @@ fn launch(queue: &Queue, entry: &'static str, items: usize, mut args: Vec<Arg<'_
     let shape = LaunchShape {
         items,
         threads: 256,
+        cooperative: false,
     };
     queue
         .backend

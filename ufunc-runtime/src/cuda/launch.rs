@@ -50,7 +50,7 @@ pub(crate) fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle>
 
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
 /// kernel parameter); on a waiting queue, waits and reports a panic.
-fn run(
+pub(super) fn run(
     queue: &Queue,
     function: &'static str,
     kernel: &CudaKernel,
@@ -83,6 +83,7 @@ pub(crate) fn launch_elementwise(
     let launch = LaunchShape {
         items: total,
         threads: 256,
+        cooperative: false,
     };
     let mut strides: Vec<Strides> = Vec::with_capacity(ins.len() + outs.len());
     for op in ins {
@@ -171,6 +172,7 @@ pub(crate) fn launch_gufunc(
     let launch = LaunchShape {
         items: total.saturating_mul(per_item),
         threads: 128,
+        cooperative: false,
     };
     let entry = format!("{}_gufunc", kernel.name);
     run(queue, function, kernel, &entry, launch, args)
