@@ -318,5 +318,11 @@ fn accumulate_and_outer_match_the_cpu() {
         let got = cuda_add_i64::outer_on(Target::Cuda, &x, y.slice(s![..;-1])).unwrap();
         assert_eq!(got, want);
         assert_eq!(got.shape(), &[3, 2, 4]);
+        let (dx, dy) = (to_device(&x).unwrap(), to_device(&y).unwrap());
+        let dev = cuda_add_i64::outer_device(dx.view().t(), dy.view().slice(s![..;-1]).unwrap());
+        let want = cuda_add_i64::outer_on(Target::Cpu, x.t(), y.slice(s![..;-1])).unwrap();
+        assert_eq!(dev.unwrap().copy_to_host().unwrap(), want);
+        let scalar = cuda_add_i64::outer_device(&dx, 5i64).unwrap();
+        assert_eq!(scalar.copy_to_host().unwrap(), x.mapv(|v| v + 5));
     });
 }

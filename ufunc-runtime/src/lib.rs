@@ -34,10 +34,11 @@ pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     accumulate_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
     cuda_counters, cuda_prelude, cuda_simulated, device_array, gu_call_device, gu_call_out_device,
-    kernel_cache_dir, kernel_source, nvrtc_available, reduce_device, reduce_out_device, to_device,
-    Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray, DeviceBuffer, DeviceKernel,
-    DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand,
-    KernelKind, KernelSource, NvrtcOutput, RawDeviceOperand, Stream,
+    kernel_cache_dir, kernel_source, nvrtc_available, outer_device, reduce_device,
+    reduce_out_device, to_device, Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray,
+    DeviceBinaryOp, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands, DeviceOutOperands,
+    DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput, RawDeviceOperand,
+    Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};
@@ -59,7 +60,7 @@ pub mod __private {
     pub use crate::{
         accumulate, accumulate_device, at, call, call_device, call_out, call_out_device,
         cuda_const, cuda_prelude, gu_call, gu_call_device, gu_call_out, gu_call_out_device,
-        kernel_source, outer, path_with_helpers, reduce, reduce_device, reduce_out,
+        kernel_source, outer, outer_device, path_with_helpers, reduce, reduce_device, reduce_out,
         reduce_out_device, store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel,
         CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand, DeviceOperands,
         DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,

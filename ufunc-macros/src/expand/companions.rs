@@ -360,6 +360,14 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 )
             }
 
+            /// `outer` on the GPU, the result left there: device arrays and views are used in
+            /// place, host arrays copied in.
+            pub fn outer_device<
+                #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncB: #p::DeviceOperand<#t>,
+            >(a: __UfuncA, b: __UfuncB) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, None, a, b)
+            }
+
             /// `accumulate` on the GPU, the result left there (a thread per row).
             pub fn accumulate_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axis: isize)
                 -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>>

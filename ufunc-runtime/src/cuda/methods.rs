@@ -18,7 +18,7 @@ use super::array::{wrap, DeviceArray};
 use super::call::{kernel_of, launch_inputs, queue_of};
 use super::host::upload_host;
 use super::kernel::{CudaKernel, DeviceKernel};
-use super::launch::{run, LaunchInput};
+use super::launch::{launch_elementwise, run, LaunchInput};
 use super::operand::DeviceOperand;
 use super::queue::{DeviceBuffer, Queue};
 use super::stream::Stream;
@@ -27,12 +27,17 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::operand::RawOperand;
 use crate::reduce::{
-    empty_reduction, full_strides, normalize, out_keepdims, reduced_axes, reduced_shape,
-    split_axes, Axes, Axis,
+    empty_reduction, full_strides, normalize, out_keepdims, outer_leading, reduced_axes,
+    reduced_shape, split_axes, Axes, Axis,
 };
 use crate::shape::{byte_size, c_strides, scatter_c_order};
 use crate::target::Target;
 use ndarray::{Dimension, IxDyn};
+
+/// The functions the device methods take: `f(T, T) -> T` with a CUDA kernel.
+pub trait DeviceBinaryOp<T: Element>: Body<In = (T, T), Out = T> + DeviceKernel {}
+
+impl<T: Element, B: Body<In = (T, T), Out = T> + DeviceKernel> DeviceBinaryOp<T> for B {}
 
 /// Threads per block of the method kernels (a multiple of the warp size).
 const THREADS: u32 = 256;
@@ -219,18 +224,13 @@ where
 
 /// `f::reduce_device` (and `_keepdims`): `B` reduced over `axes` of a device (or host)
 /// operand, left on the device.
-pub fn reduce_device<B, T, A>(
+pub fn reduce_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
     compiled: &'static [Target],
     stream: Option<&Stream>,
     a: A,
     axes: Axes,
     keepdims: bool,
-) -> Result<DeviceArray<T, IxDyn>>
-where
-    B: Body<In = (T, T), Out = T> + DeviceKernel,
-    T: Element,
-    A: DeviceOperand<T>,
-{
+) -> Result<DeviceArray<T, IxDyn>> {
     with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
         let reduced = reduced_axes(B::NAME, &axes, input.shape.len())?;
         let shape = reduced_shape(input.shape, &reduced, keepdims);
@@ -242,7 +242,7 @@ where
 
 /// `f::reduce_out_device`: into a device array of the reduced shape, with or without the
 /// reduced axes kept as length 1.
-pub fn reduce_out_device<B, T, A, D>(
+pub fn reduce_out_device<B: DeviceBinaryOp<T>, T: Element, A, D>(
     compiled: &'static [Target],
     stream: Option<&Stream>,
     a: A,
@@ -250,8 +250,6 @@ pub fn reduce_out_device<B, T, A, D>(
     out: &mut DeviceArray<T, D>,
 ) -> Result<()>
 where
-    B: Body<In = (T, T), Out = T> + DeviceKernel,
-    T: Element,
     A: DeviceOperand<T>,
     D: Dimension,
 {
@@ -264,17 +262,12 @@ where
 
 /// `f::accumulate_device`: the running `B` along `axis` of a device (or host) operand, left
 /// on the device.
-pub fn accumulate_device<B, T, A>(
+pub fn accumulate_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
     compiled: &'static [Target],
     stream: Option<&Stream>,
     a: A,
     axis: isize,
-) -> Result<DeviceArray<T, A::Dim>>
-where
-    B: Body<In = (T, T), Out = T> + DeviceKernel,
-    T: Element,
-    A: DeviceOperand<T>,
-{
+) -> Result<DeviceArray<T, A::Dim>> {
     with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
         let shape = input.shape;
         let axis = normalize(B::NAME, "accumulate", axis, shape.len())?;
@@ -284,6 +277,35 @@ where
         dim.slice_mut().copy_from_slice(shape);
         Ok(wrap(DeviceBuffer(out), &dim))
     })
+}
+
+/// `f::outer_device`: `B` of every pair of two device (or host) operands, of shape
+/// `a.shape + b.shape`, left on the device: the element-wise kernel over `a` broadcast along
+/// `b`'s axes and `b` along `a`'s.
+pub fn outer_device<B: DeviceBinaryOp<T>, T: Element, A, Bo>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    b: Bo,
+) -> Result<DeviceArray<T, IxDyn>>
+where
+    A: DeviceOperand<T>,
+    Bo: DeviceOperand<T>,
+{
+    let kernel = kernel_of::<B>(B::NAME, compiled)?;
+    let queue = queue_of(stream)?;
+    let raw = [a.raw_device(), b.raw_device()];
+    let size = size_of::<T>();
+    let mut uploads = Vec::new();
+    let mut ins = launch_inputs(queue, B::NAME, &raw, &[size; 2], &mut uploads)?;
+    let (sa, sb) = (ins[0].shape, ins[1].shape);
+    let shape: Vec<usize> = sa.iter().chain(sb).copied().collect();
+    let (a_shape, a_strides) = outer_leading(sa, &ins[0].strides, sb.len());
+    ins[0].shape = &a_shape;
+    ins[0].strides = a_strides.into();
+    let mut out = queue.alloc(byte_size(&shape, size)?)?;
+    launch_elementwise(queue, B::NAME, &kernel, &ins, &mut [&mut out], &shape)?;
+    Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
 }
 
 /// Runs `f` on the default queue with host `a` copied in and device memory for an output of

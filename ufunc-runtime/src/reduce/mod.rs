@@ -329,6 +329,19 @@ where
     Ok(unsafe { out.assume_init() })
 }
 
+/// `a` of `outer` as an operand of the result's shape `a.shape + b.shape`: along the leading
+/// axes, length 1 and stride 0 along the `b_ndim` trailing ones (`b` broadcasts along `a`'s).
+pub(crate) fn outer_leading(
+    shape: &[usize],
+    strides: &[isize],
+    b_ndim: usize,
+) -> (Vec<usize>, Vec<isize>) {
+    let ones = std::iter::repeat_n(1, b_ndim);
+    let shape = shape.iter().copied().chain(ones).collect();
+    let zeros = std::iter::repeat_n(0, b_ndim);
+    (shape, strides.iter().copied().chain(zeros).collect())
+}
+
 /// `B` of every pair: `out[i.., j..] = f(a[i..], b[j..])`, of shape `a.shape + b.shape`.
 pub fn outer<B, T, A, Bo>(
     target: Target,
@@ -346,19 +359,7 @@ where
     let (ra, rb) = (a.raw(), b.raw());
     let shape: Vec<usize> = ra.shape.iter().chain(rb.shape).copied().collect();
     byte_size(&shape, size_of::<T>())?;
-    // `a` along the leading axes (stride 0 along `b`'s), `b` broadcast along `a`'s.
-    let a_shape: Vec<usize> = ra
-        .shape
-        .iter()
-        .copied()
-        .chain(rb.shape.iter().map(|_| 1))
-        .collect();
-    let a_strides: Vec<isize> = ra
-        .strides
-        .iter()
-        .copied()
-        .chain(rb.shape.iter().map(|_| 0))
-        .collect();
+    let (a_shape, a_strides) = outer_leading(ra.shape, ra.strides, rb.shape.len());
     let ins = [
         RawOperand {
             ptr: ra.ptr,
