@@ -40,6 +40,12 @@ pub(crate) fn cuda_fmax(a: f64, b: f64) -> f64 {
     a.max(b)
 }
 
+/// Updates that do not commute: `at` must apply repeated indices in order.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn cuda_shift_in(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(2).wrapping_add(b)
+}
+
 /// The sources of the functions above, for the NVRTC test.
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -48,6 +54,7 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("cuda_mul_i32", cuda_mul_i32::cuda_source()),
         ("cuda_maximum", cuda_maximum::cuda_source()),
         ("cuda_fmax", cuda_fmax::cuda_source()),
+        ("cuda_shift_in", cuda_shift_in::cuda_source()),
     ]
 }
 
@@ -325,4 +332,56 @@ fn accumulate_and_outer_match_the_cpu() {
         let scalar = cuda_add_i64::outer_device(&dx, 5i64).unwrap();
         assert_eq!(scalar.copy_to_host().unwrap(), x.mapv(|v| v + 5));
     });
+}
+
+#[test]
+fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
+    on_gpu(
+        "at_device_applies_repeated_indices_in_order_as_the_cpu",
+        || {
+            let a = values_i64(&[5, 3, 4]);
+            let idx = [0i32, 4, -1, 2, 0, 0];
+            let b = values_i64(&[6, 1, 4]);
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, &idx, &b).unwrap();
+            let mut d = to_device(&a).unwrap();
+            let db = to_device(&b).unwrap();
+            cuda_add_i64::at_device(&mut d, &idx, db.view().slice(s![.., .., ..]).unwrap())
+                .unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // Order matters where updates do not commute (`2a + b`): a repeated index takes
+            // its rows of `b` in order.
+            let mut want = a.clone();
+            cuda_shift_in::at(&mut want, &idx, &b).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(&mut d, &idx, &db).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // A scalar `b` on wrapping integers.
+            let a32 = a.mapv(|v| v as i32 * 1_000_003);
+            let mut want32 = a32.clone();
+            cuda_mul_i32::at(&mut want32, &idx, 3i32).unwrap();
+            let mut d = to_device(&a32).unwrap();
+            cuda_mul_i32::at_device(&mut d, &idx, 3i32).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want32);
+            // A host `b`, copied in.
+            let mut d = to_device(&a).unwrap();
+            cuda_add_i64::at_device(&mut d, &idx, &b).unwrap();
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, &idx, &b).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let err = cuda_add_i64::at_device(&mut d, &[5], 1i64).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::IndexOutOfBounds {
+                        index: 5,
+                        len: 5,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert_eq!(d.copy_to_host().unwrap(), want, "nothing touched");
+        },
+    );
 }

@@ -32,7 +32,7 @@ mod target;
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
 pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
-    accumulate_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
+    accumulate_device, at_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
     cuda_counters, cuda_prelude, cuda_simulated, device_array, gu_call_device, gu_call_out_device,
     kernel_cache_dir, kernel_source, nvrtc_available, outer_device, reduce_device,
     reduce_out_device, to_device, Compiled, CudaCounters, CudaKernel, CudaLiteral, DeviceArray,
@@ -58,7 +58,7 @@ pub use target::Target;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::{
-        accumulate, accumulate_device, at, call, call_device, call_out, call_out_device,
+        accumulate, accumulate_device, at, at_device, call, call_device, call_out, call_out_device,
         cuda_const, cuda_prelude, gu_call, gu_call_device, gu_call_out, gu_call_out_device,
         kernel_source, outer, outer_device, path_with_helpers, reduce, reduce_device, reduce_out,
         reduce_out_device, store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel,

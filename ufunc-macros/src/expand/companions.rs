@@ -368,6 +368,17 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, None, a, b)
             }
 
+            /// `at` on a device array: a thread per element of `a[0]`'s sub-array applies the
+            /// indices in order (`b`: a device array or view, a host array or a scalar).
+            pub fn at_device<
+                #lead
+                __UfuncD: ::ufunc::ndarray::Dimension,
+                __UfuncI: ::core::marker::Copy + ::core::convert::TryInto<i128>,
+                __UfuncB: #p::DeviceOperand<#t>,
+            >(a: &mut #dev<#t, __UfuncD>, indices: &[__UfuncI], b: __UfuncB) -> ::ufunc::Result<()> {
+                #p::at_device::<#body, #t, __UfuncD, __UfuncI, __UfuncB>(Self::TARGETS, a, indices, b)
+            }
+
             /// `accumulate` on the GPU, the result left there (a thread per row).
             pub fn accumulate_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axis: isize)
                 -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>>

@@ -27,8 +27,8 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::operand::RawOperand;
 use crate::reduce::{
-    empty_reduction, full_strides, normalize, out_keepdims, outer_leading, reduced_axes,
-    reduced_shape, split_axes, Axes, Axis,
+    at_indices, empty_reduction, full_strides, normalize, out_keepdims, outer_leading,
+    reduced_axes, reduced_shape, split_axes, Axes, Axis,
 };
 use crate::shape::{byte_size, c_strides, scatter_c_order};
 use crate::target::Target;
@@ -171,6 +171,44 @@ impl Methods<'_> {
         self.reduce::<T>((input.mem, input.offset), &kept, &red, inner, out)
     }
 
+    /// `a[idx[k], ..] = f(a[idx[k], ..], b[k, ..])` for each `k` in order, `a` in C order of
+    /// `shape`, `b` at `b_strides` (broadcast to `(idx.len(),) + shape[1..]`).
+    fn at(
+        &self,
+        a: &mut Buffer,
+        shape: &[usize],
+        idx: &[usize],
+        b: &LaunchInput<'_>,
+        b_strides: &[isize],
+    ) -> Result<()> {
+        let a_strides = c_strides(shape);
+        let specs: Vec<_> = (1..shape.len())
+            .map(|i| (shape[i], a_strides[i], b_strides[i], false))
+            .collect();
+        let (sub, _, _) = split_axes(&specs);
+        let n_sub: usize = sub.iter().map(|x| x.len).product();
+        if idx.is_empty() || n_sub == 0 {
+            return Ok(());
+        }
+        let along = [Axis {
+            len: idx.len(),
+            a: a_strides[0],
+            out: b_strides[0],
+        }];
+        let g = self.geometry(&sub, &along)?;
+        let idx: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
+        let idx = self.queue.upload_i64(&idx)?;
+        let args = vec![
+            Arg::I64(n_sub as i64),
+            Arg::I64(along[0].len as i64),
+            Arg::In(&idx, 0),
+            Arg::In(&g, 0),
+            Arg::Out(a),
+            Arg::In(b.mem, b.offset),
+        ];
+        self.launch("at", n_sub, false, args)
+    }
+
     /// The running `f` along `axis` of `input` into `out`, device memory of its shape in C
     /// order.
     fn accumulate(&self, input: &LaunchInput<'_>, axis: usize, out: &mut Buffer) -> Result<()> {
@@ -306,6 +344,26 @@ where
     let mut out = queue.alloc(byte_size(&shape, size)?)?;
     launch_elementwise(queue, B::NAME, &kernel, &ins, &mut [&mut out], &shape)?;
     Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
+}
+
+/// `f::at_device`: in place on a device array, unbuffered (a repeated index is applied
+/// repeatedly, in order): a thread per element of `a[0]`'s sub-array walks the indices in
+/// order. Every index is checked before `a` is touched.
+pub fn at_device<B: DeviceBinaryOp<T>, T: Element, D: Dimension, I, Bo>(
+    compiled: &'static [Target],
+    a: &mut DeviceArray<T, D>,
+    indices: &[I],
+    b: Bo,
+) -> Result<()>
+where
+    I: Copy + TryInto<i128>,
+    Bo: DeviceOperand<T>,
+{
+    with_input::<B, T, Bo, _>(compiled, None, b, |m, input| {
+        let shape = a.dim.slice().to_vec();
+        let (idx, strides) = at_indices(B::NAME, &shape, indices, input.shape, &input.strides)?;
+        m.at(&mut a.buf.0, &shape, &idx, input, &strides)
+    })
 }
 
 /// Runs `f` on the default queue with host `a` copied in and device memory for an output of

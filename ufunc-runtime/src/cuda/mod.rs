@@ -44,7 +44,7 @@ pub(crate) use host::{run_elementwise, run_gufunc};
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
 pub use literal::{cuda_const, CudaLiteral};
 pub use methods::{
-    accumulate_device, outer_device, reduce_device, reduce_out_device, DeviceBinaryOp,
+    accumulate_device, at_device, outer_device, reduce_device, reduce_out_device, DeviceBinaryOp,
 };
 pub(crate) use methods::{accumulate_host, reduce_host};
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};

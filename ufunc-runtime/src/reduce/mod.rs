@@ -20,7 +20,7 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::{Operand, OutOperand, RawOperand, RawOutOperand};
 use crate::panic::catching_panics;
-use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows};
+use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows, Strides};
 use crate::target::Target;
 pub(crate) use engine::{split_axes, Axis};
 use engine::{AxisSpec, Job};
@@ -386,6 +386,45 @@ where
     Ok(unsafe { out.assume_init() })
 }
 
+/// What `f::at` on `a` of `shape` needs, checked before `a` is touched: every index counted
+/// from the end where negative (`Error::IndexOutOfBounds` naming one past either end), and
+/// the strides of `b` (`b_shape`, `b_strides`) broadcast to `(indices.len(),) + shape[1..]`.
+pub(crate) fn at_indices<I: Copy + TryInto<i128>>(
+    function: &'static str,
+    shape: &[usize],
+    indices: &[I],
+    b_shape: &[usize],
+    b_strides: &[isize],
+) -> Result<(Vec<usize>, Strides)> {
+    let Some((&len, sub_shape)) = shape.split_first() else {
+        return Err(Error::InvalidArgument {
+            name: "a",
+            message: format!("`{function}::at` needs an array of one dimension or more, not 0-d"),
+        });
+    };
+    let idx: Vec<usize> = indices
+        .iter()
+        .map(|&i| {
+            let i: i128 = i.try_into().unwrap_or(i128::MAX);
+            let j = if i < 0 { i + len as i128 } else { i };
+            if j < 0 || j >= len as i128 {
+                Err(Error::IndexOutOfBounds {
+                    function,
+                    index: i,
+                    len,
+                })
+            } else {
+                Ok(j as usize)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let full: Vec<usize> = std::iter::once(idx.len())
+        .chain(sub_shape.iter().copied())
+        .collect();
+    let strides = broadcast_strides_to(&full, b_shape, b_strides)?;
+    Ok((idx, strides))
+}
+
 /// Unbuffered in-place `a[indices[k], ..] = f(a[indices[k], ..], b[k, ..])` for each `k` in
 /// order, so a repeated index is applied repeatedly; `b` broadcasts to `(indices.len(),) +
 /// a.shape[1..]`. Indices may be negative (from the end). Every index is checked before `a`
@@ -400,35 +439,8 @@ where
 {
     let ra = a.raw_mut();
     let rb = b.raw();
-    let Some((&len, sub_shape)) = ra.shape.split_first() else {
-        return Err(Error::InvalidArgument {
-            name: "a",
-            message: format!(
-                "`{}::at` needs an array of one dimension or more, not 0-d",
-                B::NAME
-            ),
-        });
-    };
-    let idx: Vec<usize> = indices
-        .iter()
-        .map(|&i| {
-            let i: i128 = i.try_into().unwrap_or(i128::MAX);
-            let j = if i < 0 { i + len as i128 } else { i };
-            if j < 0 || j >= len as i128 {
-                Err(Error::IndexOutOfBounds {
-                    function: B::NAME,
-                    index: i,
-                    len,
-                })
-            } else {
-                Ok(j as usize)
-            }
-        })
-        .collect::<Result<_>>()?;
-    let b_shape: Vec<usize> = std::iter::once(idx.len())
-        .chain(sub_shape.iter().copied())
-        .collect();
-    let b_strides = broadcast_strides_to(&b_shape, rb.shape, rb.strides)?;
+    let (idx, b_strides) = at_indices(B::NAME, ra.shape, indices, rb.shape, rb.strides)?;
+    let sub_shape = &ra.shape[1..];
     let size = size_of::<T>();
     let a_bytes = byte_strides(&ra.strides[1..], size);
     let b_bytes = byte_strides(&b_strides[1..], size);

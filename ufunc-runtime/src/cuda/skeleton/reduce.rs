@@ -11,7 +11,10 @@
 //!   two-pass reduction, the second being `_warps` over the partials);
 //! - `{name}_reduce_cols`: a thread per output element walking its reduced elements in order
 //!   (adjacent threads read adjacent columns of an outer-axis reduction); with `each`, every
-//!   running value is written too (an accumulation).
+//!   running value is written too (an accumulation);
+//! - `{name}_at`: a thread per element of `a[0]`'s sub-array, applying every index in order
+//!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the
+//!   indices, with `a`'s and `b`'s strides along axis 0).
 //!
 //! `_warps` and `_blocks` synchronise their threads (launched as cooperative), and need
 //! `blockDim.x` to be a multiple of `warpSize`.
@@ -147,6 +150,21 @@ extern "C" __global__ void {name}_reduce_cols(long long n_out, long long n_red, 
             if (each) dst[{name}_offset(r, geo.nr, geo.rshape, geo.rout)] = v;
         }}
         if (!each) dst[0] = v;
+    }}
+}}
+extern "C" __global__ void {name}_at(long long n_sub, long long n_idx,
+        const long long* __restrict__ idx, const long long* __restrict__ g,
+        {t}* __restrict__ a, const {t}* __restrict__ b, {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n_sub;
+         t += (long long)gridDim.x * blockDim.x) {{
+        {t}* pa = a + {name}_offset(t, geo.nk, geo.kshape, geo.ka);
+        const {t}* pb = b + {name}_offset(t, geo.nk, geo.kshape, geo.kout);
+        for (long long k = 0; k < n_idx; ++k) {{
+            {t}* x = pa + idx[k] * geo.ra[0];
+            *x = {device_fn}(*x, pb[k * geo.rout[0]]);
+        }}
     }}
 }}
 "#
