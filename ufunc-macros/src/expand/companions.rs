@@ -335,8 +335,8 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         let dev = quote!(::ufunc::cuda::DeviceArray);
         quote! {
             /// `reduce` on the GPU, the result left there: device arrays and views are used in
-            /// place, host arrays copied in. Float results are within the bound stated in
-            /// `ufunc::cuda` of the CPU's (the grouping differs).
+            /// place, host arrays copied in. Only the grouping differs from the CPU's: a float
+            /// sum of `n` elements is within `2 n eps sum(|x|)` of `reduce`'s.
             pub fn reduce_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axes: #axes)
                 -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>>
             {
