@@ -1,6 +1,8 @@
 //! GPU benchmarks of the `cuda` target (issue 4): `(a+b)**2` on device arrays of 2^28 f32 (each
 //! call waiting, and 10 calls queued on a stream) against the driver's device-to-device copy and
-//! a copy kernel, and the first call in a fresh process (context creation and a
+//! a copy kernel, a full `add.reduce` of the same 2^28 f32 (issue 12: goal 80% of the copy's
+//! bandwidth, its 4 bytes read per element against the copy's 8 moved), and the first call in
+//! a fresh process (context creation and a
 //! kernel loaded from the warm disk cache). Prints one JSON object per measurement; without a
 //! CUDA device it says so and exits.
 //!
@@ -21,6 +23,11 @@ fn square_sum(a: f32, b: f32) -> f32 {
 #[vectorize(targets = ["cuda"])]
 fn copy(a: f32) -> f32 {
     a
+}
+
+#[vectorize(targets = ["cuda"], identity = 0.0)]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
 }
 
 fn first_call(started: Instant) {
@@ -69,6 +76,19 @@ fn main() -> Result<(), ufunc::Error> {
     let ms = median_ms(10, || c.copy_from(&a).unwrap());
     let gbps = 8.0 * n as f64 / ms / 1e6;
     println!("{{\"case\": \"cuda_square_sum\", \"n\": {n}, \"impl\": \"d2d-memcpy\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}}}");
+    let copy_gbps = gbps;
+    let mut total = device_array::<f32, _>(())?;
+    let ms = median_ms(10, || {
+        add::reduce_out_device(&b, ufunc::Axes::All, &mut total).unwrap()
+    });
+    let sum = total.copy_to_host()?[()];
+    assert!(
+        (sum as f64 - 0.5 * n as f64).abs() <= 1e-6 * n as f64,
+        "sum {sum}"
+    );
+    let gbps = 4.0 * n as f64 / ms / 1e6;
+    let of_copy = 100.0 * gbps / copy_gbps;
+    println!("{{\"case\": \"cuda_add_reduce_all\", \"n\": {n}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}, \"percent_of_memcpy\": {of_copy:.0}}}");
     // Queued on a stream: 10 calls, one sync.
     let stream = Stream::new()?;
     let ms = median_ms(3, || {

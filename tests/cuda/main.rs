@@ -13,6 +13,7 @@ mod convolve;
 mod device;
 mod fft;
 mod kernels;
+mod methods;
 mod ports;
 mod registration;
 mod reliability;

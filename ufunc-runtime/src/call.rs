@@ -26,12 +26,12 @@ pub type DeviceArraysOf<B, Ops> = <<B as Body>::Out as DeviceOutputs>::DeviceArr
 >;
 
 /// Where one call runs, decided once from the target asked for and the targets compiled.
-enum Route {
+pub(crate) enum Route {
     Cpu(Threads),
     Cuda(cuda::CudaKernel),
 }
 
-fn route(
+pub(crate) fn route(
     function: &'static str,
     target: Target,
     compiled: &'static [Target],

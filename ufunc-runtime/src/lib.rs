@@ -32,10 +32,11 @@ mod target;
 pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
 pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
-    cached_cubin, call_device, call_out_device, compile, cuda_const, cuda_counters, cuda_prelude,
-    cuda_simulated, device_array, gu_call_device, gu_call_out_device, kernel_cache_dir,
-    kernel_source, nvrtc_available, to_device, to_device_on, Compiled, CudaCounters, CudaKernel,
-    CudaLiteral, DeviceArray, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
+    accumulate_device, at_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
+    cuda_counters, cuda_prelude, cuda_simulated, device_array, gu_call_device, gu_call_out_device,
+    kernel_cache_dir, kernel_source, nvrtc_available, outer_device, reduce_device,
+    reduce_out_device, to_device, to_device_on, Compiled, CudaCounters, CudaKernel, CudaLiteral,
+    DeviceArray, DeviceBinaryOp, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
     DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput,
     PanicSite, RawDeviceOperand, Stream,
 };
@@ -58,10 +59,11 @@ pub use target::Target;
 pub mod __private {
     pub use crate::cuda::SITE_CODE_BASE;
     pub use crate::{
-        accumulate, at, call, call_device, call_out, call_out_device, cuda_const, cuda_prelude,
-        gu_call, gu_call_device, gu_call_out, gu_call_out_device, kernel_source, outer,
-        path_with_helpers, reduce, reduce_out, store_scalar, ArraysOf, Body, CoreArg, CoreDim,
-        CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperands,
+        accumulate, accumulate_device, at, at_device, call, call_device, call_out, call_out_device,
+        cuda_const, cuda_prelude, gu_call, gu_call_device, gu_call_out, gu_call_out_device,
+        kernel_source, outer, outer_device, path_with_helpers, reduce, reduce_device, reduce_out,
+        reduce_out_device, store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel,
+        CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand, DeviceOperands,
         DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
         KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
         Outputs, PanicSite, Signature,

@@ -133,10 +133,12 @@ fn cuda_parts(
         inputs,
         outputs,
     } = kernel;
+    let methods = f.method_elem().is_ok();
     let kind = quote!(::ufunc::__private::KernelKind::Elementwise {
         device_fn: #body_fn,
         inputs: &[#(#inputs),*],
         outputs: &[#(#outputs),*],
+        methods: #methods,
     });
     let helper_checks = device.captures.helpers.iter().map(|h| {
         let msg = format!(

@@ -420,7 +420,67 @@ fn methods(c: &Companions<'_>) -> TokenStream {
          `k` in order (a repeated index is applied repeatedly), as NumPy's `{name}.at`; `b` \
          broadcasts to `(indices.len(),) + a.shape[1..]`. Runs on the calling thread."
     );
+    let device = if c.f.attr.wants_cuda() {
+        let dev = quote!(::ufunc::cuda::DeviceArray);
+        quote! {
+            /// `reduce` on the GPU, the result left there: device arrays and views are used in
+            /// place, host arrays copied in. Only the grouping differs from the CPU's: a float
+            /// sum of `n` elements is within `2 n eps sum(|x|)` of `reduce`'s.
+            pub fn reduce_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axes: #axes)
+                -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>>
+            {
+                #p::reduce_device::<#body, #t, __UfuncA>(Self::TARGETS, None, a, axes.into(), false)
+            }
+
+            /// `reduce_device`, keeping the reduced axes as length 1.
+            pub fn reduce_device_keepdims<#lead __UfuncA: #p::DeviceOperand<#t>>(
+                a: __UfuncA, axes: #axes,
+            ) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::reduce_device::<#body, #t, __UfuncA>(Self::TARGETS, None, a, axes.into(), true)
+            }
+
+            /// `reduce_device` into a device array of the reduced shape, with or without the
+            /// reduced axes kept as length 1.
+            pub fn reduce_out_device<
+                #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncD: ::ufunc::ndarray::Dimension,
+            >(a: __UfuncA, axes: #axes, out: &mut #dev<#t, __UfuncD>) -> ::ufunc::Result<()> {
+                #p::reduce_out_device::<#body, #t, __UfuncA, __UfuncD>(
+                    Self::TARGETS, None, a, axes.into(), out
+                )
+            }
+
+            /// `outer` on the GPU, the result left there: device arrays and views are used in
+            /// place, host arrays copied in.
+            pub fn outer_device<
+                #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncB: #p::DeviceOperand<#t>,
+            >(a: __UfuncA, b: __UfuncB) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, None, a, b)
+            }
+
+            /// `at` on a device array: a thread per element of `a[0]`'s sub-array applies the
+            /// indices in order (`b`: a device array or view, a host array or a scalar).
+            pub fn at_device<
+                #lead
+                __UfuncD: ::ufunc::ndarray::Dimension,
+                __UfuncI: ::core::marker::Copy + ::core::convert::TryInto<i128>,
+                __UfuncB: #p::DeviceOperand<#t>,
+            >(a: &mut #dev<#t, __UfuncD>, indices: &[__UfuncI], b: __UfuncB) -> ::ufunc::Result<()> {
+                #p::at_device::<#body, #t, __UfuncD, __UfuncI, __UfuncB>(Self::TARGETS, a, indices, b)
+            }
+
+            /// `accumulate` on the GPU, the result left there (a thread per row).
+            pub fn accumulate_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axis: isize)
+                -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>>
+            {
+                #p::accumulate_device::<#body, #t, __UfuncA>(Self::TARGETS, None, a, axis)
+            }
+        }
+    } else {
+        quote!()
+    };
     quote! {
+        #device
+
         #[doc = #doc_reduce]
         pub fn reduce<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axes: #axes)
             -> ::ufunc::Result<#arr>
@@ -428,7 +488,7 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             Self::reduce_on::<#lead_args __UfuncA>(Self::DEFAULT_TARGET, a, axes)
         }
 
-        /// `reduce` on the chosen target (`cpu` or `parallel`).
+        /// `reduce` on the chosen target (`cuda`: host arrays copied in and back).
         pub fn reduce_on<#lead __UfuncA: #p::Operand<#t>>(
             target: ::ufunc::Target, a: __UfuncA, axes: #axes,
         ) -> ::ufunc::Result<#arr> {
@@ -461,7 +521,7 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             #p::accumulate::<#body, #t, __UfuncA>(Self::DEFAULT_TARGET, Self::TARGETS, a, axis)
         }
 
-        /// `accumulate` on the chosen target (`cpu` or `parallel`).
+        /// `accumulate` on the chosen target (`cuda`: host arrays copied in and back).
         pub fn accumulate_on<#lead __UfuncA: #p::Operand<#t>>(
             target: ::ufunc::Target, a: __UfuncA, axis: isize,
         ) -> ::ufunc::Result<::ufunc::ndarray::Array<#t, __UfuncA::Dim>> {
@@ -472,9 +532,15 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         pub fn outer<#lead __UfuncA: #p::Operand<#t>, __UfuncB: #p::Operand<#t>>(
             a: __UfuncA, b: __UfuncB,
         ) -> ::ufunc::Result<#arr> {
-            #p::outer::<#body, #t, __UfuncA, __UfuncB>(
-                Self::DEFAULT_TARGET, Self::TARGETS, a, b
-            )
+            Self::outer_on::<#lead_args __UfuncA, __UfuncB>(Self::DEFAULT_TARGET, a, b)
+        }
+
+        /// `outer` on the chosen target (`cuda`: the element-wise kernel over broadcast views
+        /// of host arrays copied in and back).
+        pub fn outer_on<#lead __UfuncA: #p::Operand<#t>, __UfuncB: #p::Operand<#t>>(
+            target: ::ufunc::Target, a: __UfuncA, b: __UfuncB,
+        ) -> ::ufunc::Result<#arr> {
+            #p::outer::<#body, #t, __UfuncA, __UfuncB>(target, Self::TARGETS, a, b)
         }
 
         #[doc = #doc_at]

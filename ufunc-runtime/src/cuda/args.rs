@@ -30,11 +30,13 @@ pub(crate) enum Arg<'a> {
     Out(&'a mut Buffer),
 }
 
-/// The extent of a grid-stride launch: `items` loop items, blocks of `threads`.
+/// The extent of a grid-stride launch: `items` loop items, blocks of `threads`; `cooperative`
+/// where the threads of a block synchronise (`__syncthreads`, warp shuffles).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaunchShape {
     pub items: usize,
     pub threads: u32,
+    pub cooperative: bool,
 }
 
 /// What one batched FFT plan computes (cuFFT's `cufftPlanMany` advanced layout): `batch`

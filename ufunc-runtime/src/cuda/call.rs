@@ -17,7 +17,7 @@ use crate::target::{ensure_compiled, Target};
 use ndarray::{Dimension, IxDyn};
 
 /// The kernel of a function compiled for `cuda`, else `TargetNotCompiled` listing `compiled`.
-fn kernel_of<B: DeviceKernel>(
+pub(super) fn kernel_of<B: DeviceKernel>(
     function: &'static str,
     compiled: &'static [Target],
 ) -> Result<CudaKernel> {
@@ -39,7 +39,7 @@ pub(crate) fn queue_of(stream: Option<&Stream>) -> Result<&Queue> {
 
 /// Launch inputs of one call's inputs: device memory in place, host values copied in (into
 /// `uploads`, which must outlive the operands).
-fn launch_inputs<'a>(
+pub(super) fn launch_inputs<'a>(
     queue: &Queue,
     function: &'static str,
     inputs: &'a [RawDeviceOperand<'a>],

@@ -66,6 +66,7 @@ pub(crate) fn launch_support(
     let shape = LaunchShape {
         items,
         threads: 256,
+        cooperative: false,
     };
     queue
         .backend
@@ -78,7 +79,7 @@ pub(crate) fn launch_support(
 
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
 /// kernel parameter); on a waiting queue, waits and reports a panic.
-fn run(
+pub(super) fn run(
     queue: &Queue,
     function: &'static str,
     kernel: &CudaKernel,
@@ -111,6 +112,7 @@ pub(crate) fn launch_elementwise(
     let launch = LaunchShape {
         items: total,
         threads: 256,
+        cooperative: false,
     };
     let mut strides: Vec<Strides> = Vec::with_capacity(ins.len() + outs.len());
     for op in ins {
@@ -199,6 +201,7 @@ pub(crate) fn launch_gufunc(
     let launch = LaunchShape {
         items: total.saturating_mul(per_item),
         threads: 128,
+        cooperative: false,
     };
     let entry = format!("{}_gufunc", kernel.name);
     run(queue, function, kernel, &entry, launch, args)

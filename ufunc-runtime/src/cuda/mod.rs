@@ -9,7 +9,8 @@
 //!   host simulator (`UFUNC_CUDA_SIM=1`).
 //! - `queue`: default and user streams, counted host/device copies, panic reports.
 //! - `launch`: loaded modules by name and source hash; element-wise and gufunc launches.
-//! - `host`: the target on host operands (copy in, launch, copy out).
+//! - `host`: the target on host operands (copy in, launch, copy out); `methods`: `reduce` and
+//!   `accumulate` of a binary function on device and host operands.
 //! - `array`: device arrays and views; `operand`: what device calls accept and return;
 //!   `stream`: the public `Stream`; `call`: the device calls generated code makes.
 //! - `fft`: transforms on device memory (a host recipe run as batched backend plans), under
@@ -25,6 +26,7 @@ mod host;
 mod kernel;
 mod launch;
 mod literal;
+mod methods;
 mod nvrtc;
 mod operand;
 mod panics;
@@ -44,6 +46,10 @@ pub(crate) use host::{run_elementwise, run_gufunc};
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
 pub(crate) use launch::launch_support;
 pub use literal::{cuda_const, CudaLiteral};
+pub use methods::{
+    accumulate_device, at_device, outer_device, reduce_device, reduce_out_device, DeviceBinaryOp,
+};
+pub(crate) use methods::{accumulate_host, reduce_host};
 pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,

@@ -58,10 +58,10 @@ const SPLIT_REDUCED: Split = Split {
 
 /// One axis of the walk: length, input stride and output stride, in elements.
 #[derive(Clone, Copy, Debug)]
-struct Axis {
-    len: usize,
-    a: isize,
-    out: isize,
+pub(crate) struct Axis {
+    pub len: usize,
+    pub a: isize,
+    pub out: isize,
 }
 
 /// Axes sorted by decreasing input stride (stable), length-1 axes dropped, then neighbours
@@ -111,6 +111,25 @@ impl Space {
     }
 }
 
+/// The kept and the reduced axes of `axes`, each in memory order with neighbours merged, and
+/// whether the axis of smallest stride is reduced (an *inner* reduction).
+pub(crate) fn split_axes(axes: &[AxisSpec]) -> (Vec<Axis>, Vec<Axis>, bool) {
+    let pick = |r: bool| {
+        ordered(
+            axes.iter()
+                .filter(move |x| x.3 == r)
+                .map(|&(len, a, out, _)| Axis { len, a, out }),
+        )
+    };
+    let (kept, reduced) = (pick(false), pick(true));
+    let inner = match (kept.last(), reduced.last()) {
+        (Some(k), Some(r)) => r.a.unsigned_abs() < k.a.unsigned_abs(),
+        (None, Some(_)) => true,
+        _ => false,
+    };
+    (kept, reduced, inner)
+}
+
 /// What a reduction or accumulation walks. Pointers address the caller's arrays.
 pub(super) struct Job<T> {
     kept: Space,
@@ -129,7 +148,7 @@ unsafe impl<T: Sync> Sync for Job<T> {}
 
 /// One operand axis: its length, the input's stride, the output's stride (0 along a reduced
 /// axis of a reduction) and whether it is reduced (walked for each output element).
-pub(super) type AxisSpec = (usize, isize, isize, bool);
+pub(crate) type AxisSpec = (usize, isize, isize, bool);
 
 impl<T: Element> Job<T> {
     pub(super) fn new<B: Body<In = (T, T), Out = T>>(
@@ -138,19 +157,7 @@ impl<T: Element> Job<T> {
         out: *mut T,
     ) -> Job<T> {
         let size = size_of::<T>();
-        let pick = |r: bool| {
-            ordered(
-                axes.iter()
-                    .filter(move |x| x.3 == r)
-                    .map(|&(len, a, out, _)| Axis { len, a, out }),
-            )
-        };
-        let (kept, reduced) = (pick(false), pick(true));
-        let inner = match (kept.last(), reduced.last()) {
-            (Some(k), Some(r)) => r.a.unsigned_abs() < k.a.unsigned_abs(),
-            (None, Some(_)) => true,
-            _ => false,
-        };
+        let (kept, reduced, inner) = split_axes(axes);
         Job {
             kept: Space::new(&kept, size),
             reduced: Space::new(&reduced, size),

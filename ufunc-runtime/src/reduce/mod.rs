@@ -14,13 +14,15 @@ mod engine;
 mod kernels;
 
 use crate::body::Body;
+use crate::call::{route, Route};
+use crate::cuda::{self, DeviceKernel};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::{Operand, OutOperand, RawOperand, RawOutOperand};
 use crate::panic::catching_panics;
-use crate::parallel::Threads;
-use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows};
+use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows, Strides};
 use crate::target::Target;
+pub(crate) use engine::{split_axes, Axis};
 use engine::{AxisSpec, Job};
 use ndarray::{Array, ArrayD, Dimension, IxDyn};
 
@@ -89,7 +91,7 @@ macro_rules! axes_from {
 axes_from!(i32, i64, isize, usize);
 
 /// `axis` counted from the end where negative, or `Error::MethodAxis`.
-fn normalize(
+pub(crate) fn normalize(
     function: &'static str,
     method: &'static str,
     axis: isize,
@@ -108,7 +110,7 @@ fn normalize(
 }
 
 /// Which axes of an array of `ndim` dimensions `axes` reduces.
-fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> Result<Vec<bool>> {
+pub(crate) fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> Result<Vec<bool>> {
     let mut reduced = vec![false; ndim];
     match axes {
         Axes::All => reduced.fill(true),
@@ -127,54 +129,62 @@ fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> Result<Vec<
     Ok(reduced)
 }
 
-/// The CPU threads of a call on `target`: the methods run on `cpu` and `parallel`.
-fn threads(function: &'static str, target: Target, compiled: &'static [Target]) -> Result<Threads> {
-    if !compiled.contains(&target) {
-        return Err(Error::TargetNotCompiled {
-            function,
-            target,
-            compiled,
-        });
-    }
-    match target {
-        Target::Cpu => Ok(Threads::One),
-        Target::Parallel => Ok(Threads::All),
-        Target::Cuda => Err(Error::InvalidArgument {
-            name: "target",
-            message: format!(
-                "the methods of `{function}` (reduce, accumulate, outer, at) run on host arrays \
-                 on the cpu and parallel targets; cuda is not one of them"
-            ),
+/// The one rule for empty reductions: `None` where no axis of `shape` that `reduced` marks is
+/// empty, else `B`'s identity, or `Error::EmptyReduction` naming the axis where it has none.
+pub(crate) fn empty_reduction<B: Body<In = (T, T), Out = T>, T: Element>(
+    shape: &[usize],
+    reduced: &[bool],
+) -> Result<Option<T>> {
+    match (0..reduced.len()).find(|&i| reduced[i] && shape[i] == 0) {
+        None => Ok(None),
+        Some(axis) => B::IDENTITY.map(Some).ok_or_else(|| Error::EmptyReduction {
+            function: B::NAME,
+            axis,
+            shape: shape.to_vec(),
         }),
+    }
+}
+
+/// Whether an output of `out_shape` for reducing `shape` over `reduced` keeps the reduced
+/// axes (as length 1), or `Error::OutputShape` where it has neither shape.
+pub(crate) fn out_keepdims(shape: &[usize], reduced: &[bool], out_shape: &[usize]) -> Result<bool> {
+    let plain = reduced_shape(shape, reduced, false);
+    if out_shape == plain.as_slice() {
+        Ok(false)
+    } else if out_shape == reduced_shape(shape, reduced, true).as_slice() {
+        Ok(true)
+    } else {
+        Err(Error::OutputShape {
+            output: 0,
+            expected: plain,
+            found: out_shape.to_vec(),
+        })
     }
 }
 
 /// Reduces `a` over `reduced` into `out` (its strides given for every axis of `a`, 0 along
 /// reduced ones).
 fn reduce_into<B: Body<In = (T, T), Out = T>, T: Element>(
-    threads: Threads,
+    route: Route,
     a: RawOperand<'_>,
     reduced: &[bool],
     out_ptr: *mut T,
     out_strides: &[isize],
 ) -> Result<()> {
-    let n_out: usize = (0..reduced.len())
-        .filter(|&i| !reduced[i])
-        .map(|i| a.shape[i])
-        .product();
+    let kept: Vec<usize> = (0..reduced.len()).filter(|&i| !reduced[i]).collect();
+    let shape: Vec<usize> = kept.iter().map(|&i| a.shape[i]).collect();
+    let threads = match route {
+        Route::Cpu(threads) => threads,
+        Route::Cuda(kernel) => {
+            let strides: Vec<isize> = kept.iter().map(|&i| out_strides[i]).collect();
+            return cuda::reduce_host::<B, T>(&kernel, a, reduced, (out_ptr, &shape, &strides));
+        }
+    };
+    let n_out: usize = shape.iter().product();
     if n_out == 0 {
         return Ok(());
     }
-    if let Some(axis) = (0..reduced.len()).find(|&i| reduced[i] && a.shape[i] == 0) {
-        let Some(identity) = B::IDENTITY else {
-            return Err(Error::EmptyReduction {
-                function: B::NAME,
-                axis,
-                shape: a.shape.to_vec(),
-            });
-        };
-        let kept: Vec<usize> = (0..reduced.len()).filter(|&i| !reduced[i]).collect();
-        let shape: Vec<usize> = kept.iter().map(|&i| a.shape[i]).collect();
+    if let Some(identity) = empty_reduction::<B, T>(a.shape, reduced)? {
         let strides = byte_strides(
             &kept.iter().map(|&i| out_strides[i]).collect::<Vec<_>>(),
             size_of::<T>(),
@@ -203,7 +213,7 @@ fn reduce_into<B: Body<In = (T, T), Out = T>, T: Element>(
 
 /// The output's strides for every axis of the input: 0 along reduced axes; `out_strides` are
 /// those of an output of the kept axes, or of every axis (keepdims).
-fn full_strides(reduced: &[bool], out_strides: &[isize], keepdims: bool) -> Vec<isize> {
+pub(crate) fn full_strides(reduced: &[bool], out_strides: &[isize], keepdims: bool) -> Vec<isize> {
     let mut kept = out_strides.iter();
     reduced
         .iter()
@@ -225,7 +235,7 @@ fn full_strides(reduced: &[bool], out_strides: &[isize], keepdims: bool) -> Vec<
         .collect()
 }
 
-fn reduced_shape(shape: &[usize], reduced: &[bool], keepdims: bool) -> Vec<usize> {
+pub(crate) fn reduced_shape(shape: &[usize], reduced: &[bool], keepdims: bool) -> Vec<usize> {
     shape
         .iter()
         .zip(reduced)
@@ -247,17 +257,17 @@ pub fn reduce<B, T, A>(
     keepdims: bool,
 ) -> Result<ArrayD<T>>
 where
-    B: Body<In = (T, T), Out = T>,
+    B: Body<In = (T, T), Out = T> + DeviceKernel,
     T: Element,
     A: Operand<T>,
 {
-    let threads = threads(B::NAME, target, compiled)?;
+    let route = route(B::NAME, target, compiled, B::CUDA)?;
     let raw = a.raw();
     let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
     let shape = reduced_shape(raw.shape, &reduced, keepdims);
     let mut out = crate::alloc::try_uninit::<T, IxDyn>(&IxDyn(&shape))?;
     let strides = full_strides(&reduced, &c_strides(&shape), keepdims);
-    reduce_into::<B, T>(threads, raw, &reduced, out.as_mut_ptr() as *mut T, &strides)?;
+    reduce_into::<B, T>(route, raw, &reduced, out.as_mut_ptr() as *mut T, &strides)?;
     // SAFETY: `reduce_into` wrote every element (it returned Ok).
     Ok(unsafe { out.assume_init() })
 }
@@ -272,29 +282,18 @@ pub fn reduce_out<B, T, A, O>(
     mut out: O,
 ) -> Result<()>
 where
-    B: Body<In = (T, T), Out = T>,
+    B: Body<In = (T, T), Out = T> + DeviceKernel,
     T: Element,
     A: Operand<T>,
     O: OutOperand<T>,
 {
-    let threads = threads(B::NAME, target, compiled)?;
+    let route = route(B::NAME, target, compiled, B::CUDA)?;
     let raw = a.raw();
     let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
     let out: RawOutOperand<'_> = out.raw_mut();
-    let plain = reduced_shape(raw.shape, &reduced, false);
-    let keepdims = if out.shape == plain.as_slice() {
-        false
-    } else if out.shape == reduced_shape(raw.shape, &reduced, true).as_slice() {
-        true
-    } else {
-        return Err(Error::OutputShape {
-            output: 0,
-            expected: plain,
-            found: out.shape.to_vec(),
-        });
-    };
+    let keepdims = out_keepdims(raw.shape, &reduced, out.shape)?;
     let strides = full_strides(&reduced, out.strides, keepdims);
-    reduce_into::<B, T>(threads, raw, &reduced, out.ptr as *mut T, &strides)
+    reduce_into::<B, T>(route, raw, &reduced, out.ptr as *mut T, &strides)
 }
 
 /// The running `B` along `axis` of `a`: a new array of `a`'s shape whose element `i` along
@@ -306,18 +305,20 @@ pub fn accumulate<B, T, A>(
     axis: isize,
 ) -> Result<Array<T, A::Dim>>
 where
-    B: Body<In = (T, T), Out = T>,
+    B: Body<In = (T, T), Out = T> + DeviceKernel,
     T: Element,
     A: Operand<T>,
 {
-    let threads = threads(B::NAME, target, compiled)?;
+    let route = route(B::NAME, target, compiled, B::CUDA)?;
     let raw = a.raw();
     let axis = normalize(B::NAME, "accumulate", axis, raw.shape.len())?;
     let mut dim = A::Dim::zeros(raw.shape.len());
     dim.slice_mut().copy_from_slice(raw.shape);
     let mut out = crate::alloc::try_uninit::<T, A::Dim>(&dim)?;
     let strides = c_strides(raw.shape);
-    if !raw.shape.contains(&0) {
+    if let Route::Cuda(kernel) = route {
+        cuda::accumulate_host::<B, T>(&kernel, raw, axis, out.as_mut_ptr() as *mut T)?;
+    } else if let (Route::Cpu(threads), false) = (route, raw.shape.contains(&0)) {
         let axes: Vec<AxisSpec> = (0..raw.shape.len())
             .map(|i| (raw.shape[i], raw.strides[i], strides[i], i == axis))
             .collect();
@@ -328,6 +329,19 @@ where
     Ok(unsafe { out.assume_init() })
 }
 
+/// `a` of `outer` as an operand of the result's shape `a.shape + b.shape`: along the leading
+/// axes, length 1 and stride 0 along the `b_ndim` trailing ones (`b` broadcasts along `a`'s).
+pub(crate) fn outer_leading(
+    shape: &[usize],
+    strides: &[isize],
+    b_ndim: usize,
+) -> (Vec<usize>, Vec<isize>) {
+    let ones = std::iter::repeat_n(1, b_ndim);
+    let shape = shape.iter().copied().chain(ones).collect();
+    let zeros = std::iter::repeat_n(0, b_ndim);
+    (shape, strides.iter().copied().chain(zeros).collect())
+}
+
 /// `B` of every pair: `out[i.., j..] = f(a[i..], b[j..])`, of shape `a.shape + b.shape`.
 pub fn outer<B, T, A, Bo>(
     target: Target,
@@ -336,28 +350,16 @@ pub fn outer<B, T, A, Bo>(
     b: Bo,
 ) -> Result<ArrayD<T>>
 where
-    B: Body<In = (T, T), Out = T>,
+    B: Body<In = (T, T), Out = T> + DeviceKernel,
     T: Element,
     A: Operand<T>,
     Bo: Operand<T>,
 {
-    let threads = threads(B::NAME, target, compiled)?;
+    let route = route(B::NAME, target, compiled, B::CUDA)?;
     let (ra, rb) = (a.raw(), b.raw());
     let shape: Vec<usize> = ra.shape.iter().chain(rb.shape).copied().collect();
     byte_size(&shape, size_of::<T>())?;
-    // `a` along the leading axes (stride 0 along `b`'s), `b` broadcast along `a`'s.
-    let a_shape: Vec<usize> = ra
-        .shape
-        .iter()
-        .copied()
-        .chain(rb.shape.iter().map(|_| 1))
-        .collect();
-    let a_strides: Vec<isize> = ra
-        .strides
-        .iter()
-        .copied()
-        .chain(rb.shape.iter().map(|_| 0))
-        .collect();
+    let (a_shape, a_strides) = outer_leading(ra.shape, ra.strides, rb.shape.len());
     let ins = [
         RawOperand {
             ptr: ra.ptr,
@@ -373,9 +375,54 @@ where
         shape: &shape,
         strides: &strides,
     }];
-    crate::exec::execute::<B>(threads, &ins, &outs, &shape)?;
+    match route {
+        Route::Cpu(threads) => crate::exec::execute::<B>(threads, &ins, &outs, &shape)?,
+        Route::Cuda(kernel) => {
+            let sizes = [size_of::<T>(); 2];
+            cuda::run_elementwise(B::NAME, &kernel, &ins, &sizes, &outs, &sizes[..1], &shape)?
+        }
+    }
     // SAFETY: the engine wrote every element (it returned Ok).
     Ok(unsafe { out.assume_init() })
+}
+
+/// What `f::at` on `a` of `shape` needs, checked before `a` is touched: every index counted
+/// from the end where negative (`Error::IndexOutOfBounds` naming one past either end), and
+/// the strides of `b` (`b_shape`, `b_strides`) broadcast to `(indices.len(),) + shape[1..]`.
+pub(crate) fn at_indices<I: Copy + TryInto<i128>>(
+    function: &'static str,
+    shape: &[usize],
+    indices: &[I],
+    b_shape: &[usize],
+    b_strides: &[isize],
+) -> Result<(Vec<usize>, Strides)> {
+    let Some((&len, sub_shape)) = shape.split_first() else {
+        return Err(Error::InvalidArgument {
+            name: "a",
+            message: format!("`{function}::at` needs an array of one dimension or more, not 0-d"),
+        });
+    };
+    let idx: Vec<usize> = indices
+        .iter()
+        .map(|&i| {
+            let i: i128 = i.try_into().unwrap_or(i128::MAX);
+            let j = if i < 0 { i + len as i128 } else { i };
+            if j < 0 || j >= len as i128 {
+                Err(Error::IndexOutOfBounds {
+                    function,
+                    index: i,
+                    len,
+                })
+            } else {
+                Ok(j as usize)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let full: Vec<usize> = std::iter::once(idx.len())
+        .chain(sub_shape.iter().copied())
+        .collect();
+    let strides = broadcast_strides_to(&full, b_shape, b_strides)?;
+    Ok((idx, strides))
 }
 
 /// Unbuffered in-place `a[indices[k], ..] = f(a[indices[k], ..], b[k, ..])` for each `k` in
@@ -392,35 +439,8 @@ where
 {
     let ra = a.raw_mut();
     let rb = b.raw();
-    let Some((&len, sub_shape)) = ra.shape.split_first() else {
-        return Err(Error::InvalidArgument {
-            name: "a",
-            message: format!(
-                "`{}::at` needs an array of one dimension or more, not 0-d",
-                B::NAME
-            ),
-        });
-    };
-    let idx: Vec<usize> = indices
-        .iter()
-        .map(|&i| {
-            let i: i128 = i.try_into().unwrap_or(i128::MAX);
-            let j = if i < 0 { i + len as i128 } else { i };
-            if j < 0 || j >= len as i128 {
-                Err(Error::IndexOutOfBounds {
-                    function: B::NAME,
-                    index: i,
-                    len,
-                })
-            } else {
-                Ok(j as usize)
-            }
-        })
-        .collect::<Result<_>>()?;
-    let b_shape: Vec<usize> = std::iter::once(idx.len())
-        .chain(sub_shape.iter().copied())
-        .collect();
-    let b_strides = broadcast_strides_to(&b_shape, rb.shape, rb.strides)?;
+    let (idx, b_strides) = at_indices(B::NAME, ra.shape, indices, rb.shape, rb.strides)?;
+    let sub_shape = &ra.shape[1..];
     let size = size_of::<T>();
     let a_bytes = byte_strides(&ra.strides[1..], size);
     let b_bytes = byte_strides(&b_strides[1..], size);

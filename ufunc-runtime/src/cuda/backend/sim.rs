@@ -21,6 +21,8 @@ const SIM_H: &str = include_str!("sim.h");
 /// The simulated grid: blocks, and threads per block.
 const SIM_BLOCKS: u32 = 2;
 const SIM_THREADS: u32 = 3;
+/// Threads per block of a cooperative launch: two of sim.h's warps of 4.
+const SIM_COOP_THREADS: u32 = 8;
 
 /// Device memory under the simulator: 8-byte aligned host memory.
 pub(super) struct SimBuffer {
@@ -258,11 +260,12 @@ impl SimModule {
             })
     }
 
-    /// Runs `entry` over a small grid, thread after thread.
+    /// Runs `entry` over a small grid, thread after thread (a cooperative launch: a block's
+    /// threads at once, on threads of their own, block after block).
     fn launch(
         &self,
         entry: &str,
-        _launch: LaunchShape,
+        launch: LaunchShape,
         args: &mut [Arg<'_>],
         status: &mut Buffer,
     ) -> Result<()> {
@@ -284,6 +287,28 @@ impl SimModule {
         let set_grid: unsafe extern "C" fn(u32, u32, u32, u32) =
             unsafe { std::mem::transmute(grid) };
         let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if launch.cooperative {
+            for block in 0..SIM_BLOCKS {
+                std::thread::scope(|s| {
+                    let threads: Vec<_> = (0..SIM_COOP_THREADS)
+                        .map(|thread| {
+                            let (kernel, words) = (kernel as usize, &words);
+                            s.spawn(move || {
+                                // SAFETY: as below; the grid coordinates are per host thread.
+                                unsafe {
+                                    set_grid(block, SIM_BLOCKS, thread, SIM_COOP_THREADS);
+                                    call_kernel(kernel as *mut c_void, words)
+                                }
+                            })
+                        })
+                        .collect();
+                    threads
+                        .into_iter()
+                        .try_for_each(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                })?;
+            }
+            return Ok(());
+        }
         for block in 0..SIM_BLOCKS {
             for thread in 0..SIM_THREADS {
                 // SAFETY: the kernel's parameters are 64-bit integers, 32-bit ints and pointers,

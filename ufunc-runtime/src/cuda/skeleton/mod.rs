@@ -1,11 +1,13 @@
 //! Kernel skeletons: the `__global__` functions around a translated body, one file per kernel
-//! kind (`elementwise`: `{name}_contig` and `{name}_strided`; `gufunc`: `{name}_gufunc`). The
+//! kind (`elementwise`: `{name}_contig` and `{name}_strided`; `reduce`: the ufunc methods'
+//! kernels beside those; `gufunc`: `{name}_gufunc`). The
 //! macro translates only the user's code (helpers, constants, the body's device function) and
 //! says which kind it needs; the runtime writes the rest, so a new kernel kind needs no macro
 //! change.
 
 mod elementwise;
 mod gufunc;
+mod reduce;
 
 use super::kernel::cuda_prelude;
 
@@ -21,6 +23,9 @@ pub enum KernelKind {
         inputs: &'static [&'static str],
         /// C++ type of each output.
         outputs: &'static [&'static str],
+        /// Whether the function has the ufunc methods (`f(T, T) -> T`): their kernels
+        /// (`reduce`) are added.
+        methods: bool,
     },
     /// A `#[guvectorize]` core function.
     Gufunc {
@@ -61,7 +66,12 @@ pub enum GuOperand {
 ///
 /// ```
 /// use ufunc_runtime::{kernel_source, KernelKind};
-/// let kind = KernelKind::Elementwise { device_fn: "body", inputs: &["f32"], outputs: &["f32"] };
+/// let kind = KernelKind::Elementwise {
+///     device_fn: "body",
+///     inputs: &["f32"],
+///     outputs: &["f32"],
+///     methods: false,
+/// };
 /// let src = kernel_source("twice", &kind, "__device__ f32 body(f32 x) { return x * 2.0f; }\n");
 /// assert!(src.contains("extern \"C\" __global__ void twice_contig(long long n,"));
 /// assert!(src.contains("auto r = body(in0[i]);"));
@@ -72,7 +82,14 @@ pub fn kernel_source(name: &str, kind: &KernelKind, translated: &str) -> String 
             device_fn,
             inputs,
             outputs,
-        } => elementwise::emit(name, device_fn, inputs, outputs),
+            methods,
+        } => {
+            let mut s = elementwise::emit(name, device_fn, inputs, outputs);
+            if methods {
+                s.push_str(&reduce::emit(name, device_fn, outputs[0]));
+            }
+            s
+        }
         KernelKind::Gufunc {
             device_fn,
             operands,

@@ -1,0 +1,387 @@
+//! The ufunc methods on the `cuda` target against the CPU's: `reduce` over every axis set of
+//! several shapes (device arrays, strided and permuted device views, host arrays), the
+//! two-pass path (many elements per output), empty and length-1 axes, NaN propagation,
+//! integer wrapping, float sums within the stated bound, `accumulate` and `outer`.
+
+use super::on_gpu;
+use ndarray::{s, Array, ArrayD, IxDyn};
+use ufunc::cuda::to_device;
+use ufunc::prelude::*;
+use ufunc::Axes;
+
+#[vectorize(targets = ["cpu", "cuda"], identity = 0.0)]
+pub(crate) fn cuda_add_f32(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[vectorize(targets = ["cpu", "cuda"], identity = 0)]
+pub(crate) fn cuda_add_i64(a: i64, b: i64) -> i64 {
+    a.wrapping_add(b)
+}
+
+#[vectorize(targets = ["cpu", "cuda"], identity = 1)]
+pub(crate) fn cuda_mul_i32(a: i32, b: i32) -> i32 {
+    a.wrapping_mul(b)
+}
+
+/// NumPy's `maximum`: NaN propagates. No identity: an empty reduction is an error.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn cuda_maximum(a: f64, b: f64) -> f64 {
+    if a > b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+/// NumPy's `fmax`: NaN is skipped.
+#[vectorize(targets = ["cpu", "cuda"], identity = f64::NAN)]
+pub(crate) fn cuda_fmax(a: f64, b: f64) -> f64 {
+    a.max(b)
+}
+
+/// Updates that do not commute: `at` must apply repeated indices in order.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn cuda_shift_in(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(2).wrapping_add(b)
+}
+
+/// The sources of the functions above, for the NVRTC test.
+pub(crate) fn sources() -> Vec<(&'static str, String)> {
+    vec![
+        ("cuda_add_f32", cuda_add_f32::cuda_source()),
+        ("cuda_add_i64", cuda_add_i64::cuda_source()),
+        ("cuda_mul_i32", cuda_mul_i32::cuda_source()),
+        ("cuda_maximum", cuda_maximum::cuda_source()),
+        ("cuda_fmax", cuda_fmax::cuda_source()),
+        ("cuda_shift_in", cuda_shift_in::cuda_source()),
+    ]
+}
+
+/// Every list of distinct axes of `ndim` dimensions (each subset, and one reversed order).
+fn axis_sets(ndim: usize) -> Vec<Vec<isize>> {
+    let mut sets = Vec::new();
+    for mask in 0..1u32 << ndim {
+        let set: Vec<isize> = (0..ndim as isize).filter(|&i| mask >> i & 1 == 1).collect();
+        sets.push(set.iter().rev().copied().collect());
+        sets.push(set);
+    }
+    sets
+}
+
+fn values_i64(shape: &[usize]) -> ArrayD<i64> {
+    let mut k = 0i64;
+    Array::from_shape_simple_fn(IxDyn(shape), || {
+        k += 1;
+        (k * 7919) % 2001 - 1000
+    })
+}
+
+#[test]
+fn integer_reductions_match_the_cpu_over_every_axis_set() {
+    on_gpu(
+        "integer_reductions_match_the_cpu_over_every_axis_set",
+        || {
+            for shape in [&[7][..], &[5, 6], &[3, 4, 5], &[2, 3, 1, 4]] {
+                let a = values_i64(shape);
+                let d = to_device(&a).unwrap();
+                for axes in axis_sets(shape.len()) {
+                    let want = cuda_add_i64::reduce_on(Target::Cpu, &a, axes.clone()).unwrap();
+                    let got = cuda_add_i64::reduce_device(&d, axes.clone()).unwrap();
+                    assert_eq!(got.copy_to_host().unwrap(), want, "{shape:?} {axes:?}");
+                    let host = cuda_add_i64::reduce_on(Target::Cuda, &a, axes.clone()).unwrap();
+                    assert_eq!(host, want, "host {shape:?} {axes:?}");
+                    let kept = cuda_add_i64::reduce_device_keepdims(&d, axes.clone()).unwrap();
+                    let want_kept = cuda_add_i64::reduce_keepdims(&a, axes.clone()).unwrap();
+                    assert_eq!(
+                        kept.copy_to_host().unwrap(),
+                        want_kept,
+                        "{shape:?} {axes:?}"
+                    );
+                }
+                let all = cuda_add_i64::reduce_device(&d, Axes::All).unwrap();
+                assert_eq!(all.copy_to_host().unwrap()[[]], a.sum());
+            }
+        },
+    );
+}
+
+#[test]
+fn strided_and_permuted_device_views_reduce_as_their_host_views() {
+    on_gpu(
+        "strided_and_permuted_device_views_reduce_as_their_host_views",
+        || {
+            let a = values_i64(&[6, 9, 5]);
+            let d = to_device(&a).unwrap();
+            let dv = d.view().slice(s![1..;2, ..;-2, ..]).unwrap();
+            let hv = a.slice(s![1..;2, ..;-2, ..]);
+            let dp = dv.clone().permuted_axes([2, 0, 1]).unwrap();
+            let hp = hv.permuted_axes([2, 0, 1]);
+            for axes in axis_sets(3) {
+                let want = cuda_add_i64::reduce_on(Target::Cpu, hv, axes.clone()).unwrap();
+                let got = cuda_add_i64::reduce_device(dv.clone(), axes.clone()).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want, "{axes:?}");
+                let want = cuda_add_i64::reduce_on(Target::Cpu, hp, axes.clone()).unwrap();
+                let got = cuda_add_i64::reduce_device(&dp, axes.clone()).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want, "permuted {axes:?}");
+            }
+        },
+    );
+}
+
+#[test]
+fn many_elements_per_output_take_two_passes_and_agree() {
+    on_gpu("many_elements_per_output_take_two_passes_and_agree", || {
+        // 3 outputs of 20000 elements: blocks over chunks, then a warp over the partials;
+        // inner (axis 1) and outer (axis 0 of the transpose) reductions, and all axes.
+        let a = values_i64(&[3, 20000]);
+        let d = to_device(&a).unwrap();
+        for (axes, view) in [(1, false), (0, true)] {
+            let (want, got) = if view {
+                let t = a.t();
+                let dt = d.view().t();
+                (
+                    cuda_add_i64::reduce_on(Target::Cpu, &t, axes).unwrap(),
+                    cuda_add_i64::reduce_device(dt, axes).unwrap(),
+                )
+            } else {
+                (
+                    cuda_add_i64::reduce_on(Target::Cpu, &a, axes).unwrap(),
+                    cuda_add_i64::reduce_device(&d, axes).unwrap(),
+                )
+            };
+            assert_eq!(
+                got.copy_to_host().unwrap(),
+                want,
+                "axis {axes}, view {view}"
+            );
+        }
+        let all = cuda_add_i64::reduce_device(&d, Axes::All).unwrap();
+        assert_eq!(all.copy_to_host().unwrap()[[]], a.sum());
+    });
+}
+
+#[test]
+fn float_sums_are_within_the_stated_bound_of_the_cpu() {
+    on_gpu("float_sums_are_within_the_stated_bound_of_the_cpu", || {
+        let mut k = 0u32;
+        let a = Array::from_shape_simple_fn(IxDyn(&[4, 30000]), || {
+            k = k.wrapping_mul(1664525).wrapping_add(1013904223);
+            (k >> 8) as f32 / (1u32 << 24) as f32 - 0.3
+        });
+        let d = to_device(&a).unwrap();
+        for axes in [vec![0], vec![1], vec![0, 1]] {
+            let cpu = cuda_add_f32::reduce_on(Target::Cpu, &a, axes.clone()).unwrap();
+            let gpu = cuda_add_f32::reduce_device(&d, axes.clone()).unwrap();
+            let abs =
+                cuda_add_f32::reduce_on(Target::Cpu, &a.mapv(f32::abs), axes.clone()).unwrap();
+            let n = axes
+                .iter()
+                .map(|&i| a.shape()[i as usize])
+                .product::<usize>() as f32;
+            for ((c, g), s) in cpu.iter().zip(gpu.copy_to_host().unwrap().iter()).zip(&abs) {
+                let bound = 2.0 * n * f32::EPSILON * s;
+                assert!(
+                    (c - g).abs() <= bound,
+                    "{axes:?}: {c} vs {g} (bound {bound})"
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn empty_and_length_one_axes_follow_the_cpu_rules() {
+    on_gpu("empty_and_length_one_axes_follow_the_cpu_rules", || {
+        let e = ArrayD::<i64>::zeros(IxDyn(&[3, 0, 2]));
+        let d = to_device(&e).unwrap();
+        for axes in axis_sets(3) {
+            let want = cuda_add_i64::reduce_on(Target::Cpu, &e, axes.clone()).unwrap();
+            let got = cuda_add_i64::reduce_device(&d, axes.clone()).unwrap();
+            assert_eq!(got.copy_to_host().unwrap(), want, "{axes:?}");
+        }
+        let m = ArrayD::<f64>::zeros(IxDyn(&[2, 0]));
+        let dm = to_device(&m).unwrap();
+        let ones = cuda_fmax::reduce_device(&dm, 1)
+            .unwrap()
+            .copy_to_host()
+            .unwrap();
+        assert!(ones.iter().all(|v| v.is_nan()) && ones.len() == 2);
+        for err in [
+            cuda_maximum::reduce_device(&dm, 1).unwrap_err(),
+            cuda_maximum::reduce_on(Target::Cuda, &m, 1).unwrap_err(),
+        ] {
+            assert!(
+                matches!(err, Error::EmptyReduction { axis: 1, .. }),
+                "{err}"
+            );
+        }
+        // Nothing to write: no error even without an identity, as on the CPU.
+        assert_eq!(cuda_maximum::reduce_device(&dm, 0).unwrap().shape(), &[0]);
+        let one = values_i64(&[1, 5, 1]);
+        let d1 = to_device(&one).unwrap();
+        for axes in axis_sets(3) {
+            let want = cuda_add_i64::reduce_on(Target::Cpu, &one, axes.clone()).unwrap();
+            let got = cuda_add_i64::reduce_device(&d1, axes.clone()).unwrap();
+            assert_eq!(got.copy_to_host().unwrap(), want, "{axes:?}");
+        }
+    });
+}
+
+#[test]
+fn nan_propagates_as_the_function_says_and_integers_wrap() {
+    on_gpu(
+        "nan_propagates_as_the_function_says_and_integers_wrap",
+        || {
+            let mut a = Array::from_shape_fn(IxDyn(&[4, 50]), |i| (i[0] * 50 + i[1]) as f64);
+            a[[1, 17]] = f64::NAN;
+            a[[3, 0]] = f64::NAN;
+            let d = to_device(&a).unwrap();
+            for axes in [vec![0], vec![1], vec![0, 1]] {
+                for (name, cpu, gpu) in [
+                    (
+                        "maximum",
+                        cuda_maximum::reduce_on(Target::Cpu, &a, axes.clone()).unwrap(),
+                        cuda_maximum::reduce_device(&d, axes.clone()).unwrap(),
+                    ),
+                    (
+                        "fmax",
+                        cuda_fmax::reduce_on(Target::Cpu, &a, axes.clone()).unwrap(),
+                        cuda_fmax::reduce_device(&d, axes.clone()).unwrap(),
+                    ),
+                ] {
+                    let gpu = gpu.copy_to_host().unwrap();
+                    for (c, g) in cpu.iter().zip(&gpu) {
+                        assert!(
+                            c == g || c.is_nan() && g.is_nan(),
+                            "{name} {axes:?}: {cpu} {gpu}"
+                        );
+                    }
+                }
+            }
+            let big = Array::from_shape_fn(IxDyn(&[3, 40]), |i| 1_000_003 * (i[1] as i32 + 2));
+            let db = to_device(&big).unwrap();
+            for axes in [vec![0], vec![1], vec![]] {
+                let want = cuda_mul_i32::reduce_on(Target::Cpu, &big, axes.clone()).unwrap();
+                let got = cuda_mul_i32::reduce_device(&db, axes.clone()).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want, "{axes:?}");
+            }
+        },
+    );
+}
+
+#[test]
+fn reduce_out_device_takes_either_shape_and_checks_it() {
+    on_gpu("reduce_out_device_takes_either_shape_and_checks_it", || {
+        let a = values_i64(&[4, 3, 5]);
+        let d = to_device(&a).unwrap();
+        let want = cuda_add_i64::reduce_on(Target::Cpu, &a, [0, 2]).unwrap();
+        let mut out = ufunc::cuda::device_array::<i64, _>(IxDyn(&[3])).unwrap();
+        cuda_add_i64::reduce_out_device(&d, [0, 2], &mut out).unwrap();
+        assert_eq!(out.copy_to_host().unwrap(), want);
+        let mut kept = ufunc::cuda::device_array::<i64, _>((1, 3, 1)).unwrap();
+        cuda_add_i64::reduce_out_device(&d, [0, 2], &mut kept).unwrap();
+        assert_eq!(
+            kept.copy_to_host().unwrap().into_dyn(),
+            want.into_shape_with_order(IxDyn(&[1, 3, 1])).unwrap()
+        );
+        let mut wrong = ufunc::cuda::device_array::<i64, _>((4,)).unwrap();
+        let err = cuda_add_i64::reduce_out_device(&d, [0, 2], &mut wrong).unwrap_err();
+        assert!(matches!(err, Error::OutputShape { .. }), "{err}");
+        let err = cuda_add_i64::reduce_device(&d, [0, 0]).unwrap_err();
+        assert!(matches!(err, Error::MethodRepeatedAxis { .. }), "{err}");
+        let err = cuda_add_i64::reduce_device(&d, 3).unwrap_err();
+        assert!(matches!(err, Error::MethodAxis { .. }), "{err}");
+    });
+}
+
+#[test]
+fn accumulate_and_outer_match_the_cpu() {
+    on_gpu("accumulate_and_outer_match_the_cpu", || {
+        let a = values_i64(&[3, 4, 5]);
+        let d = to_device(&a).unwrap();
+        let v = d.view().slice(s![.., ..;-1, 1..]).unwrap();
+        let hv = a.slice(s![.., ..;-1, 1..]);
+        for axis in [0, 1, 2, -1] {
+            let want = cuda_add_i64::accumulate_on(Target::Cpu, &a, axis).unwrap();
+            let got = cuda_add_i64::accumulate_device(&d, axis).unwrap();
+            assert_eq!(got.copy_to_host().unwrap(), want, "axis {axis}");
+            let host = cuda_add_i64::accumulate_on(Target::Cuda, &a, axis).unwrap();
+            assert_eq!(host, want, "host axis {axis}");
+            let want = cuda_add_i64::accumulate_on(Target::Cpu, &hv, axis).unwrap();
+            let got = cuda_add_i64::accumulate_device(v.clone(), axis).unwrap();
+            assert_eq!(got.copy_to_host().unwrap(), want, "view axis {axis}");
+        }
+        let e = ArrayD::<i64>::zeros(IxDyn(&[2, 0]));
+        assert_eq!(
+            cuda_add_i64::accumulate_on(Target::Cuda, &e, 1)
+                .unwrap()
+                .shape(),
+            &[2, 0]
+        );
+        let x = values_i64(&[3, 2]);
+        let y = values_i64(&[4]);
+        let want = cuda_add_i64::outer_on(Target::Cpu, &x, y.slice(s![..;-1])).unwrap();
+        let got = cuda_add_i64::outer_on(Target::Cuda, &x, y.slice(s![..;-1])).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got.shape(), &[3, 2, 4]);
+        let (dx, dy) = (to_device(&x).unwrap(), to_device(&y).unwrap());
+        let dev = cuda_add_i64::outer_device(dx.view().t(), dy.view().slice(s![..;-1]).unwrap());
+        let want = cuda_add_i64::outer_on(Target::Cpu, x.t(), y.slice(s![..;-1])).unwrap();
+        assert_eq!(dev.unwrap().copy_to_host().unwrap(), want);
+        let scalar = cuda_add_i64::outer_device(&dx, 5i64).unwrap();
+        assert_eq!(scalar.copy_to_host().unwrap(), x.mapv(|v| v + 5));
+    });
+}
+
+#[test]
+fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
+    on_gpu(
+        "at_device_applies_repeated_indices_in_order_as_the_cpu",
+        || {
+            let a = values_i64(&[5, 3, 4]);
+            let idx = [0i32, 4, -1, 2, 0, 0];
+            let b = values_i64(&[6, 1, 4]);
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, &idx, &b).unwrap();
+            let mut d = to_device(&a).unwrap();
+            let db = to_device(&b).unwrap();
+            cuda_add_i64::at_device(&mut d, &idx, db.view().slice(s![.., .., ..]).unwrap())
+                .unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // Order matters where updates do not commute (`2a + b`): a repeated index takes
+            // its rows of `b` in order.
+            let mut want = a.clone();
+            cuda_shift_in::at(&mut want, &idx, &b).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(&mut d, &idx, &db).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // A scalar `b` on wrapping integers.
+            let a32 = a.mapv(|v| v as i32 * 1_000_003);
+            let mut want32 = a32.clone();
+            cuda_mul_i32::at(&mut want32, &idx, 3i32).unwrap();
+            let mut d = to_device(&a32).unwrap();
+            cuda_mul_i32::at_device(&mut d, &idx, 3i32).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want32);
+            // A host `b`, copied in.
+            let mut d = to_device(&a).unwrap();
+            cuda_add_i64::at_device(&mut d, &idx, &b).unwrap();
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, &idx, &b).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let err = cuda_add_i64::at_device(&mut d, &[5], 1i64).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::IndexOutOfBounds {
+                        index: 5,
+                        len: 5,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert_eq!(d.copy_to_host().unwrap(), want, "nothing touched");
+        },
+    );
+}

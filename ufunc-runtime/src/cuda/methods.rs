@@ -1,0 +1,441 @@
+//! The ufunc methods of a `#[vectorize]` function `f(T, T) -> T` on the `cuda` target: device
+//! arrays and views in and out (`f::reduce_device`, ..), and the host arrays of
+//! `f::reduce_on(Target::Cuda, ..)` (copied in, reduced, copied back). The axes are those the
+//! CPU engine walks (ordered and merged, `split_axes`), the empty-axis rule the CPU's
+//! (`empty_reduction`); the kernels are the `reduce` skeleton's:
+//!
+//! - many reduced elements for few outputs (a full reduction, say): two passes, blocks over
+//!   chunks of each output's elements into partials, then a warp per output over its partials;
+//! - otherwise an inner reduction (reduced axis of smallest stride): a warp per output;
+//! - an outer one: a thread per output walking its rows (coalesced along the kept axis).
+//!
+//! Float results differ from the CPU's only by the grouping of the operations: for a sum of
+//! `n` elements both are within `n * eps * sum(|x|)` of the exact sum, so they differ by at
+//! most twice that.
+
+use super::args::{Arg, Buffer, LaunchShape};
+use super::array::{wrap, DeviceArray};
+use super::call::{kernel_of, launch_inputs, queue_of};
+use super::host::upload_host;
+use super::kernel::{CudaKernel, DeviceKernel};
+use super::launch::{launch_elementwise, run, LaunchInput};
+use super::operand::DeviceOperand;
+use super::queue::{DeviceBuffer, Queue};
+use super::stream::Stream;
+use crate::body::Body;
+use crate::element::Element;
+use crate::error::Result;
+use crate::operand::RawOperand;
+use crate::reduce::{
+    at_indices, empty_reduction, full_strides, normalize, out_keepdims, outer_leading,
+    reduced_axes, reduced_shape, split_axes, Axes, Axis,
+};
+use crate::shape::{byte_size, c_strides, scatter_c_order};
+use crate::target::Target;
+use ndarray::{Dimension, IxDyn};
+
+/// The functions the device methods take: `f(T, T) -> T` with a CUDA kernel.
+pub trait DeviceBinaryOp<T: Element>: Body<In = (T, T), Out = T> + DeviceKernel {}
+
+impl<T: Element, B: Body<In = (T, T), Out = T> + DeviceKernel> DeviceBinaryOp<T> for B {}
+
+/// Threads per block of the method kernels (a multiple of the warp size).
+const THREADS: u32 = 256;
+/// Lanes of a warp on the GPU: one warp per output element in `_reduce_warps`.
+const WARP: usize = 32;
+/// Reductions of at least this many elements per output...
+const BLOCKS_MIN_RED: usize = 8192;
+/// ...for at most this many outputs take two passes: blocks over chunks, then warps.
+const BLOCKS_MAX_OUT: usize = 2048;
+/// Blocks of the first pass, about (a few per multiprocessor, each a long run).
+const BLOCKS_TASKS: usize = 2048;
+
+/// A kernel of the methods and where it runs.
+struct Methods<'q> {
+    queue: &'q Queue,
+    function: &'static str,
+    kernel: CudaKernel,
+}
+
+impl Methods<'_> {
+    fn launch(
+        &self,
+        entry: &str,
+        items: usize,
+        cooperative: bool,
+        args: Vec<Arg<'_>>,
+    ) -> Result<()> {
+        let entry = format!("{}_{entry}", self.kernel.name);
+        let shape = LaunchShape {
+            items,
+            threads: THREADS,
+            cooperative,
+        };
+        run(self.queue, self.function, &self.kernel, &entry, shape, args)
+    }
+
+    /// `g` of the skeleton: the kept and the reduced axes.
+    fn geometry(&self, kept: &[Axis], red: &[Axis]) -> Result<Buffer> {
+        let mut g = vec![kept.len() as i64, red.len() as i64];
+        for axes in [kept, red] {
+            g.extend(axes.iter().map(|x| x.len as i64));
+            g.extend(axes.iter().map(|x| x.a as i64));
+            g.extend(axes.iter().map(|x| x.out as i64));
+        }
+        self.queue.upload_i64(&g)
+    }
+
+    /// `f` over `red` of `input` for each element of `kept`, into `out` (both non-empty).
+    fn reduce<T: Element>(
+        &self,
+        input: (&Buffer, usize),
+        kept: &[Axis],
+        red: &[Axis],
+        inner: bool,
+        out: &mut Buffer,
+    ) -> Result<()> {
+        let n_out: usize = kept.iter().map(|x| x.len).product();
+        let n_red: usize = red.iter().map(|x| x.len).product();
+        let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
+        if n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT {
+            let chunk = n_red.div_ceil((BLOCKS_TASKS / n_out).clamp(1, n_red / BLOCKS_MIN_RED));
+            let parts = n_red.div_ceil(chunk);
+            let mut partials = self.queue.alloc(n_out * parts * size_of::<T>())?;
+            let g = self.geometry(kept, red)?;
+            let mut args = sizes();
+            args.extend([Arg::I64(parts as i64), Arg::I64(chunk as i64)]);
+            args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1)]);
+            args.push(Arg::Out(&mut partials));
+            self.launch(
+                "reduce_blocks",
+                n_out * parts * THREADS as usize,
+                true,
+                args,
+            )?;
+            // Each output's partials are contiguous, outputs in the order of `kept`.
+            let lens: Vec<usize> = kept.iter().map(|x| x.len).collect();
+            let kept: Vec<Axis> = kept
+                .iter()
+                .zip(c_strides(&lens))
+                .map(|(x, s)| Axis {
+                    a: s * parts as isize,
+                    ..*x
+                })
+                .collect();
+            let red = [Axis {
+                len: parts,
+                a: 1,
+                out: 0,
+            }];
+            return self.reduce::<T>((&partials, 0), &kept, &red, true, out);
+        }
+        let g = self.geometry(kept, red)?;
+        let mut args = sizes();
+        if inner {
+            args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
+            self.launch("reduce_warps", n_out * WARP, true, args)
+        } else {
+            args.push(Arg::I32(0));
+            args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
+            self.launch("reduce_cols", n_out, false, args)
+        }
+    }
+
+    /// `B` reduced over `reduced` of `input` into `out`, device memory of the kept axes in C
+    /// order.
+    fn reduce_into<B: Body<In = (T, T), Out = T>, T: Element>(
+        &self,
+        input: &LaunchInput<'_>,
+        reduced: &[bool],
+        out: &mut Buffer,
+    ) -> Result<()> {
+        let shape = input.shape;
+        let kept_shape = reduced_shape(shape, reduced, false);
+        let n_out: usize = kept_shape.iter().product();
+        if n_out == 0 {
+            return Ok(());
+        }
+        if let Some(identity) = empty_reduction::<B, T>(shape, reduced)? {
+            let fill = vec![identity; n_out];
+            // SAFETY: `n_out` plain elements.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(fill.as_ptr() as *const u8, n_out * size_of::<T>())
+            };
+            return self.queue.copy_within(&self.queue.upload(bytes)?, out);
+        }
+        let out_strides = full_strides(reduced, &c_strides(&kept_shape), false);
+        let specs: Vec<_> = (0..shape.len())
+            .map(|i| (shape[i], input.strides[i], out_strides[i], reduced[i]))
+            .collect();
+        let (kept, red, inner) = split_axes(&specs);
+        self.reduce::<T>((input.mem, input.offset), &kept, &red, inner, out)
+    }
+
+    /// `a[idx[k], ..] = f(a[idx[k], ..], b[k, ..])` for each `k` in order, `a` in C order of
+    /// `shape`, `b` at `b_strides` (broadcast to `(idx.len(),) + shape[1..]`).
+    fn at(
+        &self,
+        a: &mut Buffer,
+        shape: &[usize],
+        idx: &[usize],
+        b: &LaunchInput<'_>,
+        b_strides: &[isize],
+    ) -> Result<()> {
+        let a_strides = c_strides(shape);
+        let specs: Vec<_> = (1..shape.len())
+            .map(|i| (shape[i], a_strides[i], b_strides[i], false))
+            .collect();
+        let (sub, _, _) = split_axes(&specs);
+        let n_sub: usize = sub.iter().map(|x| x.len).product();
+        if idx.is_empty() || n_sub == 0 {
+            return Ok(());
+        }
+        let along = [Axis {
+            len: idx.len(),
+            a: a_strides[0],
+            out: b_strides[0],
+        }];
+        let g = self.geometry(&sub, &along)?;
+        let idx: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
+        let idx = self.queue.upload_i64(&idx)?;
+        let args = vec![
+            Arg::I64(n_sub as i64),
+            Arg::I64(along[0].len as i64),
+            Arg::In(&idx, 0),
+            Arg::In(&g, 0),
+            Arg::Out(a),
+            Arg::In(b.mem, b.offset),
+        ];
+        self.launch("at", n_sub, false, args)
+    }
+
+    /// The running `f` along `axis` of `input` into `out`, device memory of its shape in C
+    /// order.
+    fn accumulate(&self, input: &LaunchInput<'_>, axis: usize, out: &mut Buffer) -> Result<()> {
+        let shape = input.shape;
+        if shape.contains(&0) {
+            return Ok(());
+        }
+        let out_strides = c_strides(shape);
+        let specs: Vec<_> = (0..shape.len())
+            .map(|i| (shape[i], input.strides[i], out_strides[i], i == axis))
+            .collect();
+        let (kept, red, _) = split_axes(&specs);
+        let n_out: usize = kept.iter().map(|x| x.len).product();
+        let n_red: usize = red.iter().map(|x| x.len).product();
+        let g = self.geometry(&kept, &red)?;
+        let args = vec![
+            Arg::I64(n_out as i64),
+            Arg::I64(n_red as i64),
+            Arg::I32(1),
+            Arg::In(&g, 0),
+            Arg::In(input.mem, input.offset),
+            Arg::Out(out),
+        ];
+        self.launch("reduce_cols", n_out, false, args)
+    }
+}
+
+/// Runs `f` with the methods of `B` on `stream` (or the default queue) and `a` as a launch
+/// input (a host operand copied in for the call).
+fn with_input<B, T, A, R>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    f: impl FnOnce(&Methods<'_>, &LaunchInput<'_>) -> Result<R>,
+) -> Result<R>
+where
+    B: DeviceKernel + Body,
+    T: Element,
+    A: DeviceOperand<T>,
+{
+    let m = Methods {
+        queue: queue_of(stream)?,
+        function: B::NAME,
+        kernel: kernel_of::<B>(B::NAME, compiled)?,
+    };
+    let raw = [a.raw_device()];
+    let mut uploads = Vec::new();
+    let ins = launch_inputs(m.queue, B::NAME, &raw, &[size_of::<T>()], &mut uploads)?;
+    f(&m, &ins[0])
+}
+
+/// `f::reduce_device` (and `_keepdims`): `B` reduced over `axes` of a device (or host)
+/// operand, left on the device.
+pub fn reduce_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    axes: Axes,
+    keepdims: bool,
+) -> Result<DeviceArray<T, IxDyn>> {
+    with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
+        let reduced = reduced_axes(B::NAME, &axes, input.shape.len())?;
+        let shape = reduced_shape(input.shape, &reduced, keepdims);
+        let mut out = m.queue.alloc(byte_size(&shape, size_of::<T>())?)?;
+        m.reduce_into::<B, T>(input, &reduced, &mut out)?;
+        Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
+    })
+}
+
+/// `f::reduce_out_device`: into a device array of the reduced shape, with or without the
+/// reduced axes kept as length 1.
+pub fn reduce_out_device<B: DeviceBinaryOp<T>, T: Element, A, D>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    axes: Axes,
+    out: &mut DeviceArray<T, D>,
+) -> Result<()>
+where
+    A: DeviceOperand<T>,
+    D: Dimension,
+{
+    with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
+        let reduced = reduced_axes(B::NAME, &axes, input.shape.len())?;
+        out_keepdims(input.shape, &reduced, out.dim.slice())?;
+        m.reduce_into::<B, T>(input, &reduced, &mut out.buf.0)
+    })
+}
+
+/// `f::accumulate_device`: the running `B` along `axis` of a device (or host) operand, left
+/// on the device.
+pub fn accumulate_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    axis: isize,
+) -> Result<DeviceArray<T, A::Dim>> {
+    with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
+        let shape = input.shape;
+        let axis = normalize(B::NAME, "accumulate", axis, shape.len())?;
+        let mut out = m.queue.alloc(byte_size(shape, size_of::<T>())?)?;
+        m.accumulate(input, axis, &mut out)?;
+        let mut dim = A::Dim::zeros(shape.len());
+        dim.slice_mut().copy_from_slice(shape);
+        Ok(wrap(DeviceBuffer(out), &dim))
+    })
+}
+
+/// `f::outer_device`: `B` of every pair of two device (or host) operands, of shape
+/// `a.shape + b.shape`, left on the device: the element-wise kernel over `a` broadcast along
+/// `b`'s axes and `b` along `a`'s.
+pub fn outer_device<B: DeviceBinaryOp<T>, T: Element, A, Bo>(
+    compiled: &'static [Target],
+    stream: Option<&Stream>,
+    a: A,
+    b: Bo,
+) -> Result<DeviceArray<T, IxDyn>>
+where
+    A: DeviceOperand<T>,
+    Bo: DeviceOperand<T>,
+{
+    let kernel = kernel_of::<B>(B::NAME, compiled)?;
+    let queue = queue_of(stream)?;
+    let raw = [a.raw_device(), b.raw_device()];
+    let size = size_of::<T>();
+    let mut uploads = Vec::new();
+    let mut ins = launch_inputs(queue, B::NAME, &raw, &[size; 2], &mut uploads)?;
+    let (sa, sb) = (ins[0].shape, ins[1].shape);
+    let shape: Vec<usize> = sa.iter().chain(sb).copied().collect();
+    let (a_shape, a_strides) = outer_leading(sa, &ins[0].strides, sb.len());
+    ins[0].shape = &a_shape;
+    ins[0].strides = a_strides.into();
+    let mut out = queue.alloc(byte_size(&shape, size)?)?;
+    launch_elementwise(queue, B::NAME, &kernel, &ins, &mut [&mut out], &shape)?;
+    Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
+}
+
+/// `f::at_device`: in place on a device array, unbuffered (a repeated index is applied
+/// repeatedly, in order): a thread per element of `a[0]`'s sub-array walks the indices in
+/// order. Every index is checked before `a` is touched.
+pub fn at_device<B: DeviceBinaryOp<T>, T: Element, D: Dimension, I, Bo>(
+    compiled: &'static [Target],
+    a: &mut DeviceArray<T, D>,
+    indices: &[I],
+    b: Bo,
+) -> Result<()>
+where
+    I: Copy + TryInto<i128>,
+    Bo: DeviceOperand<T>,
+{
+    with_input::<B, T, Bo, _>(compiled, None, b, |m, input| {
+        let shape = a.dim.slice().to_vec();
+        let (idx, strides) = at_indices(B::NAME, &shape, indices, input.shape, &input.strides)?;
+        m.at(&mut a.buf.0, &shape, &idx, input, &strides)
+    })
+}
+
+/// Runs `f` on the default queue with host `a` copied in and device memory for an output of
+/// `out`'s shape, then copies that back into `out` (address, shape, element strides).
+fn on_host<B: Body, T: Element>(
+    kernel: &CudaKernel,
+    a: RawOperand<'_>,
+    out: (*mut T, &[usize], &[isize]),
+    f: impl FnOnce(&Methods<'_>, &LaunchInput<'_>, &mut Buffer) -> Result<()>,
+) -> Result<()> {
+    let (out_ptr, out_shape, out_strides) = out;
+    let m = Methods {
+        queue: Queue::default_queue()?,
+        function: B::NAME,
+        kernel: *kernel,
+    };
+    let size = size_of::<T>();
+    let bytes = byte_size(out_shape, size)?;
+    let mem = upload_host(m.queue, &a, size)?;
+    let input = LaunchInput {
+        mem: &mem,
+        offset: 0,
+        shape: a.shape,
+        strides: c_strides(a.shape),
+    };
+    let mut dev = m.queue.alloc(bytes)?;
+    f(&m, &input, &mut dev)?;
+    let back = m.queue.download(&dev)?;
+    // SAFETY: `out` addresses writable elements of `out_shape` at `out_strides`; `back` holds
+    // them in C order.
+    unsafe {
+        scatter_c_order(
+            &back[..bytes],
+            out_ptr as *mut u8,
+            out_shape,
+            out_strides,
+            size,
+        )
+    };
+    Ok(())
+}
+
+/// `B` reduced over `reduced` of host `a` on the device, into host memory at `out` (address,
+/// the kept axes' shape and element strides).
+pub(crate) fn reduce_host<B: Body<In = (T, T), Out = T>, T: Element>(
+    kernel: &CudaKernel,
+    a: RawOperand<'_>,
+    reduced: &[bool],
+    out: (*mut T, &[usize], &[isize]),
+) -> Result<()> {
+    if out.1.contains(&0) {
+        // Nothing to write, but still the empty-axis rule, as on the CPU.
+        return empty_reduction::<B, T>(a.shape, reduced).map(drop);
+    }
+    on_host::<B, T>(kernel, a, out, |m, input, dev| {
+        m.reduce_into::<B, T>(input, reduced, dev)
+    })
+}
+
+/// The running `B` along `axis` of host `a` on the device, into `out`, a new C-order array of
+/// `a`'s shape.
+pub(crate) fn accumulate_host<B: Body<In = (T, T), Out = T>, T: Element>(
+    kernel: &CudaKernel,
+    a: RawOperand<'_>,
+    axis: usize,
+    out: *mut T,
+) -> Result<()> {
+    if a.shape.contains(&0) {
+        return Ok(());
+    }
+    let strides = c_strides(a.shape);
+    on_host::<B, T>(kernel, a, (out, a.shape, &strides), |m, input, dev| {
+        m.accumulate(input, axis, dev)
+    })
+}

@@ -1,0 +1,192 @@
+//! The method kernels of a `#[vectorize]` body `f(T, T) -> T` (`reduce`, `accumulate`), beside
+//! its element-wise kernels in the same module. Each walks a geometry `g` of kept and reduced
+//! axes (the CPU engine's ordered and merged axes): `g = [nk, nr, kept shape, kept input
+//! strides, kept output strides, reduced shape, reduced input strides, reduced output
+//! strides]`, element strides.
+//!
+//! - `{name}_reduce_warps`: a warp per output element, lanes striding over its reduced
+//!   elements (coalesced where the reduced axis is contiguous), a shuffle tree;
+//! - `{name}_reduce_blocks`: a block per (output element, chunk of its reduced elements), a
+//!   shuffle tree per warp, then across warps, one partial per task (the first pass of a
+//!   two-pass reduction, the second being `_warps` over the partials);
+//! - `{name}_reduce_cols`: a thread per output element walking its reduced elements in order
+//!   (adjacent threads read adjacent columns of an outer-axis reduction); with `each`, every
+//!   running value is written too (an accumulation);
+//! - `{name}_at`: a thread per element of `a[0]`'s sub-array, applying every index in order
+//!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the
+//!   indices, with `a`'s and `b`'s strides along axis 0).
+//!
+//! `_warps` and `_blocks` synchronise their threads (launched as cooperative), and need
+//! `blockDim.x` to be a multiple of `warpSize`.
+
+use super::{STATUS_ENTRY, STATUS_PARAM};
+
+/// The method kernels of `device_fn` over elements of C++ type `t`.
+pub(super) fn emit(name: &str, device_fn: &str, t: &str) -> String {
+    format!(
+        r#"#ifndef __UFUNC_BLOCK_SHARED
+#define __UFUNC_BLOCK_SHARED __shared__
+#endif
+struct {name}_geom {{
+    int nk, nr;
+    const long long *kshape, *ka, *kout, *rshape, *ra, *rout;
+}};
+__device__ inline {name}_geom {name}_geom_of(const long long* g) {{
+    {name}_geom r;
+    r.nk = (int)g[0];
+    r.nr = (int)g[1];
+    r.kshape = g + 2;
+    r.ka = r.kshape + r.nk;
+    r.kout = r.ka + r.nk;
+    r.rshape = r.kout + r.nk;
+    r.ra = r.rshape + r.nr;
+    r.rout = r.ra + r.nr;
+    return r;
+}}
+// The element offset of C-order flat index `i` over `nd` axes.
+__device__ inline long long {name}_offset(long long i, int nd, const long long* shape, const long long* strides) {{
+    if (nd == 1) return i * strides[0];
+    long long off = 0;
+    for (int d = nd - 1; d >= 0; --d) {{
+        off += (i % shape[d]) * strides[d];
+        i /= shape[d];
+    }}
+    return off;
+}}
+__device__ inline void {name}_push({t}& v, bool& has, {t} x) {{
+    v = has ? {device_fn}(v, x) : x;
+    has = true;
+}}
+// `v` of the lane `d` above, any type, in 32-bit words.
+__device__ inline {t} {name}_shfl_down({t} v, unsigned d) {{
+    const int words = (sizeof({t}) + 3) / 4;
+    unsigned w[words];
+    for (int k = 0; k < words; ++k) w[k] = 0;
+    const unsigned char* src = (const unsigned char*)&v;
+    unsigned char* bytes = (unsigned char*)w;
+    for (unsigned k = 0; k < sizeof({t}); ++k) bytes[k] = src[k];
+    for (int k = 0; k < words; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], d);
+    {t} r = v;
+    unsigned char* dst = (unsigned char*)&r;
+    for (unsigned k = 0; k < sizeof({t}); ++k) dst[k] = bytes[k];
+    return r;
+}}
+// Each warp's values combined in lane order into its lane 0 (lanes without one skipped).
+__device__ inline void {name}_warp_reduce({t}& v, bool& has) {{
+    const unsigned lane = threadIdx.x % warpSize;
+    for (unsigned d = warpSize / 2; d > 0; d /= 2) {{
+        const {t} o = {name}_shfl_down(v, d);
+        const int other = __shfl_down_sync(0xffffffffu, (int)has, d);
+        if (other && lane + d < (unsigned)warpSize && threadIdx.x + d < blockDim.x) {name}_push(v, has, o);
+    }}
+}}
+// The block's values combined in thread order into thread 0.
+__device__ inline void {name}_block_reduce({t}& v, bool& has) {{
+    __UFUNC_BLOCK_SHARED {t} vals[32];
+    __UFUNC_BLOCK_SHARED int flags[32];
+    {name}_warp_reduce(v, has);
+    const unsigned lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+    const unsigned warps = (blockDim.x + warpSize - 1) / warpSize;
+    __syncthreads();
+    if (lane == 0) {{
+        vals[warp] = v;
+        flags[warp] = has;
+    }}
+    __syncthreads();
+    has = lane < warps && flags[lane];
+    if (has) v = vals[lane];
+    {name}_warp_reduce(v, has);
+}}
+extern "C" __global__ void {name}_reduce_warps(long long n_out, long long n_red,
+        const long long* __restrict__ g, const {t}* __restrict__ in, {t}* __restrict__ out,
+        {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    const long long per_block = blockDim.x / warpSize;
+    const unsigned lane = threadIdx.x % warpSize;
+    for (long long base = blockIdx.x * per_block; base < n_out; base += gridDim.x * per_block) {{
+        const long long o = base + threadIdx.x / warpSize;
+        {t} v{{}};
+        bool has = false;
+        if (o < n_out) {{
+            const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
+            for (long long r = lane; r < n_red; r += warpSize)
+                {name}_push(v, has, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+        }}
+        {name}_warp_reduce(v, has);
+        if (o < n_out && lane == 0) out[{name}_offset(o, geo.nk, geo.kshape, geo.kout)] = v;
+    }}
+}}
+extern "C" __global__ void {name}_reduce_blocks(long long n_out, long long n_red, long long parts,
+        long long chunk, const long long* __restrict__ g, const {t}* __restrict__ in,
+        {t}* __restrict__ partials, {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
+        const long long o = task / parts, start = task % parts * chunk;
+        const long long end = start + chunk < n_red ? start + chunk : n_red;
+        const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
+        {t} v{{}};
+        bool has = false;
+        for (long long r = start + threadIdx.x; r < end; r += blockDim.x)
+            {name}_push(v, has, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+        {name}_block_reduce(v, has);
+        if (threadIdx.x == 0) partials[task] = v;
+    }}
+}}
+extern "C" __global__ void {name}_reduce_cols(long long n_out, long long n_red, int each,
+        const long long* __restrict__ g, const {t}* __restrict__ in, {t}* __restrict__ out,
+        {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < n_out;
+         o += (long long)gridDim.x * blockDim.x) {{
+        const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
+        {t}* dst = out + {name}_offset(o, geo.nk, geo.kshape, geo.kout);
+        {t} v = a[0];
+        if (each) dst[0] = v;
+        for (long long r = 1; r < n_red; ++r) {{
+            v = {device_fn}(v, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+            if (each) dst[{name}_offset(r, geo.nr, geo.rshape, geo.rout)] = v;
+        }}
+        if (!each) dst[0] = v;
+    }}
+}}
+extern "C" __global__ void {name}_at(long long n_sub, long long n_idx,
+        const long long* __restrict__ idx, const long long* __restrict__ g,
+        {t}* __restrict__ a, const {t}* __restrict__ b, {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n_sub;
+         t += (long long)gridDim.x * blockDim.x) {{
+        {t}* pa = a + {name}_offset(t, geo.nk, geo.kshape, geo.ka);
+        const {t}* pb = b + {name}_offset(t, geo.nk, geo.kshape, geo.kout);
+        for (long long k = 0; k < n_idx; ++k) {{
+            {t}* x = pa + idx[k] * geo.ra[0];
+            *x = {device_fn}(*x, pb[k * geo.rout[0]]);
+        }}
+    }}
+}}
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kernels_call_the_device_function() {
+        let src = super::emit("add_f32", "body", "f32");
+        for k in [
+            "add_f32_reduce_warps",
+            "add_f32_reduce_blocks",
+            "add_f32_reduce_cols",
+        ] {
+            assert!(src.contains(&format!("void {k}(")), "{src}");
+        }
+        assert!(src.contains("v = has ? body(v, x) : x;"), "{src}");
+        assert!(
+            src.contains("__shfl_down_sync(0xffffffffu, w[k], d)"),
+            "{src}"
+        );
+    }
+}
