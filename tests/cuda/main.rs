@@ -11,9 +11,14 @@ mod agree;
 mod cache;
 mod convolve;
 mod device;
+mod differential;
 mod fft;
+// Written by scripts/kernelgen.py: regenerate rather than reformat.
+#[rustfmt::skip]
+mod generated;
 mod kernels;
 mod ports;
+mod regressions;
 mod reliability;
 mod translate;
 

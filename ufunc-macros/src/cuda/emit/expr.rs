@@ -222,7 +222,9 @@ impl Emitter<'_> {
     pub(super) fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> (String, Ty) {
         let (v, t) = self.emit_expr(&u.expr, expected);
         match u.op {
-            UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => (format!("-{v}"), t),
+            UnOp::Neg(_) if t.is_float() || t.is_complex() || t == Ty::Opaque => {
+                (format!("-{v}"), t)
+            }
             UnOp::Neg(_) => (format!("__ufunc_neg({v})"), t),
             UnOp::Not(_) if t == Ty::elem("bool") => (format!("!{v}"), t),
             UnOp::Not(_) => (format!("__ufunc_not({v})"), t),
@@ -476,9 +478,6 @@ impl Emitter<'_> {
                         }
                         _ => (digits, Ty::IntLit),
                     },
-                    s if s == "usize" || s == "isize" => {
-                        self.unsupported(i, "a usize/isize literal")
-                    }
                     s => (typed_literal(&digits, s), Ty::elem(s)),
                 }
             }
