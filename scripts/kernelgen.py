@@ -30,7 +30,8 @@ ELEMS = INTS + FLOATS + COMPLEX + ["bool"]
 
 FLOAT_METHODS_EXACT = ["abs", "floor", "ceil", "round", "trunc", "sqrt", "signum", "fract"]
 FLOAT_METHODS_INEXACT = ["exp", "ln", "sin", "cos", "tanh", "atan", "exp_m1", "ln_1p", "cbrt",
-                         "to_degrees", "asinh", "log2"]
+                         "to_degrees", "to_radians", "asinh", "log2", "log10", "exp2", "recip",
+                         "sinh", "acos", "asin"]
 FLOAT_METHODS2_EXACT = ["min", "max", "copysign"]
 FLOAT_METHODS2_INEXACT = ["powf", "hypot", "atan2"]
 
@@ -52,6 +53,7 @@ class Gen:
         self.scope = []  # (name, type, exact)
         self.helpers = helpers  # (name, [param types], return type)
         self.fresh = 0
+        self.rets = []  # the kernel's return types, for early `return`s
         self.untyped = set()  # bindings of unsuffixed literals: no method calls on them
 
     def name(self, prefix):
@@ -94,6 +96,8 @@ class Gen:
         """An expression of type `ty`; with `exact_only`, only exactly reproducible ones."""
         if depth <= 0 or self.chance(0.25):
             return self.leaf(ty, exact_only)
+        if self.chance(0.12):
+            return self.structured(ty, depth, exact_only)
         if ty == "bool":
             return self.bool_expr(depth)
         if ty in INTS:
@@ -101,6 +105,26 @@ class Gen:
         if ty in FLOATS:
             return self.float_expr(ty, depth, exact_only)
         return self.complex_expr(ty, depth, exact_only)
+
+    def structured(self, ty, depth, exact_only):
+        """A block, a `match` on an integer, or a `loop` with a valued... break-free exit."""
+        k = self.rng.randrange(3)
+        if k == 0:
+            t = self.pick(ELEMS)
+            inner = self.expr(t, depth - 1, exact_only)
+            name = self.name("b")
+            self.scope.append((name, t, inner.exact))
+            v = self.expr(ty, depth - 1, exact_only)
+            self.scope.pop()
+            return Val(f"({{ let {name} = {inner.text}; {v.text} }})", ty, v.exact)
+        if k == 1:
+            it = self.pick(INTS)
+            x = self.expr(it, depth - 1)
+            arms = [self.expr(ty, depth - 1, exact_only) for _ in range(3)]
+            return Val(f"(match ({x.text} & 3) {{ 0 => {arms[0].text}, 1 | 2 => {arms[1].text}, "
+                       f"_ => {arms[2].text} }})", ty, all(a.exact for a in arms))
+        h = self.helper_call(ty, depth, exact_only)
+        return h if h else self.leaf(ty, exact_only)
 
     def leaf(self, ty, exact_only):
         """A variable of `ty`, another variable cast to `ty`, or a literal."""
@@ -179,6 +203,9 @@ class Gen:
             return Val(f"(!{a.text})", ty)
         if k == 8:
             return self.if_expr(ty, depth, True)
+        if k == 9 and ty in SIGNED and self.chance(0.5):
+            a = self.expr(ty, depth - 1)
+            return Val(f"{self.recv(a)}.{self.pick(['abs', 'signum', 'wrapping_abs'])}()", ty)
         if k == 9 and ty == "u32":
             a = self.expr(self.pick(INTS), depth - 1)
             return Val(f"{self.recv(a)}.count_ones()", ty)
@@ -225,6 +252,9 @@ class Gen:
             b = self.expr(ty, depth - 1)
             m = self.pick(FLOAT_METHODS2_INEXACT)
             return Val(f"{self.recv(a)}.{m}({b.text})", ty, False)
+        if k == 7 and self.chance(0.3):
+            a = self.expr(ty, depth - 1, exact_only)
+            return Val(f"{self.recv(a)}.clamp(-2.5, 4.0)", ty, a.exact)
         if k == 7:
             a, b, c = (self.expr(ty, depth - 1, exact_only) for _ in range(3))
             return Val(f"{self.recv(a)}.mul_add({b.text}, {c.text})", ty,
@@ -255,7 +285,8 @@ class Gen:
             a, b = self.expr(ty, depth - 1), self.expr(ty, depth - 1)
             return Val(f"({a.text} {self.pick(['+', '-', '*', '/'])} {b.text})", ty, False)
         if k == 3:
-            a, b = self.expr(ty, depth - 1), self.expr(r, depth - 1)
+            a = self.expr(ty, depth - 1)
+            b = self.lit(r, suffixed=False) if self.chance(0.3) else self.expr(r, depth - 1)
             if self.chance(0.5):
                 a, b = b, a
             return Val(f"({a.text} {self.pick(['+', '-', '*', '/'])} {b.text})", ty, False)
@@ -297,8 +328,30 @@ class Gen:
         return out
 
     def stmt(self, ind):
-        k = self.rng.randrange(7)
+        k = self.rng.randrange(9)
         pad = " " * ind
+        if k == 7 and self.rets:
+            # An early return.
+            vals = [self.expr(t, 2) for t in self.rets]
+            v = vals[0].text if len(vals) == 1 else f"({', '.join(x.text for x in vals)})"
+            return [f"{pad}if {self.cond(2).text} {{", f"{pad}    return {v};", f"{pad}}}"]
+        if k == 8:
+            # `loop` with a counted `break`.
+            ty = self.pick(NUMERIC)
+            acc, c = self.name("l"), self.name("c")
+            init = self.expr(ty, 1, True)
+            self.scope.append((acc, ty, init.exact))
+            step = self.expr(ty, 2, ty in INTS)
+            self.scope[-1] = (acc, ty, init.exact and step.exact)
+            return [f"{pad}let mut {acc}: {ty} = {init.text};",
+                    f"{pad}let mut {c} = 0i32;",
+                    f"{pad}loop {{",
+                    f"{pad}    {c} += 1;",
+                    f"{pad}    if {c} > {self.rng.randrange(0, 4)} {{",
+                    f"{pad}        break;",
+                    f"{pad}    }}",
+                    f"{pad}    {acc} = {step.text};",
+                    f"{pad}}}"]
         if k <= 1 or not self.scope:
             ty = self.pick(ELEMS)
             v = self.expr(ty, 3)
@@ -395,8 +448,9 @@ def gen_vectorize(rng, name, helpers):
     g = Gen(rng, helpers)
     params = [rng.choice(ELEMS) for _ in range(rng.randrange(1, 4))]
     g.scope = [(f"a{j}", t, True) for j, t in enumerate(params)]
-    body = g.stmts(rng.randrange(1, 5), 4)
     rets = [rng.choice(ELEMS) for _ in range(2 if rng.random() < 0.2 else 1)]
+    g.rets = rets
+    body = g.stmts(rng.randrange(1, 5), 4)
     vals = [g.expr(t, 3) for t in rets]
     if len(rets) == 1:
         ret_ty, tail = rets[0], vals[0].text

@@ -21,10 +21,31 @@ pub(crate) fn reg_usize_literals(n: u8) -> i64 {
     s as i64
 }
 
+#[kernel_fn]
+fn reg_bucket(x: i32) -> i32 {
+    x & 3
+}
+
+/// `match` on a helper's result (opaque to the translator) was rejected; integer `abs`,
+/// `signum` and `wrapping_abs` did not compile (only float overloads existed).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_int_abs_and_match(x: i32, y: i8) -> i32 {
+    let a = match reg_bucket(x) {
+        0 => x.abs(),
+        1 | 2 => x.wrapping_abs(),
+        _ => x.signum(),
+    };
+    a + y.signum() as i32 + y.wrapping_abs() as i32
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
         ("reg_complex_neg", reg_complex_neg::cuda_source()),
         ("reg_usize_literals", reg_usize_literals::cuda_source()),
+        (
+            "reg_int_abs_and_match",
+            reg_int_abs_and_match::cuda_source(),
+        ),
     ]
 }
 
@@ -38,11 +59,29 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
         .map(|&n| (0..(n as i64 % 5 + 2)).map(|i| i - 3).sum())
         .collect();
     assert_eq!(reg_usize_literals(&n).unwrap().to_vec(), want);
+    let (x, y) = (sample::<i32>(3, 16), sample::<i8>(4, 16));
+    let want: Vec<i32> = x
+        .iter()
+        .zip(&y)
+        .map(|(&x, &y)| {
+            let a = match x & 3 {
+                0 | 1 | 2 => x.wrapping_abs(),
+                _ => x.signum(),
+            };
+            a + y.signum() as i32 + y.wrapping_abs() as i32
+        })
+        .collect();
+    assert_eq!(reg_int_abs_and_match(&x, &y).unwrap().to_vec(), want);
     on_gpu("generator_regressions_agree_on_cpu_and_cuda", || {
         agree(
             "reg_complex_neg",
             reg_complex_neg::on(Target::Cpu, &z, &w),
             reg_complex_neg::on(Target::Cuda, &z, &w),
+        );
+        agree(
+            "reg_int_abs_and_match",
+            reg_int_abs_and_match::on(Target::Cpu, &x, &y),
+            reg_int_abs_and_match::on(Target::Cuda, &x, &y),
         );
         agree(
             "reg_usize_literals",

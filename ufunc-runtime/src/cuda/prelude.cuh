@@ -212,6 +212,9 @@ __device__ inline float __ufunc_div(float a, float b) { return a / b; }
 __device__ inline double __ufunc_div(double a, double b) { return a / b; }
 __device__ inline float __ufunc_rem(float a, float b) { return fmodf(a, b); }
 __device__ inline double __ufunc_rem(double a, double b) { return fmod(a, b); }
+// Integer abs and signum (abs wraps at MIN, as Rust's release build and `wrapping_abs` do).
+template <class T> __device__ inline T __ufunc_abs(T a) { return a < T(0) ? __ufunc_neg(a) : a; }
+template <class T> __device__ inline T __ufunc_signum(T a) { return (T)((a > T(0)) - (a < T(0))); }
 template <class T> __device__ inline T __ufunc_and(T a, T b) { return a & b; }
 template <class T> __device__ inline T __ufunc_or(T a, T b) { return a | b; }
 template <class T> __device__ inline T __ufunc_xor(T a, T b) { return a ^ b; }

@@ -354,7 +354,9 @@ impl Emitter<'_> {
             }
             "conj" => rt.clone(),
             "norm" | "norm_sqr" | "arg" => real_of(&rt),
-            "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" => rt.clone(),
+            "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" | "wrapping_abs" => {
+                rt.clone()
+            }
             "count_ones" => Ty::elem("u32"),
             _ => return self.unsupported(&m.method, &format!("the method `{name}`")),
         };
@@ -363,6 +365,7 @@ impl Emitter<'_> {
             "wrapping_sub" => "__ufunc_sub".to_string(),
             "wrapping_mul" => "__ufunc_mul".to_string(),
             "wrapping_neg" => "__ufunc_neg".to_string(),
+            "wrapping_abs" => "__ufunc_abs".to_string(),
             n => format!("__ufunc_{n}"),
         };
         (format!("{func}({})", args.join(", ")), result)

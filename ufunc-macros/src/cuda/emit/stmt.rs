@@ -203,7 +203,8 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
         if st == Ty::Unsupported {
             return (scrutinee, st);
         }
-        if !(st.is_integer() || st == Ty::elem("bool")) {
+        // A helper's result is opaque here, but rustc has checked that the patterns fit it.
+        if !(st.is_integer() || st == Ty::elem("bool") || st == Ty::Opaque) {
             // Its arms' patterns would only repeat this error.
             return self.unsupported(&m.expr, "`match` on anything but an integer or bool");
         }
