@@ -265,5 +265,6 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
     sources.extend(super::ports::sources());
     sources.extend(super::generated::sources());
     sources.extend(super::regressions::sources());
+    sources.extend(super::views::sources());
     sources
 }

@@ -21,6 +21,7 @@ mod ports;
 mod regressions;
 mod reliability;
 mod translate;
+mod views;
 
 use kernels::square_sum;
 use ndarray::array;

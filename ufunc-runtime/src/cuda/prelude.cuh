@@ -274,3 +274,36 @@ template <class T, int N> struct __ufunc_view {
         return ptr[off];
     }
 };
+// ndarray's view methods in a gufunc core: elements in logical (row-major) order, 1-d rows and
+// columns as views, sums and dot products left to right (ndarray's unrolled float sums may
+// round differently).
+template <class T, int N> __device__ inline T& __ufunc_view_at(const __ufunc_view<T, N>& v, long long k) {
+    long long off = 0;
+    for (int d = N - 1; d >= 0; --d) {
+        off += (k % v.shape[d]) * v.strides[d];
+        k /= v.shape[d];
+    }
+    return v.ptr[off];
+}
+template <class T, int N> __device__ inline typename __ufunc_remove_const<T>::type __ufunc_view_sum(const __ufunc_view<T, N>& v) {
+    typename __ufunc_remove_const<T>::type s = {};
+    for (long long k = 0, n = v.len(); k < n; ++k) s = __ufunc_add(s, __ufunc_view_at(v, k));
+    return s;
+}
+template <class T, int N, class X> __device__ inline void __ufunc_view_fill(const __ufunc_view<T, N>& v, X x) {
+    for (long long k = 0, n = v.len(); k < n; ++k) __ufunc_view_at(v, k) = x;
+}
+template <class A, class B> __device__ inline typename __ufunc_remove_const<A>::type __ufunc_view_dot(const __ufunc_view<A, 1>& a, const __ufunc_view<B, 1>& b) {
+    typename __ufunc_remove_const<A>::type s = {};
+    if (a.shape[0] != b.shape[0]) { __ufunc_panic(__UFUNC_PANIC_EXPLICIT); return s; }
+    for (long long k = 0; k < a.shape[0]; ++k) s = __ufunc_add(s, __ufunc_mul(a.ptr[k * a.strides[0]], b.ptr[k * b.strides[0]]));
+    return s;
+}
+// Axis `axis` of a 2-d view at `i` (`row`: axis 0, `column`: axis 1), bounds-checked.
+template <class T> __device__ inline __ufunc_view<T, 1> __ufunc_view_lane(const __ufunc_view<T, 2>& v, int axis, long long i) {
+    if (i < 0 || i >= v.shape[axis]) {
+        __ufunc_panic(__UFUNC_PANIC_INDEX);
+        return {&__ufunc_sink<typename __ufunc_remove_const<T>::type>, {0}, {0}};
+    }
+    return {v.ptr + i * v.strides[axis], {v.shape[1 - axis]}, {v.strides[1 - axis]}};
+}

@@ -230,6 +230,8 @@ impl Emitter<'_> {
             UnOp::Not(_) => (format!("__ufunc_not({v})"), t),
             UnOp::Deref(_) => match t {
                 Ty::Ptr(elem) => (format!("(*{v})"), *elem),
+                // A binding of `for x in a.iter()`: a C++ reference, used as its value.
+                Ty::Elem(_) => (v, t),
                 Ty::Unsupported => (v, t),
                 _ => self.unsupported(u, "dereferencing anything but a `&mut` output"),
             },
@@ -294,11 +296,13 @@ impl Emitter<'_> {
         }
     }
 
-    /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` of a view.
+    /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` and the other methods of
+    /// a view the prelude implements (`sum`, `fill`, `dot`, `row`, `column`, `len_of`).
     pub(super) fn emit_view_method(
         &mut self,
         m: &syn::ExprMethodCall,
         recv: &str,
+        elem: &Ty,
         rank: usize,
     ) -> (String, Ty) {
         let usize_ty = Ty::elem("usize");
@@ -317,7 +321,60 @@ impl Emitter<'_> {
             "len" => (format!("((usize){recv}.len())"), usize_ty),
             "is_empty" => (format!("({recv}.len() == 0)"), Ty::elem("bool")),
             "shape" => (String::new(), Ty::Shape(recv.to_string())),
-            other => self.unsupported(&m.method, &format!("the view method `{other}`")),
+            "len_of" => match m.args.first().map(unparen) {
+                Some(Expr::Call(c)) if c.args.len() == 1 => {
+                    let (k, _) = self.emit_expr(&c.args[0], Some(&usize_ty));
+                    (format!("((usize){recv}.shape[{k}])"), usize_ty)
+                }
+                _ => self.unsupported(m, "`len_of` with anything but `Axis(k)`"),
+            },
+            "sum" => (format!("__ufunc_view_sum({recv})"), elem.clone()),
+            "fill" => {
+                let (v, _) = match m.args.first() {
+                    Some(a) => self.emit_expr(a, Some(elem)),
+                    None => return self.unsupported(m, "`fill` without a value"),
+                };
+                (format!("__ufunc_view_fill({recv}, {v})"), Ty::Unit)
+            }
+            "dot" if rank == 1 => {
+                let other = match m.args.first().map(unparen) {
+                    Some(Expr::Reference(r)) => &*r.expr,
+                    Some(e) => e,
+                    None => return self.unsupported(m, "`dot` without an operand"),
+                };
+                match self.emit_expr(other, None) {
+                    (b, Ty::View { rank: 1, .. }) => {
+                        (format!("__ufunc_view_dot({recv}, {b})"), elem.clone())
+                    }
+                    (b, Ty::Unsupported) => (b, Ty::Unsupported),
+                    _ => self.unsupported(other, "`dot` with anything but a 1-d view"),
+                }
+            }
+            "row" | "row_mut" | "column" | "column_mut" if rank == 2 => {
+                let axis = if m.method.to_string().starts_with("row") {
+                    0
+                } else {
+                    1
+                };
+                let (i, _) = match m.args.first() {
+                    Some(a) => self.emit_expr(a, Some(&usize_ty)),
+                    None => return self.unsupported(m, "a row or column without an index"),
+                };
+                let ty = Ty::View {
+                    elem: Box::new(elem.clone()),
+                    rank: 1,
+                    mutable: m.method.to_string().ends_with("_mut"),
+                };
+                (format!("__ufunc_view_lane({recv}, {axis}, {i})"), ty)
+            }
+            "iter" | "iter_mut" => self.unsupported(
+                &m.method,
+                "`iter()` other than in `for x in a.iter()` (for a sum, `a.sum()`)",
+            ),
+            other => self.unsupported(
+                &m.method,
+                &format!("the view method `{other}` (write it as a loop over indices)"),
+            ),
         }
     }
 
@@ -329,7 +386,7 @@ impl Emitter<'_> {
         let name = m.method.to_string();
         let (recv, rt) = self.emit_expr(&m.receiver, expected);
         match rt {
-            Ty::View { rank, .. } => return self.emit_view_method(m, &recv, rank),
+            Ty::View { elem, rank, .. } => return self.emit_view_method(m, &recv, &elem, rank),
             Ty::Unsupported => return (recv, rt),
             _ => {}
         }

@@ -91,6 +91,11 @@ impl Emitter<'_> {
         if f.label.is_some() {
             self.unsupported(f, "a labelled loop");
         }
+        if let Expr::MethodCall(mc) = unparen(&f.expr) {
+            if mc.args.is_empty() && (mc.method == "iter" || mc.method == "iter_mut") {
+                return self.emit_for_elements(f, &mc.receiver);
+            }
+        }
         let bounds = match unparen(&f.expr) {
             Expr::Range(r) => match (&r.start, &r.end) {
                 (Some(start), Some(end)) => Some((r, start, end)),
@@ -165,6 +170,39 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
         }
         format!(
             "for ({t} {var} = {s}, __end_{var} = {e}; {var} {cmp} __end_{var}; ++{var}) {{\n{body}}}\n"
+        )
+    }
+
+    /// `for x in a.iter()` / `a.iter_mut()` over a view: `x` is a C++ reference to each
+    /// element in logical order (`*x` reads or writes it).
+    fn emit_for_elements(&mut self, f: &syn::ExprForLoop, view: &Expr) -> String {
+        let (v, vt) = self.emit_expr(view, None);
+        let elem = match vt {
+            Ty::View { elem, .. } => *elem,
+            Ty::Unsupported => return PLACEHOLDER.into(),
+            _ => {
+                return self
+                    .unsupported(view, "`for` over the iterator of anything but a view")
+                    .0
+            }
+        };
+        let name = match &*f.pat {
+            Pat::Ident(pi) => pi.ident.to_string(),
+            Pat::Reference(r) if matches!(&*r.pat, Pat::Ident(_)) => match &*r.pat {
+                Pat::Ident(pi) => pi.ident.to_string(),
+                _ => unreachable!("checked above"),
+            },
+            Pat::Wild(_) => format!("_{}", self.tmp()),
+            other => return self.unsupported(other, "this loop pattern").0,
+        };
+        let (tv, k) = (self.tmp(), self.tmp());
+        self.env.push();
+        let var = self.env.declare(&name, elem, None);
+        let body = self.emit_block_stmts(&f.body);
+        self.env.pop();
+        format!(
+            "{{\nauto {tv} = {v};\nfor (long long {k} = 0; {k} < {tv}.len(); ++{k}) {{\n\
+             auto& {var} = __ufunc_view_at({tv}, {k});\n{body}}}\n}}\n"
         )
     }
 
