@@ -65,7 +65,7 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
         .zip(&y)
         .map(|(&x, &y)| {
             let a = match x & 3 {
-                0 | 1 | 2 => x.wrapping_abs(),
+                0..=2 => x.wrapping_abs(),
                 _ => x.signum(),
             };
             a + y.signum() as i32 + y.wrapping_abs() as i32
