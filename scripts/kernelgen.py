@@ -470,7 +470,28 @@ def gen_guvectorize(rng, name, helpers):
     scal = rng.choice(NUMERIC)
     ret = rng.choice(NUMERIC)
     g.scope = [("s", scal, True)]
-    if rng.random() < 0.5:
+    r = rng.random()
+    if r < 0.3:
+        # View methods: `sum`, `dot`, `row`, `column`, `for x in ..iter()`.
+        exact = elem in INTS
+        g.scope += [("t", elem, exact), ("d", elem, exact), ("(*x)", elem, True)]
+        g.scope.append(("acc", ret, exact))
+        step = g.expr(ret, 3, ret in INTS)
+        op = "+=" if ret in FLOATS else "^="
+        src = [f"#[guvectorize(\"(m,n),()->(m)\", targets = [\"cpu\", \"cuda\"])]",
+               f"fn {name}(a: ArrayView2<{elem}>, s: {scal}, mut out: ArrayViewMut1<{ret}>) {{",
+               "    for i in 0..a.len_of(Axis(0)) {",
+               "        let t = a.row(i).sum() + a.column(i % a.ncols()).sum();",
+               "        let d = a.row(i).dot(&a.row(0));",
+               f"        let mut acc: {ret} = {g.lit(ret).text};",
+               "        for x in a.row(i).iter() {",
+               f"            acc {op} {step.text};",
+               "        }",
+               "        out[i] = acc;",
+               "    }",
+               "}", ""]
+        return src, f"both!(agree, {name}, &sample2::<{elem}>(0), &sample::<{scal}>(1, 4))"
+    if r < 0.6:
         g.scope.append(("a[i]", elem, True))
         g.scope.append(("(i as " + ret + ")", ret, True))
         acc_init = g.lit(ret).text
@@ -519,6 +540,7 @@ def main():
         "",
         "use super::differential::{agree, agree2, run_all, sample, sample2};",
         "use super::on_gpu;",
+        "use ndarray::Axis;",
         "use ufunc::prelude::*;",
         "",
         "/// Runs a kernel on cpu and on cuda and compares the results with `$agree`.",

@@ -5,6 +5,7 @@
 
 use super::differential::{agree, agree2, run_all, sample, sample2};
 use super::on_gpu;
+use ndarray::Axis;
 use ufunc::prelude::*;
 
 /// Runs a kernel on cpu and on cuda and compares the results with `$agree`.
@@ -72,39 +73,51 @@ fn gen1_3(a: ArrayView1<i8>, s: u8, mut out: ArrayViewMut1<i8>) {
     }
 }
 
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_4(a: ArrayView1<i64>, s: f64) -> u32 {
-    let mut acc: u32 = 42u32;
-    for i in 0..a.len() {
-        acc ^= (i as u32);
+#[guvectorize("(m,n),()->(m)", targets = ["cpu", "cuda"])]
+fn gen1_4(a: ArrayView2<i64>, s: f64, mut out: ArrayViewMut1<u32>) {
+    for i in 0..a.len_of(Axis(0)) {
+        let t = a.row(i).sum() + a.column(i % a.ncols()).sum();
+        let d = a.row(i).dot(&a.row(0));
+        let mut acc: u32 = 7u32;
+        for x in a.row(i).iter() {
+            acc ^= ((match (((d as u8) >> ((d as i8) & 7)) & 3) { 0 => (42u32 | 3), 1 | 2 => (acc >> (d & 7)), _ => acc }) + (d as u32));
+        }
+        out[i] = acc;
     }
-    acc
+}
+
+#[kernel_fn]
+fn gen1_5_h2(x0: i64, x1: u16) -> i16 {
+    (-13i16).wrapping_abs()
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_5(a0: bool, a1: f32) -> u8 {
-    if a0 {
-        return ((a1 as u8) << (((a1 as u16) * 1u16) & 7));
+fn gen1_5(a0: i16, a1: i8, a2: Complex<f32>) -> (bool, bool) {
+    if false {
+        return (((-2.0f32).powi(-1) <= (-3.75f32)), true);
     }
-    let mut m1: u8 = (a0 as u8);
-    if (42 == (a1 as u16)) {
-        m1 = ({ let b2 = 5u16; (a0 as u8) }).wrapping_sub(((a0 as i16) as u8));
-    } else if (!a0) {
-        m1 = (({ let b3 = 7u8; b3 }) + 7u8);
+    let mut l1: i64 = (a0 as i64);
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 0 {
+            break;
+        }
+        l1 = l1;
     }
-    let a0 = (m1 as u16);
-    (match ((a1 as i64) & 3) { 0 => m1, 1 | 2 => (a0 as u8), _ => ((!(a0 as u32)) as u8) })
+    if (!true) {
+        return ((!(2u32 >= 0)), false);
+    }
+    (false, (!false))
+}
+
+#[kernel_fn]
+fn gen1_6_h3(x0: f32, x1: bool) -> u64 {
+    ((x1 as u64) | (((-7i16) > (-5i16)) as u64))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_6(a0: i8) -> f64 {
-    let a0 = ((a0 as u32) as u8);
-    let v1: i32 = (((a0 as u64) ^ (false as u64)) as i32);
-    (0.25f64).to_degrees()
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_7(a0: Complex<f64>, a1: Complex<f64>, a2: u64) -> i16 {
+fn gen1_6(a0: Complex<f64>, a1: Complex<f64>, a2: u64) -> i16 {
     let a0 = (((a2 as u16) as i8) as u8);
     let mut l1: i8 = (match ((a2 as i16) & 3) { 0 => 2i8, 1 | 2 => (a2 as i8), _ => (a2 as i8) });
     let mut c2 = 0i32;
@@ -117,468 +130,525 @@ fn gen1_7(a0: Complex<f64>, a1: Complex<f64>, a2: u64) -> i16 {
     }
     let (p3, q4) = (((true as u8) - a0), (((a0 as i64) | (a2 as i64)) / (((0i64 ^ (l1 as i64)) & 7) + 1)));
     let v5: f32 = (a2 as f32).powi(4).hypot((match ((l1 as u32) & 3) { 0 => ((p3 as f32) as f32), 1 | 2 => (a0 as f32), _ => (-(p3 as f32)) }));
-    (gen1_0_h0(gen1_2_h1((p3 as f32), 2i32)) as i16)
+    (gen1_5_h2(((p3 as i32) as i64), (0u16 ^ (p3 as u16))) as i16)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_8(a0: u8, a1: bool) -> Complex<f32> {
-    let a1 = (a0.max(a0) as u8);
-    let a0 = ((a1 as u32) / (((a1 as u32) & 7) + 1));
-    let a0 = (if (!false) { Complex::new(2.0f32, 3.75f32) } else { Complex::new(10.0f32, 3.75f32) }).powi(3);
-    Complex::new(1e-3f32, 1e-3f32)
-}
-
-#[kernel_fn]
-fn gen1_9_h2(x0: i64, x1: i16) -> i32 {
-    ((if (42i32 != (x0 as i32)) { ({ let b1 = (x0 as u32); 0i32 }) } else { ((x1 as i32) * 42i32) }) as i32)
-}
-
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_9(a: ArrayView1<Complex<f64>>, s: i32) -> i16 {
-    let mut acc: i16 = 3i16;
-    for i in 0..a.len() {
-        acc ^= (acc | acc);
-    }
-    acc
-}
-
-#[kernel_fn]
-fn gen1_10_h3(x0: i16) -> i8 {
-    (x0 as i8)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_10(a0: f64, a1: u8) -> u32 {
-    let a0 = (if (3.75 < a0) { ((-13i8) % (((a0 as i8) & 7) + 1)) } else { gen1_10_h3((a1 as i16)) });
-    let (p1, q2) = (Complex::new(0.5f32, 2.0f32), Complex::new((-(a0 as f32)), (a1 as f32)));
-    ((a0 as u32) | (a0 as u32))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_11(a0: i32) -> u64 {
-    let mut n2 = 0u32;
-    let mut w1: u64 = 100u64;
-    while n2 > 0 {
-        w1 = ((w1 as u64) << ((5u16).max((a0 as u16)) & 7));
-        n2 -= 1;
-    }
-    let mut m3: u16 = (w1 as u16);
-    if false {
-        m3 = ((0.25f32).sqrt() as u16);
-    } else if (100u8 > (w1 as u8)) {
-        m3 = (a0 as u16);
-    }
-    (if ((m3 as f32) <= (match (13u64 & 3) { 0 => 1.5f32, 1 | 2 => (-2.0f32), _ => (w1 as f32) })) { ((w1 >> (m3 & 7)) << ((0i64 + (m3 as i64)) & 7)) } else { (if (0.25f32).is_finite() { (m3 as u64) } else { (w1 as u64) }) })
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_12(a0: bool) -> i16 {
-    let mut n2 = 0u32;
-    let mut w1: i64 = 100i64;
-    while n2 > 0 {
-        w1 = ((w1 as i8) as i64).wrapping_add(w1);
-        n2 -= 1;
-    }
-    let mut l3: i16 = (100u16 as i16);
-    let mut c4 = 0i32;
-    loop {
-        c4 += 1;
-        if c4 > 2 {
-            break;
-        }
-        l3 = ((if (a0 | a0) { l3 } else { l3 }) / ((l3 & 7) + 1));
-    }
-    let mut n6 = 2u32;
-    let mut w5: u32 = 0u32;
-    while n6 > 0 {
-        w5 = ((w5 >> ((w1 as u32) & 7)) as u32);
-        n6 -= 1;
-    }
-    (w1 as i16)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_13(a0: u8, a1: f32) -> u32 {
-    let mut n2 = 3u32;
-    let mut w1: u16 = 3u16;
-    while n2 > 0 {
-        w1 = ({ let b3 = 3i64; w1 }).min((w1 as u16).max(w1));
-        n2 -= 1;
-    }
-    let mut m4: i8 = (13i8 ^ (-5i8));
-    if true {
-        m4 = ((-(w1 as i8)) * ((w1 as i8) | (-100)));
-    } else if ((a0 as u32) >= (a1 as u32)) {
-        m4 = (if ((a1 as f64) > 10.0) { (a1 as i8) } else { ((a1 as i8) * (a0 as i8)) });
-    }
-    let (p5, q6) = (((a0 + a0) ^ (a0 - a0)), 0u64);
-    ((({ let b7 = a0; a0 }) as u32) ^ (((a1 as i32) as f32) as u32))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_14(a0: Complex<f64>) -> u8 {
-    let mut acc1: u8 = (13u8 + 3u8);
-    for i2 in 0..3usize {
-        acc1 ^= (gen1_2_h1((acc1 as f32), (acc1 as i32)) - (100 - acc1));
-        if (((i2 as u8) as u8) < (i2 as u8)) {
-            break;
-        }
-    }
-    let mut l3: u16 = ((acc1 as f32) as u16);
-    let mut c4 = 0i32;
-    loop {
-        c4 += 1;
-        if c4 > 0 {
-            break;
-        }
-        l3 = (l3 * ((l3 as u16) >> ((acc1 as u64) & 7)));
-    }
-    let mut l5: i8 = (1i8).wrapping_mul((-13i8));
-    let mut c6 = 0i32;
-    loop {
-        c6 += 1;
-        if c6 > 2 {
-            break;
-        }
-        l5 = (gen1_0_h0((l5 as u8)) as i8);
-    }
-    (((l3 as f32) * (acc1 as f32)).is_sign_negative() as u8)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_15(a0: Complex<f32>, a1: bool, a2: i8) -> u32 {
-    let mut m1: u8 = ((a1 as i64) as u8);
-    if ((a1 as u16) != (a2 as u16)) {
-        m1 = (a2 as u8);
-    } else if ((m1 as f64) >= (m1 as f64)) {
-        m1 = (((a2 as u8) ^ 42u8) | ((a2 as i64) as u8));
-    }
-    let v2 = false;
-    let (p3, q4) = (((a2 as i32) / (((1e-3f32 as i32) & 7) + 1)), (if (!a1) { (a1 as i32).max(3i32) } else { ((v2 as i32) ^ 0) }));
-    if (m1 == 7u8) {
-        return (a1 as u32);
-    }
-    (((a2 as u32) / (((m1 as u32) & 7) + 1)) as u32).wrapping_sub((((v2 as u16) / (((v2 as u16) & 7) + 1)) as u32))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_16(a0: i64) -> (f64, f32) {
-    let mut l1: u32 = ((a0 as u32) - (a0 as u32));
+fn gen1_7(a0: u64, a1: i32) -> i8 {
+    let mut l1: i16 = ((a1 as i16) << ((a0 as i8) & 7));
     let mut c2 = 0i32;
     loop {
         c2 += 1;
-        if c2 > 1 {
+        if c2 > 2 {
             break;
         }
-        l1 = l1;
+        l1 = (l1 << ((l1 as u16) & 7)).abs();
     }
-    let a0 = ((a0 << ((l1 as i32) & 7)) | (1u8 as i64));
-    ((if (((-1i8) | (l1 as i8)) >= 3i8) { (({ let b3 = true; 1e-3f64 }) as f64) } else { ((if (l1 != l1) { (-2i32) } else { (l1 as i32) }) as f64) }), (((l1 as f32) - ((l1 as f32) - (a0 as f32))) as f32))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_17(a0: u16) -> u64 {
-    let a0 = ((a0 as u8).min(5u8) + 7);
-    (!(a0 as u64))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_18(a0: u8, a1: i16, a2: f64) -> bool {
-    let mut n2 = 0u32;
-    let mut w1: u32 = 1u32;
-    while n2 > 0 {
-        w1 = w1;
-        n2 -= 1;
-    }
-    let mut m3: u16 = (false as u16);
-    if (!true) {
-        m3 = (if (false || true) { (2u16 * (w1 as u16)) } else { ((a0 as u16) as u16) });
-    } else if true {
-        m3 = (((a0 as u16) % (((a1 as u16) & 7) + 1)) / (((if a2.is_infinite() { 0u16 } else { 5u16 }) & 7) + 1));
-    }
-    let mut l4: u16 = (if ((a2 as i8) >= (a2 as i8)) { (m3 as u16) } else { m3 });
-    let mut c5 = 0i32;
-    loop {
-        c5 += 1;
-        if c5 > 0 {
-            break;
-        }
-        l4 = ((a0 as i32) as u16);
-    }
-    (!(a1 as f32).is_infinite())
-}
-
-#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
-fn gen1_19(a: ArrayView1<i64>, s: i16, mut out: ArrayViewMut1<f32>) {
-    for i in 0..a.len() {
-        out[i] = (s as f32);
-    }
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_20(a0: u16, a1: u16, a2: u32) -> i16 {
-    let a0 = (if (!false) { (Complex::new(1e-3f32, 10.0f32) / Complex::new((-1e-3f32), 7.0f32)) } else { Complex::new((-7.0f32), 3.75f32) });
-    let mut l1: u8 = ((a2 as f32) as u8);
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 3 {
-            break;
-        }
-        l1 = l1;
-    }
-    (!(a2 as i16))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_21(a0: i16, a1: u16, a2: bool) -> u8 {
-    let (p1, q2) = (((a2 as i64) as u32), (a2 as i8).abs());
-    ((0.25f64).mul_add((a0 as f64), (a1 as f64)).max((3.75f64 / (p1 as f64))) as u8)
-}
-
-#[kernel_fn]
-fn gen1_22_h4(x0: i8) -> u16 {
-    (if ((!false) & (true && false)) { (x0 as u16) } else { (((x0 as i16) ^ (x0 as i16)) as u16) })
-}
-
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_22(a: ArrayView1<Complex<f64>>, s: i8) -> i16 {
-    let mut acc: i16 = 0i16;
-    for i in 0..a.len() {
-        acc ^= ({ let b1 = ((i as i16) as f32); (7 - (b1 as i16)) });
-    }
-    acc
-}
-
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_23(a: ArrayView1<i32>, s: i64) -> i64 {
-    let mut acc: i64 = (-1i64);
-    for i in 0..a.len() {
-        acc ^= (0 ^ (({ let b1 = (a[i] as u64); (s as u8) }) as i64));
-    }
-    acc
-}
-
-#[kernel_fn]
-fn gen1_24_h5(x0: u8, x1: f32) -> u32 {
-    ((gen1_2_h1(x1, 42i32) >> (({ let b1 = false; 100i32 }) & 7)) as u32)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_24(a0: u32, a1: u64) -> u16 {
-    if ((-5i16) > (a1 as i16)) {
-        return ((a0 as u16) / (((a0 as u16) & 7) + 1));
-    }
-    let v1 = 42;
-    let v2 = (-(-(if (3u8 >= 5) { Complex::new(0.25f64, (-0.5f64)) } else { Complex::new(3.75f64, (-0.5f64)) })));
-    let mut l3: u8 = (a1 as u8);
+    let mut l3: u8 = (a0 as u8).max((a1 as u8));
     let mut c4 = 0i32;
     loop {
         c4 += 1;
         if c4 > 1 {
             break;
         }
-        l3 = (if (!false) { (if (true || false) { (a1 as u8) } else { l3 }) } else { l3 });
+        l3 = ((l3 as i64) as u8);
     }
-    (a1 as u16)
+    let (p5, q6) = ((a0 as i64).abs(), (((-5i64) as i16) / ((l1 & 7) + 1)));
+    (a1 as i8)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_25(a0: u64) -> i64 {
-    let a0 = (((a0 as i8) >> ((a0 as u16) & 7)) as i64);
-    let v1: u64 = ((a0 as u64) / (((a0 as u64) & 7) + 1));
-    let (p3, q4) = (({ let b2 = (match (a0 & 3) { 0 => Complex::new(7.0f32, 3.75f32), 1 | 2 => Complex::new((-10.0f32), 1.5f32), _ => Complex::new(0.25f32, (-7.0f32)) }); (true as u8) }), v1);
-    ((((-7.0f32) as u64) as u16) as i64)
-}
-
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_26(a: ArrayView1<Complex<f64>>, s: u16) -> u16 {
-    let mut acc: u16 = 100u16;
-    for i in 0..a.len() {
-        acc ^= (match ((s as i64) & 3) { 0 => ((0i64 as u16) & 3), 1 | 2 => (i as u16), _ => s });
-    }
-    acc
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_27(a0: i64, a1: f32) -> u64 {
-    let mut l1: f32 = (-a1);
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 1 {
-            break;
-        }
-        l1 = ((l1 as u16) as f32);
-    }
-    if (!true) {
-        return ((l1 as u64) >> ((a1 as u32) & 7));
-    }
-    let mut acc3: f64 = ((-5i32) as f64);
-    for i4 in 0..1 {
-        acc3 -= (i4 as f64);
-    }
-    let v5: u32 = (acc3 as u32);
-    (acc3 as u64)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_28(a0: f32, a1: i32) -> u16 {
-    let mut acc1: i64 = (-(a0 as i64));
-    for i2 in 0..1i64 {
-        acc1 *= acc1;
-    }
-    let mut n4 = 3u32;
-    let mut w3: u64 = 5u64;
-    while n4 > 0 {
-        w3 = (((a1 as u32) | (a0 as u32)) as u64);
-        n4 -= 1;
-    }
-    (!gen1_22_h4(((w3 as u16) as i8)))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_29(a0: i64) -> f64 {
-    let v1 = ((match ((a0 as u16).min(7u16) & 3) { 0 => ((a0 as u16) - 3u16), 1 | 2 => (a0 as u16), _ => 1u16 }) <= (match (2i32 & 3) { 0 => (a0 as u16), 1 | 2 => ((a0 as u16) | (a0 as u16)), _ => ((a0 as u16) << ((a0 as i32) & 7)) }));
-    let v2 = Complex::new(7.0f32, (-2.0f32));
-    (((a0 as u8) as f64) + 1.5).powf((if (!v1) { (a0 as f64) } else { (a0 as f64).min((a0 as f64)) }))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_30(a0: u64, a1: f64, a2: i16) -> (f32, i8) {
-    let mut n2 = 3u32;
-    let mut w1: u8 = 2u8;
-    while n2 > 0 {
-        w1 = gen1_2_h1((if (a1 as f32).is_infinite() { (a2 as f32) } else { (a1 as f32) }), ((-7i32) | 42));
-        n2 -= 1;
-    }
-    ((if (!false) { (1e-3f32).powf((a2 as f32)) } else { (a1 as f32) }), (a0 as i8))
+fn gen1_8(a0: Complex<f64>, a1: f64, a2: u64) -> u8 {
+    let a0 = (42i64 * (a2 as i64)).max(({ let b1 = (a1 as i16); 7i64 }));
+    (((match ((-100i32) & 3) { 0 => (a1 as u8), 1 | 2 => (a0 as u8), _ => 0u8 }) - 0) & 5)
 }
 
 #[kernel_fn]
-fn gen1_31_h6(x0: i64, x1: i16) -> u8 {
-    (match (gen1_2_h1((10.0f32).clamp(-2.5, 4.0), ((x1 as u8) as i32)) & 3) { 0 => ((13u8).max(100u8) + (x1 as u8)), 1 | 2 => (((x0 as u8) % ((0u8 & 7) + 1)) % ((((x0 as u8) << ((x1 as i8) & 7)) & 7) + 1)), _ => (((x1 as f32) + (x1 as f32)) as u8) })
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_31(a0: u16, a1: f64, a2: Complex<f32>) -> (i32, i8) {
-    let v1 = 1;
-    (((!((v1 as u32) & 13)) as i32), ((({ let b2 = (a0 as u64); (a1 as i8) }) ^ ((v1 as i8) * 0i8)) & 3))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_32(a0: u64, a1: f32) -> i32 {
-    if (a1 as f64).is_nan() {
-        return (((a1 as f64) % (a1 as f64)) as i32);
-    }
-    let mut n2 = 3u32;
-    let mut w1: i32 = (-2i32);
-    while n2 > 0 {
-        w1 = (w1 * (w1 << (0u8 & 7)));
-        n2 -= 1;
-    }
-    (w1 % ((gen1_9_h2((a0 as i64).wrapping_add((a1 as i64)), gen1_0_h0(1u8)) & 7) + 1))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_33(a0: i16) -> (i8, f64) {
-    let mut m1: u8 = (a0 as u8);
-    if false {
-        m1 = gen1_31_h6((a0 as i64).signum(), (if (3 <= (a0 as u8)) { a0 } else { a0 }));
-    } else if (42 < 3u32) {
-        m1 = (a0 as u8);
-    }
-    let (p3, q4) = (false, ({ let b2 = (if (true & true) { a0 } else { a0 }); (5i64 / (((a0 as i64) & 7) + 1)) }));
-    let v5: Complex<f32> = Complex::new((q4 as f32), ((a0 as f32) % (0u64 as f32)));
-    (((a0 as i64) as i8), (m1 as f64).powf((-((-1e-3f64) + (q4 as f64)))))
-}
-
-#[kernel_fn]
-fn gen1_34_h7(x0: i8, x1: u32) -> f64 {
-    ((x1 as f64) - (x1 as f64).powi(2).ceil())
+fn gen1_9_h4(x0: u64) -> i32 {
+    ((((x0 as u8) * (x0 as u8)) as i32) + (if (true | false) { ((x0 as i32) % (((x0 as i32) & 7) + 1)) } else { ({ let b1 = (x0 as f32); (b1 as i32) }) }))
 }
 
 #[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
-fn gen1_34(a: ArrayView1<u64>, s: i32, mut out: ArrayViewMut1<i8>) {
+fn gen1_9(a: ArrayView1<i8>, s: u64, mut out: ArrayViewMut1<i32>) {
     for i in 0..a.len() {
-        out[i] = ((((s as f64) + (s as f64)) as i8) * 100);
+        out[i] = (-(s as i32));
     }
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_35(a0: u64) -> u32 {
-    let mut n2 = 3u32;
-    let mut w1: i64 = (-1i64);
-    while n2 > 0 {
-        w1 = ((w1 as i64) >> (((a0 as i16) | (w1 as i16)) & 7));
-        n2 -= 1;
-    }
-    let a0 = ((if ((a0 as i16) <= (a0 as i16)) { w1 } else { w1 }) as u32);
-    let mut n4 = 3u32;
-    let mut w3: u64 = 1u64;
+fn gen1_10(a0: i8, a1: Complex<f64>) -> Complex<f64> {
+    let (p1, q2) = (((if (100u16 < 42u16) { (a0 as i16) } else { (a0 as i16) }) == ((a0 as i16) - (a0 as i16))), (a0 as u32));
+    let mut n4 = 2u32;
+    let mut w3: u8 = 7u8;
     while n4 > 0 {
-        w3 = ((a0 as i8) as u64);
+        w3 = (if (!p1) { w3 } else { (w3 / ((1u8 & 7) + 1)) });
         n4 -= 1;
     }
-    (3u16).count_ones()
+    a1
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_36(a0: Complex<f64>, a1: i8, a2: i8) -> i64 {
-    let a0 = (a2 as i64);
-    let v1 = ((a2 as u64) & ((a2 as f64).min((a1 as f64)) as u64));
-    let v1 = (if (v1 as f32).is_sign_negative() { (v1 as i32) } else { (if true { (a1 as i32) } else { (v1 as i32) }) });
-    let a0 = (({ let b2 = (a2 as i16); v1 }) != ((v1 as u8) as i32));
-    (-13i64)
+fn gen1_11(a0: f64, a1: Complex<f64>, a2: u16) -> bool {
+    let mut n2 = 3u32;
+    let mut w1: u8 = 7u8;
+    while n2 > 0 {
+        w1 = (5 | (w1 ^ 5u8));
+        n2 -= 1;
+    }
+    let mut l3: i16 = ((a0 as i16) * (w1 as i16));
+    let mut c4 = 0i32;
+    loop {
+        c4 += 1;
+        if c4 > 3 {
+            break;
+        }
+        l3 = (l3 % ((l3.wrapping_add(l3) & 7) + 1));
+    }
+    let mut acc5: i8 = (if (true | false) { (-13i8) } else { (-42i8) });
+    for i6 in 0..3 {
+        acc5 |= (((l3 as f32) as u16) as i8);
+    }
+    (!((if true { (a0 as i32) } else { 0i32 }) < gen1_9_h4(1u64)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_12(a0: Complex<f32>, a1: Complex<f64>) -> bool {
+    let mut n2 = 0u32;
+    let mut w1: u64 = 42u64;
+    while n2 > 0 {
+        w1 = (((w1 as i32) ^ (w1 as i32)) as u64);
+        n2 -= 1;
+    }
+    let mut n4 = 3u32;
+    let mut w3: u8 = 7u8;
+    while n4 > 0 {
+        w3 = (w1.wrapping_add((w1 as u64)) as u8);
+        n4 -= 1;
+    }
+    let (p5, q6) = (gen1_9_h4(gen1_6_h3((w3 as f32), false)), w1);
+    (((w1 as i64) as f32) / (q6 as f32)).is_nan()
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_13(a0: u32) -> Complex<f64> {
+    let a0 = (if ((a0 as u64) < (a0 as u64)) { 5u32 } else { a0 });
+    let v1 = (-5);
+    Complex::new((((a0 as u8) as f64) + ((a0 as f64) / (-10.0))), (a0 as f64))
 }
 
 #[kernel_fn]
-fn gen1_37_h8(x0: f32, x1: u16) -> u32 {
-    (((x1 ^ x1) as u32) as u32)
+fn gen1_14_h5(x0: bool) -> f64 {
+    (-1.5f64)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_14(a0: i8, a1: u16, a2: i8) -> (u32, u16) {
+    let v1 = (match (gen1_0_h0((a2 as u8).min((a2 as u8))) & 3) { 0 => (if ((-100) >= (a2 as i64)) { Complex::new(3.75f32, 3.75f32) } else { (match ((a2 as i16) & 3) { 0 => Complex::new(10.0f32, 0.5f32), 1 | 2 => Complex::new(7.0f32, (-2.0f32)), _ => Complex::new(2.0f32, 0.25f32) }) }), 1 | 2 => (-(if false { Complex::new((-1e-3f32), (-2.0f32)) } else { Complex::new(0.5f32, 0.5f32) })), _ => ((if (a1 < a1) { Complex::new(0.5f32, 1.5f32) } else { Complex::new(10.0f32, 10.0f32) }) * (0.5 * Complex::new(1.5f32, 10.0f32))) });
+    let v2: f64 = (gen1_14_h5(((a2 as u16) < a1))).abs();
+    ((match ((!a1) & 3) { 0 => ((v2 as u32) - (a2 as u32)), 1 | 2 => (a0 as u32), _ => ((v2 as u32) - 5u32) }).wrapping_mul((a0 as u32)), 3u16)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_15(a0: f32) -> u32 {
+    let a0 = Complex::new((-2.0f32), 0.5f32);
+    let mut n2 = 0u32;
+    let mut w1: i64 = 100i64;
+    while n2 > 0 {
+        w1 = ((w1 as f32) as i64);
+        n2 -= 1;
+    }
+    (w1 as u32)
+}
+
+#[kernel_fn]
+fn gen1_16_h6(x0: bool) -> u64 {
+    (x0 as u64)
+}
+
+#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
+fn gen1_16(a: ArrayView1<u8>, s: u64, mut out: ArrayViewMut1<u8>) {
+    for i in 0..a.len() {
+        out[i] = 7u8;
+    }
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_17(a0: bool, a1: u32, a2: f32) -> (u32, Complex<f64>) {
+    let mut acc1: u64 = ((a1 as u64) ^ 1u64);
+    for i2 in 0..3 {
+        acc1 ^= ((a0 as u64) ^ (i2 as u64)).min((if (a0 && a0) { (i2 as u64) } else { (i2 as u64) }));
+    }
+    let a1 = ({ let b3 = a1; (Complex::new((-0.25f32), 2.0f32) / Complex::new((-3.75f32), (-3.75f32))) });
+    let v4 = (((match ((-1i32) & 3) { 0 => (acc1 as u8), 1 | 2 => (a0 as u8), _ => (a2 as u8) }) % ((3u8 & 7) + 1)) + ((13u8 * (a0 as u8)) as u8));
+    let mut l5: f32 = 1e-3f32;
+    let mut c6 = 0i32;
+    loop {
+        c6 += 1;
+        if c6 > 1 {
+            break;
+        }
+        l5 = (a2 * 0.25);
+    }
+    ((a0 as u32), ((0.5 - (-Complex::new((-0.25f64), 1.5f64))) * (if (!false) { (v4 as f64) } else { (l5 as f64).mul_add((v4 as f64), (v4 as f64)) })))
+}
+
+#[kernel_fn]
+fn gen1_18_h7(x0: u32, x1: u32) -> f32 {
+    ((x0 as f32) + (x0 as f32).powi(3))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_18(a0: u16, a1: f32) -> f32 {
+    let a1 = a0;
+    ({ let b1 = true; 3.75f32 }).signum().powf(((a0 as f32).trunc() % ((a1 as f32) - 3.75)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_19(a0: f32, a1: i32) -> (u16, bool) {
+    let v1: u16 = (if ((a0 as f64).powi(2) < 1.5) { (0u16 as u16) } else { (a0 as u16) });
+    (v1, true)
+}
+
+#[kernel_fn]
+fn gen1_20_h8(x0: i64, x1: u64) -> f32 {
+    (Complex::new((-2.0f32), 3.75f32)).arg()
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_20(a0: u16, a1: i8) -> i16 {
+    let mut m1: u16 = a0;
+    if (!false) {
+        m1 = ((false || false) as u16);
+    } else if (!true) {
+        m1 = (if (1e-3f64 >= (-3.75)) { (if (true ^ false) { a0 } else { a0 }) } else { a0 });
+    }
+    let (p2, q3) = (((true as i64) as u32), (a0 as i8));
+    let v4 = (-Complex::new(1.5f32, 1e-3f32));
+    let mut acc5: i64 = (-7i64).wrapping_abs();
+    for i6 in 0..3i64 {
+        acc5 *= (match ((if (false | true) { (p2 as u32) } else { 42u32 }) & 3) { 0 => 5i64, 1 | 2 => (i6 as i64), _ => (0 | (i6 as i64)) });
+    }
+    (a1 as i16)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_21(a0: f32, a1: f32, a2: u8) -> i32 {
+    let mut n2 = 1u32;
+    let mut w1: i8 = 100i8;
+    while n2 > 0 {
+        w1 = w1;
+        n2 -= 1;
+    }
+    let v3: f64 = (a1 as f64);
+    (match ((a1 as i32) & 3) { 0 => (a2 as i32), 1 | 2 => (a1 as i32), _ => ((a0 as i32) | 3) })
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_22(a0: Complex<f64>) -> i64 {
+    let mut m1: u16 = ((-1e-3f64) as u16);
+    if (2u64 >= 1u64) {
+        m1 = ((!7u16) << ((2u32 << (100u8 & 7)) & 7));
+    } else if ((m1 as i16) < 2i16) {
+        m1 = (7 & 5u16);
+    }
+    let m1 = (m1 as f32);
+    let mut m2: u16 = (if (m1 as f64).is_finite() { 0u16 } else { 3u16 });
+    if (5i64 <= (m1 as i64)) {
+        m2 = ((m1 as i64) as u16);
+    } else if ((m2 as i64) < (m2 as i64)) {
+        m2 = ((m1 as u16) - (1 - (m1 as u16)));
+    }
+    ((m1 as i64) - (m1 as i64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_23(a0: i8) -> u64 {
+    let a0 = (((a0 as i16) as u8) as i16);
+    let v1: u8 = (a0 as u8);
+    let mut m2: i64 = (42i64 % (((a0 as i64) & 7) + 1));
+    if (a0 != a0) {
+        m2 = (((a0 as i64) >> ((a0 as u32) & 7)) / (((-3i64).wrapping_neg() & 7) + 1));
+    } else if (2.0f64).is_sign_negative() {
+        m2 = (v1 as i64);
+    }
+    ((if (!false) { 10.0f32 } else { (7.0f32).sqrt() }) as u64)
+}
+
+#[kernel_fn]
+fn gen1_24_h9(x0: u64) -> i8 {
+    ((x0 as i8).signum() * (x0 as i8))
 }
 
 #[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_37(a: ArrayView1<i64>, s: u64) -> i64 {
-    let mut acc: i64 = 100i64;
+fn gen1_24(a: ArrayView1<Complex<f64>>, s: f64) -> f32 {
+    let mut acc: f32 = 1e-3f32;
     for i in 0..a.len() {
-        acc ^= (acc % (((({ let b1 = (acc as i32); (b1 as i8) }) as i64) & 7) + 1));
+        acc += (if true { (((i as f32) as u16) as f32) } else { (acc + (acc as f32)) }).powi(1);
     }
     acc
 }
 
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_38(a0: u16, a1: i16) -> i8 {
-    let mut l1: u64 = ({ let b3 = (a0 as i8); 13u64 });
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 0 {
-            break;
-        }
-        l1 = (((a0 as u32) == (l1 as u32)) as u64);
-    }
-    let mut n5 = 2u32;
-    let mut w4: i8 = 7i8;
-    while n5 > 0 {
-        w4 = ((-(w4 as f64)) as i8);
-        n5 -= 1;
-    }
-    gen1_10_h3(((13i8 as i16) & (match (2u32 & 3) { 0 => a1, 1 | 2 => a1, _ => a1 })))
+#[kernel_fn]
+fn gen1_25_h10(x0: i32, x1: u64) -> u64 {
+    ((-((-5i64) | (x0 as i64))) as u64)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_39(a0: u16) -> (u32, f64) {
-    let mut l1: i16 = (a0 as i16).wrapping_mul((-5i16));
+fn gen1_25(a0: u16, a1: Complex<f64>) -> (i8, Complex<f64>) {
+    let (p1, q2) = ((match ((!(a0 as u32)) & 3) { 0 => 3u32, 1 | 2 => 3u32, _ => ((a0 as u32) | (a0 as u32)) }), (((a0 as u8) as u32) as u64));
+    let mut m3: u8 = (p1 as u8);
+    if (q2 == (q2 as u64)) {
+        m3 = ((a0 << ((q2 as i64) & 7)) as u8);
+    } else if ((p1 as u16) == 7) {
+        m3 = (((p1 as u16) >> (p1 & 7)) as u8);
+    }
+    let mut acc4: i64 = (m3 as i64);
+    for i5 in 0..2usize {
+        acc4 ^= acc4;
+    }
+    let v6: f32 = ((gen1_20_h8(acc4, (p1 as u64))).max((10.0f32 % (-2.0))) - (-1.5));
+    (((match ((m3 as i64) & 3) { 0 => ({ let b7 = true; (-7i8) }), 1 | 2 => (if (p1 as f64).is_sign_negative() { (q2 as i8) } else { 13i8 }), _ => ((p1 as i8) | 0) }) + (acc4 as i8)), a1)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_26(a0: u16, a1: u32, a2: bool) -> Complex<f64> {
+    let mut l1: u64 = 7u64;
     let mut c2 = 0i32;
     loop {
         c2 += 1;
         if c2 > 0 {
             break;
         }
-        l1 = (((a0 as i16) ^ (-1)) as i16);
+        l1 = ((l1 + 0) | (a1 as u64));
     }
-    let v3 = (13i8 >> ((a0 as i64) & 7));
-    (gen1_24_h5(gen1_2_h1((a0 as f32).abs(), (match ((v3 as u8) & 3) { 0 => 5i32, 1 | 2 => (v3 as i32), _ => (v3 as i32) })), (-((l1 as u64) as f32))), (l1 as f64))
+    Complex::new(1e-3f64, (-1e-3f64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_27(a0: u16, a1: u64, a2: i16) -> (f64, f64) {
+    let v1 = (a2 + (match ((a2 as i8).max((a1 as i8)) & 3) { 0 => (a2 >> ((a0 as i8) & 7)), 1 | 2 => (a2 & (a1 as i16)), _ => (a2 as i16) }));
+    let (p2, q3) = ((!true), (((a2 as f32) as f32) % 1e4f32).sin());
+    if ((-2.0) == (a1 as f32)) {
+        return (gen1_14_h5(p2), ((Complex::new((-0.5f64), 0.5f64)).re).clamp(-2.5, 4.0));
+    }
+    ((if ((!p2) && ({ let b4 = (a2 as u32); p2 })) { 0.5f64 } else { ((-0.25f64) * (v1 as f64)).hypot((q3 as f64)) }), (q3 as f64))
+}
+
+#[kernel_fn]
+fn gen1_28_h11(x0: u8, x1: u8) -> i64 {
+    ((x1 as i64) * (-13i64)).wrapping_sub((x0 as i64)).wrapping_mul(((0.5f64).min((x0 as f64)) as i64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_28(a0: Complex<f32>, a1: i16) -> u8 {
+    let mut n2 = 0u32;
+    let mut w1: u8 = 7u8;
+    while n2 > 0 {
+        w1 = (((a1 as i8) as f32) as u8);
+        n2 -= 1;
+    }
+    let mut m3: u64 = ({ let b4 = true; (w1 as u64) });
+    if ((a1 as u64) >= (w1 as u64)) {
+        m3 = (if (13u32 >= (a1 as u32)) { (w1 as u64) } else { ({ let b5 = (w1 as f64); (w1 as u64) }) });
+    } else if (1.5f32 >= (a1 as f32)) {
+        m3 = ((if ((a1 as u16) > 5u16) { 7u64 } else { 0u64 }) - ((a1 as u64) - (w1 as u64)));
+    }
+    let mut acc6: u32 = (5u32 % (((m3 as u32) & 7) + 1));
+    for i7 in 0..3u32 {
+        acc6 -= (match (m3 & 3) { 0 => (acc6 * acc6), 1 | 2 => ({ let b8 = a0; (i7 as u32) }), _ => (i7 as u32) });
+    }
+    let acc6 = (({ let b9 = 0u64; m3 }) as f64);
+    w1
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_29(a0: i64, a1: u32) -> (u8, u16) {
+    let mut l1: u32 = (if (false || true) { a1 } else { (a0 as u32) });
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 2 {
+            break;
+        }
+        l1 = (l1 | (if true { a1 } else { l1 }));
+    }
+    let v3: i64 = 0i64;
+    let mut l4: i32 = (a1 as i32);
+    let mut c5 = 0i32;
+    loop {
+        c5 += 1;
+        if c5 > 0 {
+            break;
+        }
+        l4 = (a0 as i32);
+    }
+    (((!gen1_2_h1((-1.5f32), l4)) | (7 & (l4 as u8).wrapping_add((l4 as u8)))), (!(((l1 as u16) >> ((a1 as u16) & 7)) | (!0u16))))
+}
+
+#[kernel_fn]
+fn gen1_30_h12(x0: u8, x1: i8) -> f64 {
+    (x0 as f64)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_30(a0: i16, a1: i32, a2: u64) -> Complex<f32> {
+    if ((a2 as i64) <= 42) {
+        return (Complex::new((a1 as f32), (a1 as f32)) * Complex::new(7.0f32, (-10.0f32)));
+    }
+    let mut acc1: i16 = (a2 as i16);
+    for i2 in 0..4 {
+        acc1 |= a0.wrapping_neg();
+    }
+    if ((acc1 as i64) != (-1)) {
+        return ((if ((a1 as u32) > 13) { Complex::new(10.0f32, 7.0f32) } else { Complex::new((-1e-3f32), 10.0f32) }) / ((a2 as f32) - Complex::new((-3.75f32), (-1.5f32))));
+    }
+    if (a1 as f64).is_finite() {
+        return ({ let b3 = ((acc1 as f32) / 10.0); Complex::new(10.0f32, 1e-3f32) });
+    }
+    (-Complex::new(10.0f32, (-2.0f32)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_31(a0: f32) -> Complex<f64> {
+    let mut m1: f64 = ((-3.75f64) / (a0 as f64));
+    if ((a0 as i8) >= (a0 as i8)) {
+        m1 = (if false { ((a0 as f64) + 7.0f64) } else { (a0 as f64) });
+    } else if (-7.0f64).is_infinite() {
+        m1 = (a0 as f64);
+    }
+    let a0 = (Complex::new(a0, a0)).sqrt();
+    (if ((m1 as i16) as f32).is_nan() { Complex::new(1e-3f64, (-10.0f64)) } else { (Complex::new(7.0f64, 3.75f64) / Complex::new(0.5f64, 1e-3f64)).exp() })
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_32(a0: f32, a1: Complex<f32>, a2: i32) -> Complex<f32> {
+    let mut n2 = 3u32;
+    let mut w1: u8 = 42u8;
+    while n2 > 0 {
+        w1 = (w1 as u8);
+        n2 -= 1;
+    }
+    Complex::new(1.5f32, 2.0f32)
+}
+
+#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
+fn gen1_33(a: ArrayView1<i16>, s: i16, mut out: ArrayViewMut1<i16>) {
+    for i in 0..a.len() {
+        out[i] = (match ((s as u32) & 3) { 0 => ((s as i64) as i16), 1 | 2 => (if true { gen1_0_h0(5u8) } else { s }), _ => (if (3.75f64 <= 0.25) { (42u16 as i16) } else { (s as i16) }) });
+    }
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_34(a0: u16) -> i32 {
+    let v1 = gen1_28_h11(((a0 as u64) as u8), (13u8 | (if (1u32 <= 1u32) { (a0 as u8) } else { (a0 as u8) })));
+    let a0 = (((v1 as u8) + 100u8) >> (a0 & 7));
+    ((13i32 ^ 7i32) >> ((a0 % ((a0 & 7) + 1)) & 7)).min((((v1 as i32) & (a0 as i32)) & (v1 as i32)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_35(a0: i32, a1: Complex<f64>, a2: Complex<f32>) -> Complex<f32> {
+    let mut l1: i8 = ((a0 as i8) - (a0 as i8));
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 0 {
+            break;
+        }
+        l1 = ((l1 as i8) % ((l1 & 7) + 1)).abs();
+    }
+    let mut acc3: u16 = 0u16;
+    for i4 in 0..4 {
+        acc3 &= (acc3 as u16);
+        if (l1 == 5i8) {
+            break;
+        }
+    }
+    let mut acc5: u32 = ((acc3 as u64) as u32);
+    for i6 in 0..1i64 {
+        acc5 ^= ({ let b7 = ((a0 as i64) as u16); (a0 as u32) });
+    }
+    (if ((2u8 % (((acc5 as u8) & 7) + 1)) == ({ let b8 = (l1 as u8); b8 })) { a2 } else { ({ let b9 = gen1_30_h12((a0 as u8), (a0 as i8)); (a2 - a2) }) })
+}
+
+#[kernel_fn]
+fn gen1_36_h13(x0: f64) -> u64 {
+    gen1_25_h10((((x0 as i32) % ((5i32 & 7) + 1)) / ((((x0 as i32) - (-5)) & 7) + 1)), ((x0 as u64) % (((5u64 as u64) & 7) + 1)))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_36(a0: f64, a1: i64) -> u8 {
+    if false {
+        return ((a1 as u8) >> (((a1 as i16) % ((42i16 & 7) + 1)) & 7));
+    }
+    if (a0 >= 1e-3f64) {
+        return (gen1_2_h1(10.0f32, 1i32)).wrapping_sub(((a0 as u8) ^ (a0 as u8)));
+    }
+    let a0 = (a0 as f32);
+    100u8
+}
+
+#[kernel_fn]
+fn gen1_37_h14(x0: u8, x1: i64) -> i8 {
+    ((-13i8) | (x0 as i8))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_37(a0: f32, a1: u64) -> (i16, bool) {
+    let mut acc1: i64 = (a0 as i64);
+    for i2 in 0..2 {
+        acc1 -= (gen1_5_h2(acc1, 100u16) as i64);
+    }
+    let mut l3: f64 = 1e-3f64;
+    let mut c4 = 0i32;
+    loop {
+        c4 += 1;
+        if c4 > 1 {
+            break;
+        }
+        l3 = (l3 / 10.0).powf((-l3));
+    }
+    let (p6, q7) = ((a1 as i16), ({ let b5 = Complex::new(0.5f32, 3.75f32); b5 }).ln());
+    let mut m8: u32 = (a0 as u32);
+    if (0.5f64).is_sign_negative() {
+        m8 = ((a0 <= 0.25) as u32);
+    } else if a0.is_sign_negative() {
+        m8 = (!(p6 as u32));
+    }
+    (((a0 % a0.mul_add(a0, a0)) as i16), (a1 as f32).is_infinite())
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_38(a0: u64, a1: Complex<f64>) -> (u32, u64) {
+    let mut n2 = 0u32;
+    let mut w1: u16 = 5u16;
+    while n2 > 0 {
+        w1 = w1;
+        n2 -= 1;
+    }
+    ((match ((false as u32) & 3) { 0 => ((0i8).wrapping_abs() as u32), 1 | 2 => ((13i32 as u32) & ({ let b3 = (a0 as u8); (b3 as u32) })), _ => ({ let b4 = (3u16 <= (w1 as u16)); (b4 as u32) }) }), (((match (5u32 & 3) { 0 => (w1 as i32), 1 | 2 => (w1 as i32), _ => (-7i32) }) as f64) as u64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_39(a0: u8) -> i8 {
+    let v1: bool = false;
+    let mut acc2: i32 = (0.25f64 as i32);
+    for i3 in 0..3 {
+        acc2 -= (v1 as i32);
+    }
+    let mut l4: f32 = ((acc2 as f32) * (a0 as f32));
+    let mut c5 = 0i32;
+    loop {
+        c5 += 1;
+        if c5 > 1 {
+            break;
+        }
+        l4 = (l4 / 1e-3).mul_add(((l4 as f32) + l4), l4);
+    }
+    let mut acc6: u8 = (a0 + a0);
+    for i7 in 0..2 {
+        acc6 -= (i7 as u8);
+    }
+    ((((a0 as u32) | 7u32) * (a0 as u32)) as i8)
 }
 
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
@@ -635,41 +705,41 @@ fn generated_kernels_agree_on_cpu_and_cuda() {
             ("gen1_2", || both!(agree, gen1_2, &sample::<Complex<f32>>(0, 16), &sample::<i8>(1, 16), &sample::<u32>(2, 16))),
             ("gen1_3", || both!(agree, gen1_3, &sample2::<i8>(0), &sample::<u8>(1, 4))),
             ("gen1_4", || both!(agree, gen1_4, &sample2::<i64>(0), &sample::<f64>(1, 4))),
-            ("gen1_5", || both!(agree, gen1_5, &sample::<bool>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_6", || both!(agree, gen1_6, &sample::<i8>(0, 16))),
-            ("gen1_7", || both!(agree, gen1_7, &sample::<Complex<f64>>(0, 16), &sample::<Complex<f64>>(1, 16), &sample::<u64>(2, 16))),
-            ("gen1_8", || both!(agree, gen1_8, &sample::<u8>(0, 16), &sample::<bool>(1, 16))),
-            ("gen1_9", || both!(agree, gen1_9, &sample2::<Complex<f64>>(0), &sample::<i32>(1, 4))),
-            ("gen1_10", || both!(agree, gen1_10, &sample::<f64>(0, 16), &sample::<u8>(1, 16))),
-            ("gen1_11", || both!(agree, gen1_11, &sample::<i32>(0, 16))),
-            ("gen1_12", || both!(agree, gen1_12, &sample::<bool>(0, 16))),
-            ("gen1_13", || both!(agree, gen1_13, &sample::<u8>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_14", || both!(agree, gen1_14, &sample::<Complex<f64>>(0, 16))),
-            ("gen1_15", || both!(agree, gen1_15, &sample::<Complex<f32>>(0, 16), &sample::<bool>(1, 16), &sample::<i8>(2, 16))),
-            ("gen1_16", || both!(agree2, gen1_16, &sample::<i64>(0, 16))),
-            ("gen1_17", || both!(agree, gen1_17, &sample::<u16>(0, 16))),
-            ("gen1_18", || both!(agree, gen1_18, &sample::<u8>(0, 16), &sample::<i16>(1, 16), &sample::<f64>(2, 16))),
-            ("gen1_19", || both!(agree, gen1_19, &sample2::<i64>(0), &sample::<i16>(1, 4))),
-            ("gen1_20", || both!(agree, gen1_20, &sample::<u16>(0, 16), &sample::<u16>(1, 16), &sample::<u32>(2, 16))),
-            ("gen1_21", || both!(agree, gen1_21, &sample::<i16>(0, 16), &sample::<u16>(1, 16), &sample::<bool>(2, 16))),
-            ("gen1_22", || both!(agree, gen1_22, &sample2::<Complex<f64>>(0), &sample::<i8>(1, 4))),
-            ("gen1_23", || both!(agree, gen1_23, &sample2::<i32>(0), &sample::<i64>(1, 4))),
-            ("gen1_24", || both!(agree, gen1_24, &sample::<u32>(0, 16), &sample::<u64>(1, 16))),
-            ("gen1_25", || both!(agree, gen1_25, &sample::<u64>(0, 16))),
-            ("gen1_26", || both!(agree, gen1_26, &sample2::<Complex<f64>>(0), &sample::<u16>(1, 4))),
-            ("gen1_27", || both!(agree, gen1_27, &sample::<i64>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_28", || both!(agree, gen1_28, &sample::<f32>(0, 16), &sample::<i32>(1, 16))),
-            ("gen1_29", || both!(agree, gen1_29, &sample::<i64>(0, 16))),
-            ("gen1_30", || both!(agree2, gen1_30, &sample::<u64>(0, 16), &sample::<f64>(1, 16), &sample::<i16>(2, 16))),
-            ("gen1_31", || both!(agree2, gen1_31, &sample::<u16>(0, 16), &sample::<f64>(1, 16), &sample::<Complex<f32>>(2, 16))),
-            ("gen1_32", || both!(agree, gen1_32, &sample::<u64>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_33", || both!(agree2, gen1_33, &sample::<i16>(0, 16))),
-            ("gen1_34", || both!(agree, gen1_34, &sample2::<u64>(0), &sample::<i32>(1, 4))),
-            ("gen1_35", || both!(agree, gen1_35, &sample::<u64>(0, 16))),
-            ("gen1_36", || both!(agree, gen1_36, &sample::<Complex<f64>>(0, 16), &sample::<i8>(1, 16), &sample::<i8>(2, 16))),
-            ("gen1_37", || both!(agree, gen1_37, &sample2::<i64>(0), &sample::<u64>(1, 4))),
-            ("gen1_38", || both!(agree, gen1_38, &sample::<u16>(0, 16), &sample::<i16>(1, 16))),
-            ("gen1_39", || both!(agree2, gen1_39, &sample::<u16>(0, 16))),
+            ("gen1_5", || both!(agree2, gen1_5, &sample::<i16>(0, 16), &sample::<i8>(1, 16), &sample::<Complex<f32>>(2, 16))),
+            ("gen1_6", || both!(agree, gen1_6, &sample::<Complex<f64>>(0, 16), &sample::<Complex<f64>>(1, 16), &sample::<u64>(2, 16))),
+            ("gen1_7", || both!(agree, gen1_7, &sample::<u64>(0, 16), &sample::<i32>(1, 16))),
+            ("gen1_8", || both!(agree, gen1_8, &sample::<Complex<f64>>(0, 16), &sample::<f64>(1, 16), &sample::<u64>(2, 16))),
+            ("gen1_9", || both!(agree, gen1_9, &sample2::<i8>(0), &sample::<u64>(1, 4))),
+            ("gen1_10", || both!(agree, gen1_10, &sample::<i8>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_11", || both!(agree, gen1_11, &sample::<f64>(0, 16), &sample::<Complex<f64>>(1, 16), &sample::<u16>(2, 16))),
+            ("gen1_12", || both!(agree, gen1_12, &sample::<Complex<f32>>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_13", || both!(agree, gen1_13, &sample::<u32>(0, 16))),
+            ("gen1_14", || both!(agree2, gen1_14, &sample::<i8>(0, 16), &sample::<u16>(1, 16), &sample::<i8>(2, 16))),
+            ("gen1_15", || both!(agree, gen1_15, &sample::<f32>(0, 16))),
+            ("gen1_16", || both!(agree, gen1_16, &sample2::<u8>(0), &sample::<u64>(1, 4))),
+            ("gen1_17", || both!(agree2, gen1_17, &sample::<bool>(0, 16), &sample::<u32>(1, 16), &sample::<f32>(2, 16))),
+            ("gen1_18", || both!(agree, gen1_18, &sample::<u16>(0, 16), &sample::<f32>(1, 16))),
+            ("gen1_19", || both!(agree2, gen1_19, &sample::<f32>(0, 16), &sample::<i32>(1, 16))),
+            ("gen1_20", || both!(agree, gen1_20, &sample::<u16>(0, 16), &sample::<i8>(1, 16))),
+            ("gen1_21", || both!(agree, gen1_21, &sample::<f32>(0, 16), &sample::<f32>(1, 16), &sample::<u8>(2, 16))),
+            ("gen1_22", || both!(agree, gen1_22, &sample::<Complex<f64>>(0, 16))),
+            ("gen1_23", || both!(agree, gen1_23, &sample::<i8>(0, 16))),
+            ("gen1_24", || both!(agree, gen1_24, &sample2::<Complex<f64>>(0), &sample::<f64>(1, 4))),
+            ("gen1_25", || both!(agree2, gen1_25, &sample::<u16>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_26", || both!(agree, gen1_26, &sample::<u16>(0, 16), &sample::<u32>(1, 16), &sample::<bool>(2, 16))),
+            ("gen1_27", || both!(agree2, gen1_27, &sample::<u16>(0, 16), &sample::<u64>(1, 16), &sample::<i16>(2, 16))),
+            ("gen1_28", || both!(agree, gen1_28, &sample::<Complex<f32>>(0, 16), &sample::<i16>(1, 16))),
+            ("gen1_29", || both!(agree2, gen1_29, &sample::<i64>(0, 16), &sample::<u32>(1, 16))),
+            ("gen1_30", || both!(agree, gen1_30, &sample::<i16>(0, 16), &sample::<i32>(1, 16), &sample::<u64>(2, 16))),
+            ("gen1_31", || both!(agree, gen1_31, &sample::<f32>(0, 16))),
+            ("gen1_32", || both!(agree, gen1_32, &sample::<f32>(0, 16), &sample::<Complex<f32>>(1, 16), &sample::<i32>(2, 16))),
+            ("gen1_33", || both!(agree, gen1_33, &sample2::<i16>(0), &sample::<i16>(1, 4))),
+            ("gen1_34", || both!(agree, gen1_34, &sample::<u16>(0, 16))),
+            ("gen1_35", || both!(agree, gen1_35, &sample::<i32>(0, 16), &sample::<Complex<f64>>(1, 16), &sample::<Complex<f32>>(2, 16))),
+            ("gen1_36", || both!(agree, gen1_36, &sample::<f64>(0, 16), &sample::<i64>(1, 16))),
+            ("gen1_37", || both!(agree2, gen1_37, &sample::<f32>(0, 16), &sample::<u64>(1, 16))),
+            ("gen1_38", || both!(agree2, gen1_38, &sample::<u64>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_39", || both!(agree, gen1_39, &sample::<u8>(0, 16))),
         ]);
     });
 }

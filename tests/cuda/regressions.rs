@@ -38,6 +38,21 @@ pub(crate) fn reg_int_abs_and_match(x: i32, y: i8) -> i32 {
     a + y.signum() as i32 + y.wrapping_abs() as i32
 }
 
+#[kernel_fn]
+fn reg_small(x: u8) -> i16 {
+    x as i16 - 200
+}
+
+/// Negating a helper's `i16` result gave a C++ `int` (integer promotion), which then met an
+/// `i16` in an ambiguous overload; num-complex's corner cases of `sqrt`, `exp`, `powi`, `powf`
+/// (a zero imaginary part, infinities, NaN, a zero exponent) were not followed.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_neg_helper_and_complex_corners(x: u8, z: Complex<f64>) -> (i16, Complex<f64>) {
+    let n = -reg_small(x);
+    let w = (-(z - z)).sqrt() + z.sqrt() + z.exp() + z.powi(-3) + z.powf(0.0) + z.powf(1.5);
+    (n.wrapping_mul(reg_small(x)), w)
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
         ("reg_complex_neg", reg_complex_neg::cuda_source()),
@@ -83,6 +98,11 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
             reg_int_abs_and_match::on(Target::Cpu, &x, &y),
             reg_int_abs_and_match::on(Target::Cuda, &x, &y),
         );
+        let (u, z) = (sample::<u8>(5, 17), sample::<Complex<f64>>(6, 17));
+        let (c0, c1) = reg_neg_helper_and_complex_corners::on(Target::Cpu, &u, &z).unwrap();
+        let (g0, g1) = reg_neg_helper_and_complex_corners::on(Target::Cuda, &u, &z).unwrap();
+        agree("reg_neg_helper.0", Ok(c0), Ok(g0));
+        agree("reg_complex_corners.1", Ok(c1), Ok(g1));
         agree(
             "reg_usize_literals",
             reg_usize_literals::on(Target::Cpu, &n),

@@ -147,34 +147,64 @@ __device__ inline float __ufunc_norm(c32 z) { return hypotf(z.re, z.im); }
 __device__ inline double __ufunc_norm(c64 z) { return hypot(z.re, z.im); }
 __device__ inline float __ufunc_arg(c32 z) { return atan2f(z.im, z.re); }
 __device__ inline double __ufunc_arg(c64 z) { return atan2(z.im, z.re); }
+// num-complex's exp, sqrt, powi and powf, corner cases (infinities, NaN, zeros) included.
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_from_polar(T r, T theta) {
+    return {r * __ufunc_cos(theta), r * __ufunc_sin(theta)};
+}
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_exp(__ufunc_complex_t<T> z) {
-    T e = __ufunc_exp(z.re);
-    return {e * __ufunc_cos(z.im), e * __ufunc_sin(z.im)};
+    T re = z.re, im = z.im;
+    if (isinf(re)) {
+        if (re < T(0)) {
+            if (!isfinite(im)) return {T(0), T(0)};
+        } else if (im == T(0) || !isfinite(im)) {
+            if (isinf(im)) im = im - im;  // NaN
+            return {re, im};
+        }
+    } else if (isnan(re) && im == T(0)) {
+        return z;
+    }
+    return __ufunc_from_polar(__ufunc_exp(re), im);
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_ln(__ufunc_complex_t<T> z) {
     return {__ufunc_ln(__ufunc_norm(z)), __ufunc_arg(z)};
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_sqrt(__ufunc_complex_t<T> z) {
-    T r = __ufunc_sqrt(__ufunc_norm(z));
-    T t = __ufunc_arg(z) / T(2);
-    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+    if (z.im == T(0)) {
+        if (!signbit(z.re)) return {__ufunc_sqrt(z.re), z.im};
+        T im = __ufunc_sqrt(-z.re);
+        return {T(0), signbit(z.im) ? -im : im};
+    }
+    if (z.re == T(0)) {
+        T x = __ufunc_sqrt(__ufunc_abs(z.im) / T(2));
+        return {x, signbit(z.im) ? -x : x};
+    }
+    return __ufunc_from_polar(__ufunc_sqrt(__ufunc_norm(z)), __ufunc_arg(z) / T(2));
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powi(__ufunc_complex_t<T> a, int b) {
-    bool recip = b < 0;
-    __ufunc_complex_t<T> r = {T(1), T(0)};
-    for (;;) {
-        if (b & 1) r = r * a;
-        b /= 2;
-        if (b == 0) break;
-        a = a * a;
+    unsigned e = b < 0 ? 0u - (unsigned)b : (unsigned)b;
+    if (b < 0) {
+        T n = a.re * a.re + a.im * a.im;
+        a = {a.re / n, -a.im / n};
     }
-    return recip ? __ufunc_complex_t<T>{T(1), T(0)} / r : r;
+    if (e == 0) return {T(1), T(0)};
+    while ((e & 1) == 0) {
+        a = a * a;
+        e >>= 1;
+    }
+    if (e == 1) return a;
+    __ufunc_complex_t<T> acc = a;
+    while (e > 1) {
+        e >>= 1;
+        a = a * a;
+        if (e & 1) acc = acc * a;
+    }
+    return acc;
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powf(__ufunc_complex_t<T> z, T e) {
-    T r = __ufunc_powf(__ufunc_norm(z), e);
-    T t = __ufunc_arg(z) * e;
-    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+    if (e == T(0)) return {T(1), T(0)};
+    return __ufunc_from_polar(__ufunc_powf(__ufunc_norm(z), e), __ufunc_arg(z) * e);
 }
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_neg(__ufunc_complex_t<T> a) { return -a; }
 
 // Integers: Rust's release-mode semantics (wrapping + - *, masked shifts), division and
 // remainder that panic on zero and on MIN / -1. Floats pass straight through.

@@ -222,9 +222,9 @@ impl Emitter<'_> {
     pub(super) fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> (String, Ty) {
         let (v, t) = self.emit_expr(&u.expr, expected);
         match u.op {
-            UnOp::Neg(_) if t.is_float() || t.is_complex() || t == Ty::Opaque => {
-                (format!("-{v}"), t)
-            }
+            // An opaque operand (a helper's result) may be a small integer that C++'s `-` would
+            // promote to int: `__ufunc_neg` keeps its type (and wraps, as Rust does).
+            UnOp::Neg(_) if t.is_float() || t.is_complex() => (format!("-{v}"), t),
             UnOp::Neg(_) => (format!("__ufunc_neg({v})"), t),
             UnOp::Not(_) if t == Ty::elem("bool") => (format!("!{v}"), t),
             UnOp::Not(_) => (format!("__ufunc_not({v})"), t),

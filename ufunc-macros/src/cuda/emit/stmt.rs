@@ -178,12 +178,11 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
     fn emit_for_elements(&mut self, f: &syn::ExprForLoop, view: &Expr) -> String {
         let (v, vt) = self.emit_expr(view, None);
         let elem = match vt {
-            Ty::View { elem, .. } => *elem,
-            Ty::Unsupported => return PLACEHOLDER.into(),
+            Ty::View { elem, .. } => Some(*elem),
+            Ty::Unsupported => None,
             _ => {
-                return self
-                    .unsupported(view, "`for` over the iterator of anything but a view")
-                    .0
+                self.unsupported(view, "`for` over the iterator of anything but a view");
+                None
             }
         };
         let name = match &*f.pat {
@@ -197,9 +196,15 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
         };
         let (tv, k) = (self.tmp(), self.tmp());
         self.env.push();
-        let var = self.env.declare(&name, elem, None);
+        let var = self
+            .env
+            .declare(&name, elem.clone().unwrap_or(Ty::Unsupported), None);
+        // The body is searched for untranslatable nodes even when the loop is one.
         let body = self.emit_block_stmts(&f.body);
         self.env.pop();
+        if elem.is_none() {
+            return PLACEHOLDER.into();
+        }
         format!(
             "{{\nauto {tv} = {v};\nfor (long long {k} = 0; {k} < {tv}.len(); ++{k}) {{\n\
              auto& {var} = __ufunc_view_at({tv}, {k});\n{body}}}\n}}\n"
