@@ -264,5 +264,8 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
     ];
     sources.extend(super::ports::sources());
     sources.extend(super::methods::sources());
+    sources.extend(super::generated::sources());
+    sources.extend(super::regressions::sources());
+    sources.extend(super::views::sources());
     sources
 }

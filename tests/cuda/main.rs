@@ -11,13 +11,19 @@ mod agree;
 mod cache;
 mod convolve;
 mod device;
+mod differential;
 mod fft;
+// Written by scripts/kernelgen.py: regenerate rather than reformat.
+#[rustfmt::skip]
+mod generated;
 mod kernels;
 mod methods;
 mod ports;
 mod registration;
+mod regressions;
 mod reliability;
 mod translate;
+mod views;
 
 use kernels::square_sum;
 use ndarray::array;

@@ -222,7 +222,7 @@ mod tests {
                 "a reference",
                 "a labelled loop",
                 "`break` with a label or value",
-                "`for` over anything but a range `a..b`",
+                // `v` is reported already; its loop's body is still searched.
                 "calling a function that is not a #[kernel_fn] helper",
                 "the method `frobnicate`",
             ]
@@ -250,6 +250,10 @@ mod tests {
         assert_eq!(
             messages("fn f(x: f32) -> f32 { 2.0 * [x][0] }"),
             ["an array"]
+        );
+        assert_eq!(
+            messages("fn f(x: f32) -> f32 { for y in x.iter() {} x }"),
+            ["`for` over the iterator of anything but a view"]
         );
         // Nothing that uses an untranslatable value reports again.
         assert_eq!(

@@ -44,6 +44,10 @@ impl Ty {
         matches!(self, Ty::Elem(n) if n == "f32" || n == "f64") || *self == Ty::FloatLit
     }
 
+    pub(crate) fn is_complex(&self) -> bool {
+        matches!(self, Ty::Elem(n) if n.starts_with("Complex"))
+    }
+
     pub(crate) fn is_integer(&self) -> bool {
         matches!(self, Ty::Elem(n) if n.starts_with('i') || n.starts_with('u'))
             || *self == Ty::IntLit

@@ -175,34 +175,64 @@ __device__ inline float __ufunc_norm(c32 z) { return hypotf(z.re, z.im); }
 __device__ inline double __ufunc_norm(c64 z) { return hypot(z.re, z.im); }
 __device__ inline float __ufunc_arg(c32 z) { return atan2f(z.im, z.re); }
 __device__ inline double __ufunc_arg(c64 z) { return atan2(z.im, z.re); }
+// num-complex's exp, sqrt, powi and powf, corner cases (infinities, NaN, zeros) included.
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_from_polar(T r, T theta) {
+    return {r * __ufunc_cos(theta), r * __ufunc_sin(theta)};
+}
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_exp(__ufunc_complex_t<T> z) {
-    T e = __ufunc_exp(z.re);
-    return {e * __ufunc_cos(z.im), e * __ufunc_sin(z.im)};
+    T re = z.re, im = z.im;
+    if (isinf(re)) {
+        if (re < T(0)) {
+            if (!isfinite(im)) return {T(0), T(0)};
+        } else if (im == T(0) || !isfinite(im)) {
+            if (isinf(im)) im = im - im;  // NaN
+            return {re, im};
+        }
+    } else if (isnan(re) && im == T(0)) {
+        return z;
+    }
+    return __ufunc_from_polar(__ufunc_exp(re), im);
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_ln(__ufunc_complex_t<T> z) {
     return {__ufunc_ln(__ufunc_norm(z)), __ufunc_arg(z)};
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_sqrt(__ufunc_complex_t<T> z) {
-    T r = __ufunc_sqrt(__ufunc_norm(z));
-    T t = __ufunc_arg(z) / T(2);
-    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+    if (z.im == T(0)) {
+        if (!signbit(z.re)) return {__ufunc_sqrt(z.re), z.im};
+        T im = __ufunc_sqrt(-z.re);
+        return {T(0), signbit(z.im) ? -im : im};
+    }
+    if (z.re == T(0)) {
+        T x = __ufunc_sqrt(__ufunc_abs(z.im) / T(2));
+        return {x, signbit(z.im) ? -x : x};
+    }
+    return __ufunc_from_polar(__ufunc_sqrt(__ufunc_norm(z)), __ufunc_arg(z) / T(2));
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powi(__ufunc_complex_t<T> a, int b) {
-    bool recip = b < 0;
-    __ufunc_complex_t<T> r = {T(1), T(0)};
-    for (;;) {
-        if (b & 1) r = r * a;
-        b /= 2;
-        if (b == 0) break;
-        a = a * a;
+    unsigned e = b < 0 ? 0u - (unsigned)b : (unsigned)b;
+    if (b < 0) {
+        T n = a.re * a.re + a.im * a.im;
+        a = {a.re / n, -a.im / n};
     }
-    return recip ? __ufunc_complex_t<T>{T(1), T(0)} / r : r;
+    if (e == 0) return {T(1), T(0)};
+    while ((e & 1) == 0) {
+        a = a * a;
+        e >>= 1;
+    }
+    if (e == 1) return a;
+    __ufunc_complex_t<T> acc = a;
+    while (e > 1) {
+        e >>= 1;
+        a = a * a;
+        if (e & 1) acc = acc * a;
+    }
+    return acc;
 }
 template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_powf(__ufunc_complex_t<T> z, T e) {
-    T r = __ufunc_powf(__ufunc_norm(z), e);
-    T t = __ufunc_arg(z) * e;
-    return {r * __ufunc_cos(t), r * __ufunc_sin(t)};
+    if (e == T(0)) return {T(1), T(0)};
+    return __ufunc_from_polar(__ufunc_powf(__ufunc_norm(z), e), __ufunc_arg(z) * e);
 }
+template <class T> __device__ inline __ufunc_complex_t<T> __ufunc_neg(__ufunc_complex_t<T> a) { return -a; }
 
 // Integers: Rust's release-mode semantics (wrapping + - *, masked shifts), division and
 // remainder that panic on zero and on MIN / -1. Floats pass straight through.
@@ -240,6 +270,9 @@ __device__ inline float __ufunc_div(float a, float b) { return a / b; }
 __device__ inline double __ufunc_div(double a, double b) { return a / b; }
 __device__ inline float __ufunc_rem(float a, float b) { return fmodf(a, b); }
 __device__ inline double __ufunc_rem(double a, double b) { return fmod(a, b); }
+// Integer abs and signum (abs wraps at MIN, as Rust's release build and `wrapping_abs` do).
+template <class T> __device__ inline T __ufunc_abs(T a) { return a < T(0) ? __ufunc_neg(a) : a; }
+template <class T> __device__ inline T __ufunc_signum(T a) { return (T)((a > T(0)) - (a < T(0))); }
 template <class T> __device__ inline T __ufunc_and(T a, T b) { return a & b; }
 template <class T> __device__ inline T __ufunc_or(T a, T b) { return a | b; }
 template <class T> __device__ inline T __ufunc_xor(T a, T b) { return a ^ b; }
@@ -299,3 +332,36 @@ template <class T, int N> struct __ufunc_view {
         return ptr[off];
     }
 };
+// ndarray's view methods in a gufunc core: elements in logical (row-major) order, 1-d rows and
+// columns as views, sums and dot products left to right (ndarray's unrolled float sums may
+// round differently).
+template <class T, int N> __device__ inline T& __ufunc_view_at(const __ufunc_view<T, N>& v, long long k) {
+    long long off = 0;
+    for (int d = N - 1; d >= 0; --d) {
+        off += (k % v.shape[d]) * v.strides[d];
+        k /= v.shape[d];
+    }
+    return v.ptr[off];
+}
+template <class T, int N> __device__ inline typename __ufunc_remove_const<T>::type __ufunc_view_sum(const __ufunc_view<T, N>& v) {
+    typename __ufunc_remove_const<T>::type s = {};
+    for (long long k = 0, n = v.len(); k < n; ++k) s = __ufunc_add(s, __ufunc_view_at(v, k));
+    return s;
+}
+template <class T, int N, class X> __device__ inline void __ufunc_view_fill(const __ufunc_view<T, N>& v, X x) {
+    for (long long k = 0, n = v.len(); k < n; ++k) __ufunc_view_at(v, k) = x;
+}
+template <class A, class B> __device__ inline typename __ufunc_remove_const<A>::type __ufunc_view_dot(const __ufunc_view<A, 1>& a, const __ufunc_view<B, 1>& b) {
+    typename __ufunc_remove_const<A>::type s = {};
+    if (a.shape[0] != b.shape[0]) { __ufunc_panic(__UFUNC_PANIC_EXPLICIT); return s; }
+    for (long long k = 0; k < a.shape[0]; ++k) s = __ufunc_add(s, __ufunc_mul(a.ptr[k * a.strides[0]], b.ptr[k * b.strides[0]]));
+    return s;
+}
+// Axis `axis` of a 2-d view at `i` (`row`: axis 0, `column`: axis 1), bounds-checked.
+template <class T> __device__ inline __ufunc_view<T, 1> __ufunc_view_lane(const __ufunc_view<T, 2>& v, int axis, long long i) {
+    if (i < 0 || i >= v.shape[axis]) {
+        __ufunc_panic(__UFUNC_PANIC_INDEX);
+        return {&__ufunc_sink<typename __ufunc_remove_const<T>::type>, {0}, {0}};
+    }
+    return {v.ptr + i * v.strides[axis], {v.shape[1 - axis]}, {v.strides[1 - axis]}};
+}

@@ -222,12 +222,16 @@ impl Emitter<'_> {
     pub(super) fn emit_unary(&mut self, u: &syn::ExprUnary, expected: Option<&Ty>) -> (String, Ty) {
         let (v, t) = self.emit_expr(&u.expr, expected);
         match u.op {
-            UnOp::Neg(_) if t.is_float() || t == Ty::Opaque => (format!("-{v}"), t),
+            // An opaque operand (a helper's result) may be a small integer that C++'s `-` would
+            // promote to int: `__ufunc_neg` keeps its type (and wraps, as Rust does).
+            UnOp::Neg(_) if t.is_float() || t.is_complex() => (format!("-{v}"), t),
             UnOp::Neg(_) => (format!("__ufunc_neg({v})"), t),
             UnOp::Not(_) if t == Ty::elem("bool") => (format!("!{v}"), t),
             UnOp::Not(_) => (format!("__ufunc_not({v})"), t),
             UnOp::Deref(_) => match t {
                 Ty::Ptr(elem) => (format!("(*{v})"), *elem),
+                // A binding of `for x in a.iter()`: a C++ reference, used as its value.
+                Ty::Elem(_) => (v, t),
                 Ty::Unsupported => (v, t),
                 _ => self.unsupported(u, "dereferencing anything but a `&mut` output"),
             },
@@ -292,11 +296,13 @@ impl Emitter<'_> {
         }
     }
 
-    /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` of a view.
+    /// `dim()`, `nrows()`, `ncols()`, `len()`, `is_empty()`, `shape()` and the other methods of
+    /// a view the prelude implements (`sum`, `fill`, `dot`, `row`, `column`, `len_of`).
     pub(super) fn emit_view_method(
         &mut self,
         m: &syn::ExprMethodCall,
         recv: &str,
+        elem: &Ty,
         rank: usize,
     ) -> (String, Ty) {
         let usize_ty = Ty::elem("usize");
@@ -315,7 +321,60 @@ impl Emitter<'_> {
             "len" => (format!("((usize){recv}.len())"), usize_ty),
             "is_empty" => (format!("({recv}.len() == 0)"), Ty::elem("bool")),
             "shape" => (String::new(), Ty::Shape(recv.to_string())),
-            other => self.unsupported(&m.method, &format!("the view method `{other}`")),
+            "len_of" => match m.args.first().map(unparen) {
+                Some(Expr::Call(c)) if c.args.len() == 1 => {
+                    let (k, _) = self.emit_expr(&c.args[0], Some(&usize_ty));
+                    (format!("((usize){recv}.shape[{k}])"), usize_ty)
+                }
+                _ => self.unsupported(m, "`len_of` with anything but `Axis(k)`"),
+            },
+            "sum" => (format!("__ufunc_view_sum({recv})"), elem.clone()),
+            "fill" => {
+                let (v, _) = match m.args.first() {
+                    Some(a) => self.emit_expr(a, Some(elem)),
+                    None => return self.unsupported(m, "`fill` without a value"),
+                };
+                (format!("__ufunc_view_fill({recv}, {v})"), Ty::Unit)
+            }
+            "dot" if rank == 1 => {
+                let other = match m.args.first().map(unparen) {
+                    Some(Expr::Reference(r)) => &*r.expr,
+                    Some(e) => e,
+                    None => return self.unsupported(m, "`dot` without an operand"),
+                };
+                match self.emit_expr(other, None) {
+                    (b, Ty::View { rank: 1, .. }) => {
+                        (format!("__ufunc_view_dot({recv}, {b})"), elem.clone())
+                    }
+                    (b, Ty::Unsupported) => (b, Ty::Unsupported),
+                    _ => self.unsupported(other, "`dot` with anything but a 1-d view"),
+                }
+            }
+            "row" | "row_mut" | "column" | "column_mut" if rank == 2 => {
+                let axis = if m.method.to_string().starts_with("row") {
+                    0
+                } else {
+                    1
+                };
+                let (i, _) = match m.args.first() {
+                    Some(a) => self.emit_expr(a, Some(&usize_ty)),
+                    None => return self.unsupported(m, "a row or column without an index"),
+                };
+                let ty = Ty::View {
+                    elem: Box::new(elem.clone()),
+                    rank: 1,
+                    mutable: m.method.to_string().ends_with("_mut"),
+                };
+                (format!("__ufunc_view_lane({recv}, {axis}, {i})"), ty)
+            }
+            "iter" | "iter_mut" => self.unsupported(
+                &m.method,
+                "`iter()` other than in `for x in a.iter()` (for a sum, `a.sum()`)",
+            ),
+            other => self.unsupported(
+                &m.method,
+                &format!("the view method `{other}` (write it as a loop over indices)"),
+            ),
         }
     }
 
@@ -327,7 +386,7 @@ impl Emitter<'_> {
         let name = m.method.to_string();
         let (recv, rt) = self.emit_expr(&m.receiver, expected);
         match rt {
-            Ty::View { rank, .. } => return self.emit_view_method(m, &recv, rank),
+            Ty::View { elem, rank, .. } => return self.emit_view_method(m, &recv, &elem, rank),
             Ty::Unsupported => return (recv, rt),
             _ => {}
         }
@@ -352,7 +411,9 @@ impl Emitter<'_> {
             }
             "conj" => rt.clone(),
             "norm" | "norm_sqr" | "arg" => real_of(&rt),
-            "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" => rt.clone(),
+            "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_neg" | "wrapping_abs" => {
+                rt.clone()
+            }
             "count_ones" => Ty::elem("u32"),
             _ => return self.unsupported(&m.method, &format!("the method `{name}`")),
         };
@@ -361,6 +422,7 @@ impl Emitter<'_> {
             "wrapping_sub" => "__ufunc_sub".to_string(),
             "wrapping_mul" => "__ufunc_mul".to_string(),
             "wrapping_neg" => "__ufunc_neg".to_string(),
+            "wrapping_abs" => "__ufunc_abs".to_string(),
             n => format!("__ufunc_{n}"),
         };
         (format!("{func}({})", args.join(", ")), result)
@@ -491,9 +553,6 @@ impl Emitter<'_> {
                         }
                         _ => (digits, Ty::IntLit),
                     },
-                    s if s == "usize" || s == "isize" => {
-                        self.unsupported(i, "a usize/isize literal")
-                    }
                     s => (typed_literal(&digits, s), Ty::elem(s)),
                 }
             }

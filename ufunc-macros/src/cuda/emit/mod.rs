@@ -37,7 +37,9 @@ pub(crate) struct Captures {
 pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, casts with \
     `as`, if/else, match on integers, for over ranges, while, loop, break, continue, return, \
     tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!, and \
-    in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `is_empty`, `shape()[k]` of views";
+    in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `len_of`, `is_empty`, `shape()[k]`, \
+    `sum`, `fill`, `dot` (1-d), `row`, `column` (and `_mut`), `for x in a.iter()`/`iter_mut()` \
+    of views";
 
 /// The code an untranslatable node leaves in its place (never compiled: its error stops
 /// generation).
@@ -263,7 +265,8 @@ impl<'e> Emitter<'e> {
 /// Declared type of a binding: opaque values use `auto`.
 fn decl_type(ty: &Ty) -> String {
     match ty {
-        Ty::Opaque | Ty::Unit => "auto".into(),
+        // A row of a mutable view is a mutable view in C++ (rustc has checked the writes).
+        Ty::Opaque | Ty::Unit | Ty::View { .. } => "auto".into(),
         Ty::Tuple(_) if !tys_known(ty) => "auto".into(),
         t => t.cpp(),
     }

@@ -91,6 +91,11 @@ impl Emitter<'_> {
         if f.label.is_some() {
             self.unsupported(f, "a labelled loop");
         }
+        if let Expr::MethodCall(mc) = unparen(&f.expr) {
+            if mc.args.is_empty() && (mc.method == "iter" || mc.method == "iter_mut") {
+                return self.emit_for_elements(f, &mc.receiver);
+            }
+        }
         let bounds = match unparen(&f.expr) {
             Expr::Range(r) => match (&r.start, &r.end) {
                 (Some(start), Some(end)) => Some((r, start, end)),
@@ -168,6 +173,44 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
         )
     }
 
+    /// `for x in a.iter()` / `a.iter_mut()` over a view: `x` is a C++ reference to each
+    /// element in logical order (`*x` reads or writes it).
+    fn emit_for_elements(&mut self, f: &syn::ExprForLoop, view: &Expr) -> String {
+        let (v, vt) = self.emit_expr(view, None);
+        let elem = match vt {
+            Ty::View { elem, .. } => Some(*elem),
+            Ty::Unsupported => None,
+            _ => {
+                self.unsupported(view, "`for` over the iterator of anything but a view");
+                None
+            }
+        };
+        let name = match &*f.pat {
+            Pat::Ident(pi) => pi.ident.to_string(),
+            Pat::Reference(r) if matches!(&*r.pat, Pat::Ident(_)) => match &*r.pat {
+                Pat::Ident(pi) => pi.ident.to_string(),
+                _ => unreachable!("checked above"),
+            },
+            Pat::Wild(_) => format!("_{}", self.tmp()),
+            other => return self.unsupported(other, "this loop pattern").0,
+        };
+        let (tv, k) = (self.tmp(), self.tmp());
+        self.env.push();
+        let var = self
+            .env
+            .declare(&name, elem.clone().unwrap_or(Ty::Unsupported), None);
+        // The body is searched for untranslatable nodes even when the loop is one.
+        let body = self.emit_block_stmts(&f.body);
+        self.env.pop();
+        if elem.is_none() {
+            return PLACEHOLDER.into();
+        }
+        format!(
+            "{{\nauto {tv} = {v};\nfor (long long {k} = 0; {k} < {tv}.len(); ++{k}) {{\n\
+             auto& {var} = __ufunc_view_at({tv}, {k});\n{body}}}\n}}\n"
+        )
+    }
+
     pub(super) fn emit_macro(&mut self, mac: &syn::Macro) -> String {
         let name = macro_name(mac);
         match name.as_str() {
@@ -208,7 +251,8 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
         if st == Ty::Unsupported {
             return (scrutinee, st);
         }
-        if !(st.is_integer() || st == Ty::elem("bool")) {
+        // A helper's result is opaque here, but rustc has checked that the patterns fit it.
+        if !(st.is_integer() || st == Ty::elem("bool") || st == Ty::Opaque) {
             // Its arms' patterns would only repeat this error.
             return self.unsupported(&m.expr, "`match` on anything but an integer or bool");
         }

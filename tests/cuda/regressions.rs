@@ -1,0 +1,113 @@
+//! Minimal reproducers of translator bugs found by the differential generator
+//! (`scripts/kernelgen.py`), each run on cpu and cuda and compiled by NVRTC.
+
+use super::differential::{agree, agree2, sample};
+use super::on_gpu;
+use ufunc::prelude::*;
+
+/// Negating a complex value called the integer negation helper (no such conversion in C++).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_complex_neg(z: Complex<f64>, w: Complex<f32>) -> Complex<f64> {
+    -(z * Complex::new(w.re as f64, 1.0)) + -z
+}
+
+/// A `usize`/`isize` suffixed literal was rejected although both are element types.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_usize_literals(n: u8) -> i64 {
+    let mut s = 0isize;
+    for i in 0..(n as usize % 5 + 2usize) {
+        s += i as isize - 3isize;
+    }
+    s as i64
+}
+
+#[kernel_fn]
+fn reg_bucket(x: i32) -> i32 {
+    x & 3
+}
+
+/// `match` on a helper's result (opaque to the translator) was rejected; integer `abs`,
+/// `signum` and `wrapping_abs` did not compile (only float overloads existed).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_int_abs_and_match(x: i32, y: i8) -> i32 {
+    let a = match reg_bucket(x) {
+        0 => x.abs(),
+        1 | 2 => x.wrapping_abs(),
+        _ => x.signum(),
+    };
+    a + y.signum() as i32 + y.wrapping_abs() as i32
+}
+
+#[kernel_fn]
+fn reg_small(x: u8) -> i16 {
+    x as i16 - 200
+}
+
+/// Negating a helper's `i16` result gave a C++ `int` (integer promotion), which then met an
+/// `i16` in an ambiguous overload; num-complex's corner cases of `sqrt`, `exp`, `powi`, `powf`
+/// (a zero imaginary part, infinities, NaN, a zero exponent) were not followed.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_neg_helper_and_complex_corners(x: u8, z: Complex<f64>) -> (i16, Complex<f64>) {
+    let n = -reg_small(x);
+    let w = (-(z - z)).sqrt() + z.sqrt() + z.exp() + z.powi(-3) + z.powf(0.0) + z.powf(1.5);
+    (n.wrapping_mul(reg_small(x)), w)
+}
+
+pub(crate) fn sources() -> Vec<(&'static str, String)> {
+    vec![
+        ("reg_complex_neg", reg_complex_neg::cuda_source()),
+        ("reg_usize_literals", reg_usize_literals::cuda_source()),
+        (
+            "reg_int_abs_and_match",
+            reg_int_abs_and_match::cuda_source(),
+        ),
+    ]
+}
+
+#[test]
+fn generator_regressions_agree_on_cpu_and_cuda() {
+    let z = sample::<Complex<f64>>(0, 16);
+    let w = sample::<Complex<f32>>(1, 16);
+    let n = sample::<u8>(2, 16);
+    let want: Vec<i64> = n
+        .iter()
+        .map(|&n| (0..(n as i64 % 5 + 2)).map(|i| i - 3).sum())
+        .collect();
+    assert_eq!(reg_usize_literals(&n).unwrap().to_vec(), want);
+    let (x, y) = (sample::<i32>(3, 16), sample::<i8>(4, 16));
+    let want: Vec<i32> = x
+        .iter()
+        .zip(&y)
+        .map(|(&x, &y)| {
+            let a = match x & 3 {
+                0..=2 => x.wrapping_abs(),
+                _ => x.signum(),
+            };
+            a + y.signum() as i32 + y.wrapping_abs() as i32
+        })
+        .collect();
+    assert_eq!(reg_int_abs_and_match(&x, &y).unwrap().to_vec(), want);
+    on_gpu("generator_regressions_agree_on_cpu_and_cuda", || {
+        agree(
+            "reg_complex_neg",
+            reg_complex_neg::on(Target::Cpu, &z, &w),
+            reg_complex_neg::on(Target::Cuda, &z, &w),
+        );
+        agree(
+            "reg_int_abs_and_match",
+            reg_int_abs_and_match::on(Target::Cpu, &x, &y),
+            reg_int_abs_and_match::on(Target::Cuda, &x, &y),
+        );
+        let (u, z) = (sample::<u8>(5, 17), sample::<Complex<f64>>(6, 17));
+        agree2(
+            "reg_neg_helper_and_complex_corners",
+            reg_neg_helper_and_complex_corners::on(Target::Cpu, &u, &z),
+            reg_neg_helper_and_complex_corners::on(Target::Cuda, &u, &z),
+        );
+        agree(
+            "reg_usize_literals",
+            reg_usize_literals::on(Target::Cpu, &n),
+            reg_usize_literals::on(Target::Cuda, &n),
+        );
+    });
+}
