@@ -16,13 +16,11 @@
 //! parameters, not operand data.
 
 use super::args::{Arg, Buffer, FftKind, FftLayout};
-use super::kernel::{cuda_prelude, CudaKernel, KernelSource};
 use super::launch::launch_support;
 use super::queue::Queue;
 use crate::error::{Error, Result};
 use crate::fft::{FftElement, Pass, PassKind, Recipe};
 use crate::shape::{byte_size, c_strides, element_count};
-use std::sync::OnceLock;
 
 /// Where a transform's input is: device memory, the byte offset of the first element, the
 /// shape and element strides.
@@ -368,21 +366,8 @@ fn hermitian(
     launch(queue, entry, items, args)
 }
 
-/// The support kernels: gathering, the Hermitian fix and scaling.
-fn support_source() -> &'static KernelSource {
-    static SOURCE: OnceLock<KernelSource> = OnceLock::new();
-    SOURCE.get_or_init(|| {
-        KernelSource::new(format!("{}\n{}", cuda_prelude(), include_str!("fft.cuh")))
-    })
-}
-
-const SUPPORT: CudaKernel = CudaKernel {
-    name: "ufunc_fft_support",
-    source: support_source,
-    fast_math: false,
-    mapped_axes: 0,
-    panics: &[],
-};
+// The support kernels: gathering, the Hermitian fix and scaling.
+super::kernel::support_kernels!(SUPPORT, "ufunc_fft_support", include_str!("fft.cuh"));
 
 fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
     launch_support(queue, &SUPPORT, entry, items, args)
@@ -399,7 +384,7 @@ mod tests {
 
     #[test]
     fn support_kernels_compile_with_nvrtc() {
-        crate::cuda::assert_compiles("support_kernels_compile_with_nvrtc", support_source());
+        crate::cuda::assert_compiles("support_kernels_compile_with_nvrtc", (SUPPORT.source)());
     }
 
     #[test]

@@ -23,6 +23,31 @@ pub struct CudaKernel {
     pub panics: &'static [super::panics::PanicSite],
 }
 
+/// `const $name: CudaKernel` for a hand-written support source (`$text`, the contents of a
+/// `.cuh` file, after the prelude): kernels that cannot panic, compiled without fast math.
+macro_rules! support_kernels {
+    ($name:ident, $kernel:literal, $text:expr) => {
+        const $name: $crate::cuda::CudaKernel = $crate::cuda::CudaKernel {
+            name: $kernel,
+            source: {
+                fn source() -> &'static $crate::cuda::KernelSource {
+                    static SOURCE: std::sync::OnceLock<$crate::cuda::KernelSource> =
+                        std::sync::OnceLock::new();
+                    SOURCE.get_or_init(|| {
+                        let prelude = $crate::cuda::cuda_prelude();
+                        $crate::cuda::KernelSource::new(format!("{prelude}\n{}", $text))
+                    })
+                }
+                source
+            },
+            fast_math: false,
+            mapped_axes: 0,
+            panics: &[],
+        };
+    };
+}
+pub(crate) use support_kernels;
+
 /// A generated CUDA source and its hash: loaded modules are known by kernel name and hash.
 ///
 /// ```

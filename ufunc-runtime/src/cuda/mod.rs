@@ -43,6 +43,7 @@ pub(crate) use call::queue_of;
 pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device};
 pub(crate) use fft::{contiguous, run_recipe};
 pub(crate) use host::{run_elementwise, run_gufunc};
+pub(crate) use kernel::support_kernels;
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
 pub(crate) use launch::launch_support;
 pub use literal::{cuda_const, CudaLiteral};

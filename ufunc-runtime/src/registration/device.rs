@@ -13,13 +13,12 @@ use super::align::{
 };
 use super::pcc::{unravel, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
-use crate::cuda::{cuda_prelude, launch_support, queue_of, wrap, Arg, PinnedImage, Queue};
+use crate::cuda::{launch_support, queue_of, wrap, Arg, PinnedImage, Queue};
 use crate::error::{Error, Result};
 use crate::fft::{device as dfft, FftOptions, FftReal};
-use crate::{to_device_on, CudaKernel, DeviceArray, DeviceBuffer, KernelSource, Stream};
+use crate::{to_device_on, DeviceArray, DeviceBuffer, Stream};
 use ndarray::{Array2, ArrayView2, Ix1, Ix2, IxDyn};
 use num_complex::Complex;
-use std::sync::OnceLock;
 use ufunc_macros::vectorize;
 
 type Spectrum = DeviceArray<Complex<f32>, Ix2>;
@@ -65,24 +64,7 @@ fn moved(spectrum: Complex<f32>, py: Complex<f32>, px: Complex<f32>) -> Complex<
     spectrum * (py * px)
 }
 
-fn kernels_source() -> &'static KernelSource {
-    static SOURCE: OnceLock<KernelSource> = OnceLock::new();
-    SOURCE.get_or_init(|| {
-        KernelSource::new(format!(
-            "{}\n{}",
-            cuda_prelude(),
-            include_str!("device.cuh")
-        ))
-    })
-}
-
-const KERNELS: CudaKernel = CudaKernel {
-    name: "ufunc_registration",
-    source: kernels_source,
-    fast_math: false,
-    mapped_axes: 0,
-    panics: &[],
-};
+crate::cuda::support_kernels!(KERNELS, "ufunc_registration", include_str!("device.cuh"));
 
 /// Slots of the two reduction stages: the first reads the data, the second its partials; the
 /// host adds up the second's.
@@ -643,7 +625,7 @@ mod tests {
     fn registration_kernels_compile_with_nvrtc() {
         crate::cuda::assert_compiles(
             "registration_kernels_compile_with_nvrtc",
-            super::kernels_source(),
+            (super::KERNELS.source)(),
         );
     }
 
@@ -657,7 +639,7 @@ mod tests {
             add_moved::cuda_source(),
             moved::cuda_source(),
         ] {
-            let source = KernelSource::new(source.to_string());
+            let source = crate::KernelSource::new(source.to_string());
             crate::cuda::assert_compiles("the_elementwise_kernels_compile_with_nvrtc", &source);
         }
     }

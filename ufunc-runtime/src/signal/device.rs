@@ -27,17 +27,15 @@
 use super::overlap_add::{cuts_blocks, full_shape_of, OaPlan};
 use super::shapes::{conv_shapes, ConvShapes};
 use super::{choose_conv_method, fast_shape, ConvOptions, Method, Mode};
-use crate::cuda::{contiguous, cuda_prelude, launch_support, queue_of, wrap, Arg};
+use crate::cuda::{contiguous, launch_support, queue_of, wrap, Arg};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::fft::device::{transform, DeviceInput};
 use crate::fft::{DefaultAxes, FftElement, FftOptions, Transform};
 use crate::shape::{byte_size, c_strides, element_count};
-use crate::{CudaKernel, KernelSource};
 use crate::{DeviceArray, DeviceBuffer, DeviceView, Stream};
 use ndarray::{Dimension, IxDyn, Slice, SliceInfoElem};
 use num_complex::Complex;
-use std::sync::OnceLock;
 use ufunc_macros::vectorize;
 
 #[vectorize(target = "cuda")]
@@ -308,24 +306,7 @@ where
     transform(stream, &product.view(), inverse, &options, all)
 }
 
-fn kernels_source() -> &'static KernelSource {
-    static SOURCE: OnceLock<KernelSource> = OnceLock::new();
-    SOURCE.get_or_init(|| {
-        KernelSource::new(format!(
-            "{}\n{}",
-            cuda_prelude(),
-            include_str!("device.cuh")
-        ))
-    })
-}
-
-const KERNELS: CudaKernel = CudaKernel {
-    name: "ufunc_conv",
-    source: kernels_source,
-    fast_math: false,
-    mapped_axes: 0,
-    panics: &[],
-};
+crate::cuda::support_kernels!(KERNELS, "ufunc_conv", include_str!("device.cuh"));
 
 /// The kernels' entries for elements `A`: the direct sum and the overlap-add accumulation.
 fn entries<A: FftElement>() -> (&'static str, &'static str) {
@@ -478,7 +459,7 @@ mod tests {
     fn convolution_kernels_compile_with_nvrtc() {
         crate::cuda::assert_compiles(
             "convolution_kernels_compile_with_nvrtc",
-            super::kernels_source(),
+            (super::KERNELS.source)(),
         );
     }
 }
