@@ -53,6 +53,21 @@ pub(crate) fn reg_neg_helper_and_complex_corners(x: u8, z: Complex<f64>) -> (i16
     (n.wrapping_mul(reg_small(x)), w)
 }
 
+/// A helper's result (opaque) met an unsuffixed literal, and the helper's argument was a
+/// block: the literal was cast to `decltype(<a lambda>)`, which C++17 (NVRTC) rejects
+/// (generator seed 31, kernel 69).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_block_argument_meets_literal(x: i32) -> i32 {
+    (reg_bucket({
+        let t = x ^ 5;
+        t
+    }) & 7)
+        + (3 * reg_bucket({
+            let u = x + 1;
+            u
+        }))
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
         ("reg_complex_neg", reg_complex_neg::cuda_source()),
@@ -60,6 +75,10 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         (
             "reg_int_abs_and_match",
             reg_int_abs_and_match::cuda_source(),
+        ),
+        (
+            "reg_block_argument_meets_literal",
+            reg_block_argument_meets_literal::cuda_source(),
         ),
     ]
 }
@@ -87,6 +106,11 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
         })
         .collect();
     assert_eq!(reg_int_abs_and_match(&x, &y).unwrap().to_vec(), want);
+    let want: Vec<i32> = x
+        .iter()
+        .map(|&x| ((x ^ 5) & 3) + 3 * ((x + 1) & 3))
+        .collect();
+    assert_eq!(reg_block_argument_meets_literal(&x).unwrap().to_vec(), want);
     on_gpu("generator_regressions_agree_on_cpu_and_cuda", || {
         agree(
             "reg_complex_neg",
@@ -103,6 +127,11 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
             "reg_neg_helper_and_complex_corners",
             reg_neg_helper_and_complex_corners::on(Target::Cpu, &u, &z),
             reg_neg_helper_and_complex_corners::on(Target::Cuda, &u, &z),
+        );
+        agree(
+            "reg_block_argument_meets_literal",
+            reg_block_argument_meets_literal::on(Target::Cpu, &x),
+            reg_block_argument_meets_literal::on(Target::Cuda, &x),
         );
         agree(
             "reg_usize_literals",

@@ -183,20 +183,36 @@ impl Emitter<'_> {
         } else {
             Ty::join(&lt, &rt)
         };
-        // An opaque operand meeting a literal: the literal takes the operand's C++ type.
+        // An opaque operand meeting a literal: the literal takes the operand's C++ type. An
+        // operand holding a lambda (a block, a `match`) is bound to a variable first: C++17
+        // allows no lambda inside `decltype`.
+        let mut bound = None;
+        let mut bind = |e: String| {
+            if is_compound(&b.op) || !e.contains("[&]") {
+                return e;
+            }
+            bound = Some(format!("auto __ufunc_opaque = {e};"));
+            "__ufunc_opaque".to_string()
+        };
         let (l, r) = match (&lt, &rt) {
             (Ty::Opaque, Ty::FloatLit | Ty::IntLit) if !shift => {
+                let l = bind(l);
                 let r = format!("((decltype({l}))({r}))");
                 (l, r)
             }
             (Ty::FloatLit | Ty::IntLit, Ty::Opaque) if !shift => {
+                let r = bind(r);
                 (format!("((decltype({r}))({l}))"), r)
             }
             _ => (l, r),
         };
+        let in_scope = |value: String| match &bound {
+            Some(binding) => format!("[&]() {{ {binding} return {value}; }}()"),
+            None => value,
+        };
         if compare || logical {
             let op = b.op.to_token_stream().to_string();
-            return (format!("{l} {op} {r}"), bool_ty);
+            return (in_scope(format!("{l} {op} {r}")), bool_ty);
         }
         let Some((name, symbol, compound)) = arith(&b.op) else {
             return self.unsupported(b, "this operator");
@@ -215,7 +231,7 @@ impl Emitter<'_> {
         if compound {
             (format!("{l} = {value}"), Ty::Unit)
         } else {
-            (value, if shift { lt } else { ty })
+            (in_scope(value), if shift { lt } else { ty })
         }
     }
 
