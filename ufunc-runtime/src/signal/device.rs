@@ -24,9 +24,9 @@
 //! # }
 //! ```
 
-use super::overlap_add::{cuts_blocks, full_shape_of, OaPlan};
+use super::overlap_add::{full_shape_of, OaPlan};
 use super::shapes::{conv_shapes, ConvShapes};
-use super::{choose_conv_method, fast_shape, ConvOptions, Method, Mode};
+use super::{fast_shape, Computation, ConvOptions, Method, Mode};
 use crate::cuda::{contiguous, launch_support, queue_of, wrap, Arg};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -254,18 +254,11 @@ where
             full,
             window,
         } => {
-            let (m1, m2) = if swap { (&s2, &s1) } else { (&s1, &s2) };
-            let method = match options.method {
-                Method::Auto => choose_conv_method(m1, m2, mode),
-                m => m,
-            };
-            let computed = match method {
-                _ if axes.is_empty() => A::multiply(stream, a, b)?,
-                Method::Direct => direct(stream, &a, &b, &axes, &full)?,
-                Method::OverlapAdd if cuts_blocks(&s1, &s2, &axes) => {
-                    overlap_add(stream, &a, &b, &axes, &full)?
-                }
-                _ => {
+            let computed = match options.computation(&s1, &s2, &axes, swap) {
+                Computation::Product => A::multiply(stream, a, b)?,
+                Computation::Direct => direct(stream, &a, &b, &axes, &full)?,
+                Computation::OverlapAdd => overlap_add(stream, &a, &b, &axes, &full)?,
+                Computation::Fft => {
                     let fshape = fast_shape::<A>(&full, &axes)?;
                     spectrum_product(stream, &a, &b, &axes, &fshape)?
                 }

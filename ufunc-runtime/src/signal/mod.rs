@@ -130,6 +130,41 @@ impl ConvOptions {
     fn fft_options(&self) -> FftOptions {
         FftOptions::new().target(self.target)
     }
+
+    /// How inputs of shapes `s1` and `s2` (swapped in `valid` where `swap`) convolved along
+    /// `axes` are computed, on the host or the device alike: the method asked for, or SciPy's
+    /// choice for `Auto`.
+    pub(crate) fn computation(
+        &self,
+        s1: &[usize],
+        s2: &[usize],
+        axes: &[usize],
+        swap: bool,
+    ) -> Computation {
+        if axes.is_empty() {
+            return Computation::Product;
+        }
+        let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
+        let method = match self.method {
+            Method::Auto => choose_conv_method(m1, m2, self.mode),
+            m => m,
+        };
+        match method {
+            Method::Direct => Computation::Direct,
+            // One block per axis: overlap-add is the plain FFT convolution (as in SciPy).
+            Method::OverlapAdd if overlap_add::cuts_blocks(s1, s2, axes) => Computation::OverlapAdd,
+            _ => Computation::Fft,
+        }
+    }
+}
+
+/// How a convolution is computed (see [`ConvOptions::computation`]).
+pub(crate) enum Computation {
+    /// No axis is convolved: a broadcast product.
+    Product,
+    Direct,
+    OverlapAdd,
+    Fft,
 }
 
 /// The convolution of `in1` and `in2` by FFT (SciPy's `fftconvolve(in1, in2, mode)`).
@@ -230,19 +265,11 @@ where
             full,
             window,
         } => {
-            let (m1, m2) = if swap { (s2, s1) } else { (s1, s2) };
-            let method = match options.method {
-                Method::Auto => choose_conv_method(m1, m2, options.mode),
-                m => m,
-            };
-            let computed = match method {
-                _ if axes.is_empty() => direct::direct(a, b, &axes, &full),
-                Method::Direct => direct::direct(a, b, &axes, &full),
-                // One block per axis: overlap-add is the plain FFT convolution (as in SciPy).
-                Method::OverlapAdd if overlap_add::cuts_blocks(s1, s2, &axes) => {
-                    overlap_add::overlap_add(a, b, &axes, &full, options)?
-                }
-                _ => {
+            let computed = match options.computation(s1, s2, &axes, swap) {
+                // Nothing convolved: the direct sum is the broadcast product.
+                Computation::Product | Computation::Direct => direct::direct(a, b, &axes, &full),
+                Computation::OverlapAdd => overlap_add::overlap_add(a, b, &axes, &full, options)?,
+                Computation::Fft => {
                     let fshape = fast_shape::<A::Output>(&full, &axes)?;
                     A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
                 }
