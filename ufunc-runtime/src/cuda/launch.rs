@@ -49,8 +49,9 @@ pub(crate) fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle>
 }
 
 /// Queues `entry` of a hand-written support source (FFT gathers, registration reductions) over
-/// `items` grid-stride items. Support kernels cannot panic, so their status words are only
-/// kept for a stream's `synchronize`.
+/// `items` grid-stride items. Support kernels cannot panic: their status words are never read
+/// (on any queue; the memory is freed in stream order), so a stream's `synchronize` reads back
+/// only the words of kernels that can.
 pub(crate) fn launch_support(
     queue: &Queue,
     kernel: &CudaKernel,
@@ -70,11 +71,7 @@ pub(crate) fn launch_support(
     };
     queue
         .backend
-        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
-    match &queue.deferred {
-        Some(_) => queue.finish_launch(entry, &[], status),
-        None => Ok(()),
-    }
+        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)
 }
 
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
