@@ -266,7 +266,8 @@ impl DevicePlan {
             let up = self.upsampled(stream, &queued.product, &peak)?;
             Ok(peak.refined(up.view(), self.upsample, amplitudes))
         };
-        // Reads the launches' status words, so that a stream's list of them stays short.
+        // Reads the status words of the frame's element-wise kernels, so that a stream's list
+        // of them stays short.
         stream.synchronize()?;
         result
     }
@@ -358,24 +359,35 @@ pub(super) struct DeviceCorrelator {
     plan: DevicePlan,
     reference: Spectrum,
     weights: Weights,
-    /// Streams of finished calls, reused by the next ones (one per concurrent caller).
-    streams: std::sync::Mutex<Vec<Stream>>,
+    /// Streams and page-locked frames of finished calls, reused by the next ones (one per
+    /// concurrent caller).
+    lanes: std::sync::Mutex<Vec<(Stream, PinnedImage)>>,
 }
 
-/// `image` as `f32`, or why the `cuda` target cannot take it.
-fn as_f32<T: FftReal>(image: ArrayView2<'_, T>) -> Result<Array2<f32>> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
-        return Err(Error::InvalidArgument {
-            name: "target",
-            message: format!(
-                "`cuda` registers `f32` images, not `{}`: convert them, or use `cpu` or \
-                 `parallel`",
-                std::any::type_name::<T>()
-            ),
-        });
+/// `Ok` for `f32` images, or why the `cuda` target cannot take others.
+fn require_f32<T: FftReal>() -> Result<()> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        return Ok(());
     }
-    // Exact: `T` is `f32`.
-    Ok(image.mapv(|v| v.as_f64() as f32))
+    Err(Error::InvalidArgument {
+        name: "target",
+        message: format!(
+            "`cuda` registers `f32` images, not `{}`: convert them, or use `cpu` or `parallel`",
+            std::any::type_name::<T>()
+        ),
+    })
+}
+
+/// Copies `image` (of `f32`: `require_f32`) into the page-locked `frame`.
+fn fill<T: FftReal>(
+    frame: &mut PinnedImage,
+    stream: &Stream,
+    image: ArrayView2<'_, T>,
+) -> Result<()> {
+    frame
+        .view_mut(stream)?
+        .zip_mut_with(&image, |o, &v| *o = v.as_f64() as f32);
+    Ok(())
 }
 
 impl DeviceCorrelator {
@@ -383,42 +395,47 @@ impl DeviceCorrelator {
         reference: ArrayView2<'_, T>,
         options: &PccOptions,
     ) -> Result<Self> {
-        let image = as_f32(reference)?;
+        require_f32::<T>()?;
         let plan = DevicePlan {
-            frame: image.dim(),
-            shape: image.dim(),
+            frame: reference.dim(),
+            shape: reference.dim(),
             upsample: options.upsample_factor,
             normalization: options.normalization,
         };
         let stream = Stream::new()?;
-        let reference = plan.spectrum(&stream, &to_device_on(&stream, &image)?)?;
+        let mut frame = PinnedImage::new(&stream, plan.frame)?;
+        fill(&mut frame, &stream, reference)?;
+        let reference = plan.spectrum(&stream, &frame.upload(&stream)?)?;
         let weights = plan.weights(&stream, 0.0)?;
         stream.synchronize()?;
         Ok(DeviceCorrelator {
             plan,
             reference,
             weights,
-            streams: std::sync::Mutex::new(vec![stream]),
+            lanes: std::sync::Mutex::new(vec![(stream, frame)]),
         })
     }
 
     pub(super) fn peak<T: FftReal>(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
-        let image = as_f32(moving)?;
-        let pool = || self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = || self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
-        let stream = match taken {
-            Some(s) => s,
-            None => Stream::new()?,
+        let (stream, mut frame) = match taken {
+            Some(lane) => lane,
+            None => {
+                let stream = Stream::new()?;
+                let frame = PinnedImage::new(&stream, self.plan.frame)?;
+                (stream, frame)
+            }
         };
-        let peak = self
-            .plan
-            .spectrum(&stream, &to_device_on(&stream, &image)?)
+        let peak = fill(&mut frame, &stream, moving)
+            .and_then(|()| frame.upload(&stream))
+            .and_then(|image| self.plan.spectrum(&stream, &image))
             .and_then(|s| {
                 self.plan
                     .queue(&stream, &self.reference, None, &s, &self.weights)
             })
             .and_then(|q| self.plan.finish(&stream, q));
-        pool().push(stream);
+        pool().push((stream, frame));
         peak
     }
 }
