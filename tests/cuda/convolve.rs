@@ -257,3 +257,25 @@ fn every_method_matches_the_host() {
         }
     });
 }
+
+#[test]
+fn the_device_kernels_take_at_most_32_dimensions() {
+    on_gpu("the_device_kernels_take_at_most_32_dimensions", || {
+        let mut shape = vec![1usize; 33];
+        shape[0] = 3;
+        let a = to_device(&ndarray::ArrayD::<f32>::ones(IxDyn(&shape))).unwrap();
+        shape[0] = 2;
+        let k = to_device(&ndarray::ArrayD::<f32>::ones(IxDyn(&shape))).unwrap();
+        let e = device::convolve(&a, &k, Mode::Full, Method::Direct).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { name: "in1", .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("33"), "{e}");
+        // The FFT path has no such limit.
+        assert_eq!(
+            device::fftconvolve(&a, &k, Mode::Full).unwrap().shape()[0],
+            4
+        );
+    });
+}
