@@ -61,8 +61,8 @@ unary_f32! {
     v_floor_round => |x| x.floor() + x.ceil() * 0.5 + x.trunc() * 0.25, 0;
 }
 
-/// Inputs spread over several decades, with special values and lengths that are not a multiple
-/// of any vector width.
+/// Inputs spread over several decades, with special values, huge values, and lengths that are
+/// not a multiple of any vector width.
 fn inputs() -> Array1<f32> {
     let mut v: Vec<f32> = (0..4001)
         .map(|i| {
@@ -87,6 +87,15 @@ fn inputs() -> Array1<f32> {
         f32::NEG_INFINITY,
         f32::NAN,
     ]);
+    // Every binade up to f32::MAX: trigonometric arguments far past any short reduction.
+    v.extend((20..128).map(|e| {
+        let x = 2f32.powi(e) * (1.0 + (e as f32 * 0.618).fract());
+        if e % 2 == 0 {
+            x
+        } else {
+            -x
+        }
+    }));
     Array1::from(v)
 }
 

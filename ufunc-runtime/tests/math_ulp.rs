@@ -146,7 +146,9 @@ fn f32_functions<M: Isa>() {
         |x| LaneMath::ln::<M>(x),
         f64::ln,
     );
-    let angles = samples32(1e-30, 1e8, n, true);
+    // Small angles densely, then every binade up to f32::MAX (the reduction is exact for all).
+    let mut angles = samples32(1e-30, 1e8, n, true);
+    angles.extend(samples32(1e8, f32::MAX, n, true));
     check32::<M>("sin", &angles, 1, |x| LaneMath::sin::<M>(x), f64::sin);
     check32::<M>("cos", &angles, 1, |x| LaneMath::cos::<M>(x), f64::cos);
     check32::<M>("tan", &angles, 2, |x| LaneMath::tan::<M>(x), f64::tan);
@@ -225,9 +227,49 @@ fn special_values_follow_ieee() {
     assert_eq!(LaneMath::ln::<M>(0.0f32), f32::NEG_INFINITY);
     assert!(LaneMath::ln::<M>(-1.0f32).is_nan());
     assert!(LaneMath::sin::<M>(f32::INFINITY).is_nan());
+    assert_eq!(LaneMath::sin::<M>(-0.0f32).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(LaneMath::tan::<M>(-0.0f32).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(LaneMath::cos::<M>(-0.0f32), 1.0);
     assert_eq!(LaneMath::powf::<M>(0.0f32, -1.0), f32::INFINITY);
     assert_eq!(LaneMath::powf::<M>(-2.0f32, 3.0), -8.0);
     assert!(LaneMath::powf::<M>(-2.0f32, 0.5).is_nan());
     assert_eq!(LaneMath::ln::<M>(f64::INFINITY), f64::INFINITY);
     assert_eq!(LaneMath::exp::<M>(1000.0f64), f64::INFINITY);
+}
+
+/// Every positive finite f32 (sin and cos are odd and even by construction of the reduction):
+/// the stated bounds hold everywhere, with and without FMA. About three minutes in release:
+/// `cargo test --release -p ufunc-runtime --test math_ulp -- --ignored`.
+#[test]
+#[ignore]
+fn f32_trigonometry_exhaustive() {
+    fn all<M: Isa>() {
+        let mut worst = [(0u64, 0.0f32); 3];
+        for bits in 0..0x7f80_0000u32 {
+            let x = f32::from_bits(bits);
+            let y = x as f64;
+            let errors = [
+                ulps32(LaneMath::sin::<M>(x), y.sin() as f32),
+                ulps32(LaneMath::cos::<M>(x), y.cos() as f32),
+                ulps32(LaneMath::tan::<M>(x), y.tan() as f32),
+            ];
+            for (w, e) in worst.iter_mut().zip(errors) {
+                if e > w.0 {
+                    *w = (e, x);
+                }
+            }
+        }
+        let bounds = [1, 1, 2];
+        for ((name, w), bound) in ["sin", "cos", "tan"].iter().zip(worst).zip(bounds) {
+            assert!(
+                w.0 <= bound,
+                "{name} (fma: {}): {} ulp at x = {:e}",
+                M::FMA,
+                w.0,
+                w.1
+            );
+        }
+    }
+    all::<WithFma>();
+    all::<NoFma>();
 }

@@ -1,5 +1,6 @@
 //! f32 kernels. Every branch is a select between values already computed, so loops vectorize.
 
+use super::f32_quadrants::{QUADRANTS_HI, QUADRANTS_REST};
 use super::{fmadd32, fmadd64};
 use crate::isa::Isa;
 
@@ -126,23 +127,42 @@ pub(super) fn log10<M: Isa>(x: f32) -> f32 {
     log_special(x, y)
 }
 
-// pi/2 in three 26-bit pieces and a tail, so k * piece is exact in f64 for |k| < 2^27.
-const PIO2_1: f64 = 1.570_796_310_901_641_8;
-const PIO2_2: f64 = 1.589_325_471_229_585_7e-8;
-const PIO2_3: f64 = 6.123_233_995_736_766e-17;
-const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
-const ROUND_MAGIC64: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+/// Adding then subtracting 1.5 * 2^52 rounds an f64 of magnitude < 2^51 to the nearest integer,
+/// which is left in the low bits of the sum.
+const ROUND_MAGIC64: f64 = 6_755_399_441_055_744.0;
 
-/// (sin x, cos x), evaluated in f64 after Cody-Waite reduction (musl's __sindf/__cosdf kernels).
+/// `x` as `r + q * pi/2` with |r| <= pi/4 (r in f64, relative error about 2^-50 for every finite
+/// f32, however large) and the quadrant `q` in the low two bits.
+///
+/// x = m * 2^E with m a 24-bit integer, so x * 2/pi mod 4 = m * (2^E * 2/pi mod 4); the table gives
+/// that factor per exponent as HI + REST with m * HI exact, and the two parts are taken mod 4 in
+/// turn. Two table loads per lane, which vectorize as gathers (the tables are `const`, not
+/// `static`: a static of another crate may alias the loop's outputs, which stops vectorization). Exhaustively checked: sin and cos
+/// within 1 ulp of the correctly rounded result for all 2^31 positive finite f32.
 #[inline(always)]
-pub(super) fn sin_cos<M: Isa>(x: f32) -> (f32, f32) {
-    let y = x as f64;
-    let t = fmadd64::<M>(y, TWO_OVER_PI, ROUND_MAGIC64);
-    let k = t - ROUND_MAGIC64;
-    let q = t.to_bits() as u32; // quadrant in the low bits
-    let r = fmadd64::<M>(-k, PIO2_1, y);
-    let r = fmadd64::<M>(-k, PIO2_2, r);
-    let r = fmadd64::<M>(-k, PIO2_3, r);
+fn quadrant<M: Isa>(x: f32) -> (f64, u32) {
+    let bits = x.to_bits();
+    let e8 = (bits >> 23) & 0xff;
+    let mantissa = bits & 0x7f_ffff;
+    let m = (if e8 == 0 {
+        mantissa
+    } else {
+        mantissa | 0x80_0000
+    }) as f64;
+    let m = if (bits as i32) < 0 { -m } else { m };
+    let whole = m * QUADRANTS_HI[e8 as usize];
+    let t1 = whole + ROUND_MAGIC64;
+    let fraction = whole - (t1 - ROUND_MAGIC64);
+    let s = fmadd64::<M>(m, QUADRANTS_REST[e8 as usize], fraction);
+    let t2 = s + ROUND_MAGIC64;
+    let r = (s - (t2 - ROUND_MAGIC64)) * std::f64::consts::FRAC_PI_2;
+    let q = (t1.to_bits() as u32).wrapping_add(t2.to_bits() as u32);
+    (r, q)
+}
+
+/// (sin r, cos r) for |r| <= pi/4 in f64 (musl's __sindf/__cosdf kernels).
+#[inline(always)]
+fn sin_cos_kernel<M: Isa>(r: f64) -> (f64, f64) {
     let z = r * r;
     let w = z * z;
     let s = {
@@ -154,8 +174,15 @@ pub(super) fn sin_cos<M: Isa>(x: f32) -> (f32, f32) {
         let rr = fmadd64::<M>(z, 2.439_044_879_627_741e-5, -1.388_676_377_460_993e-3);
         ((1.0 + z * -0.499_999_997_251_031) + w * 4.166_662_332_373_906e-2) + (w * z) * rr
     };
-    let swap = q & 1 != 0;
-    let (sv, cv) = if swap { (c, s) } else { (s, c) };
+    (s, c)
+}
+
+/// (sin x, cos x): exact reduction to a quadrant, then the kernels in f64.
+#[inline(always)]
+pub(super) fn sin_cos<M: Isa>(x: f32) -> (f32, f32) {
+    let (r, q) = quadrant::<M>(x);
+    let (s, c) = sin_cos_kernel::<M>(r);
+    let (sv, cv) = if q & 1 != 0 { (c, s) } else { (s, c) };
     let sin = if q & 2 != 0 { -sv } else { sv };
     let cos = if (q.wrapping_add(1)) & 2 != 0 {
         -cv
@@ -163,34 +190,22 @@ pub(super) fn sin_cos<M: Isa>(x: f32) -> (f32, f32) {
         cv
     };
     let finite = x.is_finite();
-    (
-        if finite { sin as f32 } else { f32::NAN },
-        if finite { cos as f32 } else { f32::NAN },
-    )
+    let sin = if finite { sin as f32 } else { f32::NAN };
+    let cos = if finite { cos as f32 } else { f32::NAN };
+    // sin(±0) = ±0: the reduction and the kernel lose the zero's sign.
+    (if x == 0.0 { x } else { sin }, cos)
 }
 
 #[inline(always)]
 pub(super) fn tan<M: Isa>(x: f32) -> f32 {
-    let y = x as f64;
-    let t = fmadd64::<M>(y, TWO_OVER_PI, ROUND_MAGIC64);
-    let k = t - ROUND_MAGIC64;
-    let q = t.to_bits() as u32;
-    let r = fmadd64::<M>(-k, PIO2_1, y);
-    let r = fmadd64::<M>(-k, PIO2_2, r);
-    let r = fmadd64::<M>(-k, PIO2_3, r);
-    let z = r * r;
-    let w = z * z;
-    let rr = fmadd64::<M>(z, 2.718_311_493_989_822e-6, -1.983_933_483_609_663_2e-4);
-    let s3 = z * r;
-    let s = (r + s3 * fmadd64::<M>(z, 8.333_329_385_889_463e-3, -0.166_666_666_416_265_24))
-        + s3 * w * rr;
-    let rc = fmadd64::<M>(z, 2.439_044_879_627_741e-5, -1.388_676_377_460_993e-3);
-    let c = ((1.0 + z * -0.499_999_997_251_031) + w * 4.166_662_332_373_906e-2) + (w * z) * rc;
+    let (r, q) = quadrant::<M>(x);
+    let (s, c) = sin_cos_kernel::<M>(r);
     let v = if q & 1 != 0 { -c / s } else { s / c };
-    if x.is_finite() {
-        v as f32
+    let v = if x.is_finite() { v as f32 } else { f32::NAN };
+    if x == 0.0 {
+        x
     } else {
-        f32::NAN
+        v
     }
 }
 

@@ -10,8 +10,8 @@
 //! | --- | --- | --- |
 //! | `exp`, `exp2` | 1 | 1 |
 //! | `ln`, `log2`, `log10` | 1 (subnormal inputs included) | 1 |
-//! | `sin`, `cos` | 1 for \|x\| < 1e8; **wrong beyond** (an open bug: the reduction's products stop being exact, and past ~1e15 the result is not even in [-1, 1]) | libm |
-//! | `tan` | 2 for \|x\| < 1e8; wrong beyond, as `sin` | libm |
+//! | `sin`, `cos` | 1 for every finite x (exact reduction; checked exhaustively) | libm |
+//! | `tan` | 2 for every finite x | libm |
 //! | `tanh` | 2 | libm |
 //! | `powf` | 1 (computed in f64) | libm |
 //! | `powi` | bit-identical to `f32::powi` / `f64::powi` (same multiplication order) | same |
@@ -22,6 +22,8 @@
 // Coefficients are written with the digits their sources publish.
 #[allow(clippy::excessive_precision)]
 mod f32_impl;
+#[rustfmt::skip]
+mod f32_quadrants;
 #[allow(clippy::excessive_precision)]
 mod f64_impl;
 
