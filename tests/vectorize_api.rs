@@ -370,13 +370,12 @@ fn every_integer_width() {
     assert_eq!(s, array![1 ^ 0x8000_0001, 2 ^ 0x8000_0001]);
 }
 
-/// Plain functions, not marked `#[kernel_fn]` (issue 13 item 11). On the CPU targets a body
-/// reaches one by a path (`self::f`, `crate::m::f`): a single plain name is taken for a
-/// `#[kernel_fn]` helper, whose lane version the SIMD path calls (the macro cannot see which
-/// functions are helpers). Bodies that keep the scalar path (loops) and gufunc cores, which
-/// are plain Rust on the CPU, call plain names as written. On `cuda` a path call is a compile
-/// error at the call that says to mark the function `#[kernel_fn]`
-/// (`tests/ui/vectorize_cuda_plain_function.rs`).
+/// Plain functions, not marked `#[kernel_fn]` (issue 13 item 11), work on the CPU targets
+/// called by name or by path (`self::f`, `crate::m::f`), in SIMD bodies, scalar-path bodies,
+/// `#[kernel_fn]` helpers and gufunc cores: the call runs the function as written (a
+/// `#[kernel_fn]` helper would also get the vector versions of its math methods). On `cuda` the
+/// call is a compile error at the call that says to mark the function `#[kernel_fn]`
+/// (`tests/ui/vectorize_cuda_plain_function.rs`, `tests/ui/vectorize_cuda_plain_name.rs`).
 fn plain_square(x: f64) -> f64 {
     x * x
 }
@@ -384,6 +383,28 @@ fn plain_square(x: f64) -> f64 {
 #[vectorize(targets = ["cpu", "parallel"])]
 fn through_plain_path(x: f64) -> f64 {
     self::plain_square(x) + 1.0
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn through_plain_name(x: f64) -> f64 {
+    plain_square(x) + plain_square(x + 1.0)
+}
+
+/// A second ufunc calling the same plain function in the same module.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn also_through_plain_name(x: f64) -> f64 {
+    plain_square(x) - 1.0
+}
+
+/// A `#[kernel_fn]` helper calling a plain function by name.
+#[kernel_fn]
+fn helper_calling_plain(x: f64) -> f64 {
+    plain_square(x) * 2.0
+}
+
+#[vectorize(targets = ["cpu", "parallel"])]
+fn through_helper_then_plain(x: f64) -> f64 {
+    helper_calling_plain(x) + (x).exp().min(1.0)
 }
 
 #[vectorize(targets = ["cpu", "parallel"])]
@@ -422,4 +443,42 @@ fn plain_functions_on_the_cpu_targets() {
         );
     }
     assert!(through_plain_path::KERNEL_PATH.is_simd());
+}
+
+#[test]
+fn plain_functions_called_by_name() {
+    let x = array![1.5, -2.0, 3.0];
+    for target in [Target::Cpu, Target::Parallel] {
+        assert_eq!(
+            through_plain_name::on(target, &x).unwrap(),
+            array![2.25 + 6.25, 4.0 + 1.0, 9.0 + 16.0]
+        );
+        assert_eq!(
+            also_through_plain_name::on(target, &x).unwrap(),
+            array![1.25, 3.0, 8.0]
+        );
+        assert_eq!(
+            through_helper_then_plain::on(target, &x).unwrap(),
+            array![5.5, 8.0 + (-2.0f64).exp(), 19.0]
+        );
+    }
+    assert!(through_plain_name::KERNEL_PATH.is_simd());
+    assert!(through_helper_then_plain::KERNEL_PATH.is_simd());
+
+    // Inside a function body, with a local plain function and a closure.
+    fn cube(x: f32) -> f32 {
+        x * x * x
+    }
+    #[vectorize(targets = ["cpu", "parallel"])]
+    fn local_calls(x: f32) -> f32 {
+        let twice = |v: f32| v * 2.0;
+        cube(x) + twice(x)
+    }
+    let y = array![1.0f32, 2.0, -1.0];
+    for target in [Target::Cpu, Target::Parallel] {
+        assert_eq!(
+            local_calls::on(target, &y).unwrap(),
+            array![3.0f32, 12.0, -3.0]
+        );
+    }
 }

@@ -153,8 +153,11 @@ impl VisitMut for Rewriter<'_> {
             Expr::Call(call) => {
                 if let Expr::Path(p) = &*call.func {
                     if let Some(ident) = helper_name(p) {
+                        // `#[kernel_fn]` helpers give their lane form; a plain function (see
+                        // `plain_helper_fallbacks`) gives itself.
                         let span = ident.span();
-                        let lane = quote_spanned!(span=> #ident::__ufunc_lane::<#isa>);
+                        let lane =
+                            quote_spanned!(span=> (#ident::__ufunc_lane_of::<#isa, _>(#ident)));
                         *call.func = parse_quote!(#lane);
                     }
                 }
@@ -203,7 +206,8 @@ impl VisitMut for Rewriter<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
-/// A call `name(..)` to a plain lower-case function is a call to a `#[kernel_fn]` helper.
+/// A call `name(..)` to a plain lower-case function: a `#[kernel_fn]` helper, or a plain function
+/// (or closure) that runs as it is.
 pub(crate) fn helper_name(p: &syn::ExprPath) -> Option<&syn::Ident> {
     if p.qself.is_some() || p.path.leading_colon.is_some() || p.path.segments.len() != 1 {
         return None;
@@ -301,7 +305,7 @@ mod tests {
             false,
         );
         assert!(
-            out.contains("polar :: __ufunc_lane :: < __UfuncM > (a , b)"),
+            out.contains("(polar :: __ufunc_lane_of :: < __UfuncM , _ > (polar)) (a , b)"),
             "{out}"
         );
         assert!(out.contains("f32 :: max (a , b)"));

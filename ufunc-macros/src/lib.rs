@@ -104,10 +104,9 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Marks a helper function as callable from `#[vectorize]` bodies (Numba's device functions).
 ///
 /// The function stays as it is; a lane version is generated beside it, which vectorized bodies
-/// call. Plain (lower-case, single-name) function calls inside a `#[vectorize]` body must be
-/// `#[kernel_fn]` helpers; other functions are reached with a path: `f32::max(a, b)` and the
-/// like, or `self::plain(x)` for a plain function, which the CPU targets call as written and
-/// `cuda` rejects at compile time, asking for `#[kernel_fn]`.
+/// call, with the vector versions of its math methods. A function without the attribute can be
+/// called too, by name or by path: the CPU targets call it as written, and `cuda` rejects it at
+/// compile time, asking for `#[kernel_fn]` (a kernel needs the function's body to translate it).
 ///
 /// ```
 /// use ufunc::prelude::*;

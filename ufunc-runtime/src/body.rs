@@ -62,6 +62,42 @@ impl std::fmt::Display for KernelPath {
     }
 }
 
+/// What a call `name(..)` in a body resolves to when `name` is a plain function rather than a
+/// `#[kernel_fn]` helper: the macros glob-import it under the callee's name, and a helper's own
+/// `struct name` shadows the glob. The plain function is then called as it is.
+///
+/// ```
+/// use ufunc_runtime::{NoFma, PlainHelper};
+/// fn halve(x: f32) -> f32 { x * 0.5 }
+/// assert_eq!(PlainHelper::__ufunc_lane_of::<NoFma, _>(halve)(3.0), 1.5);
+/// assert!(!PlainHelper::__UFUNC_KERNEL_FN);
+/// ```
+#[derive(Debug)]
+pub struct PlainHelper {
+    _private: (),
+}
+
+impl PlainHelper {
+    /// Not a `#[kernel_fn]` helper (those say `true`).
+    pub const __UFUNC_KERNEL_FN: bool = false;
+    /// No reason to leave the lane path: the plain function is inlined into the lane code like
+    /// one reached by a path (`self::f`), and vectorizes where its own code does (its math
+    /// methods are the standard library's, not the vector versions of `#[kernel_fn]` helpers).
+    pub const __UFUNC_SCALAR_REASON: Option<&'static str> = None;
+    /// A plain function has no CUDA translation.
+    pub const __UFUNC_CUDA_ERROR: Option<&'static str> =
+        Some("a plain function: only #[kernel_fn] helpers are translated to CUDA");
+    /// The function to call for a lane: the plain function itself.
+    #[inline(always)]
+    pub fn __ufunc_lane_of<M: Isa, F>(f: F) -> F {
+        f
+    }
+    /// No device code (the `cuda` target rejects the call at compile time).
+    pub fn __ufunc_cuda_fragment() -> String {
+        String::new()
+    }
+}
+
 /// The path of a body whose own code is straight-line: `Simd` unless a helper it calls reports
 /// a reason to stay scalar (`#[kernel_fn]` helpers export theirs).
 ///

@@ -29,7 +29,7 @@ mod shape;
 pub mod signal;
 mod target;
 
-pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs};
+pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs, PlainHelper};
 pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     accumulate_device, at_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
@@ -66,6 +66,6 @@ pub mod __private {
         CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand, DeviceOperands,
         DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
         KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
-        Outputs, PanicSite, Signature,
+        Outputs, PanicSite, PlainHelper, Signature,
     };
 }

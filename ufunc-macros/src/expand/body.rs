@@ -141,12 +141,21 @@ fn cuda_parts(
         methods: #methods,
     });
     let helper_checks = device.captures.helpers.iter().map(|h| {
+        let plain = format!(
+            "`{h}` is a plain function, and a cuda kernel can only call #[kernel_fn] helpers: \
+             mark `{h}` #[kernel_fn] so that the macro sees its body and translates it"
+        );
         let msg = format!(
             "the #[kernel_fn] helper `{h}` cannot be translated to CUDA: keep its body to the \
-             supported subset (its `__UFUNC_CUDA_ERROR` says what is not)"
+             supported subset, and mark the functions it calls #[kernel_fn] (its \
+             `__UFUNC_CUDA_ERROR` says what is not translatable)"
         );
         quote::quote_spanned!(h.span()=>
-            const _: () = ::core::assert!(#h::__UFUNC_CUDA_ERROR.is_none(), #msg);
+            const _: () = ::core::assert!(#h::__UFUNC_KERNEL_FN, #plain);
+            const _: () = ::core::assert!(
+                !#h::__UFUNC_KERNEL_FN || #h::__UFUNC_CUDA_ERROR.is_none(),
+                #msg
+            );
         )
     });
     let source_fn = cuda_source_fn(
@@ -167,7 +176,7 @@ fn cuda_parts(
 }
 
 /// The helpers (calls `name(..)` of plain lower-case functions) a body calls.
-fn helper_calls(block: &syn::Block) -> Vec<Ident> {
+pub(super) fn helper_calls(block: &syn::Block) -> Vec<Ident> {
     struct Finder(Vec<Ident>);
     impl<'ast> syn::visit::Visit<'ast> for Finder {
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {

@@ -25,7 +25,9 @@ pub(super) fn expand(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenS
         .params
         .iter()
         .map(|p| param_tokens(p.ident, p.ty, p.mutable));
+    let param_tys = f.params.iter().map(|p| p.ty);
     let output = &item_fn.sig.output;
+    let fallbacks = super::plain_helper_fallbacks(name, &super::body::helper_calls(&item_fn.block));
     let cuda = cuda_fragment(f, device);
     let reason_tokens = match &reason {
         None => quote!(::core::option::Option::None),
@@ -38,6 +40,8 @@ pub(super) fn expand(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenS
         #[inline]
         #item_fn
 
+        #fallbacks
+
         #[doc(hidden)]
         #[allow(non_camel_case_types, dead_code)]
         #vis struct #name {
@@ -48,8 +52,17 @@ pub(super) fn expand(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenS
         impl #name {
             /// Why the helper is not straight-line lane code, if it is not.
             pub const __UFUNC_SCALAR_REASON: ::core::option::Option<&'static str> = #reason_tokens;
+            /// A `#[kernel_fn]` helper (a plain function's stand-in says `false`).
+            pub const __UFUNC_KERNEL_FN: bool = true;
             #[inline(always)]
             pub fn __ufunc_lane<#isa: ::ufunc::__private::Isa>(#(#params),*) #output #lane_block
+            /// The lane form, for a call `name(..)` in lane code.
+            #[inline(always)]
+            pub fn __ufunc_lane_of<#isa: ::ufunc::__private::Isa, __UfuncF>(
+                _: __UfuncF,
+            ) -> impl Fn(#(#param_tys),*) #output {
+                Self::__ufunc_lane::<#isa>
+            }
             #cuda
         }
     }
@@ -65,10 +78,21 @@ fn cuda_fragment(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStrea
             let open = format!("#ifndef {guard}\n#define {guard}\n");
             let code = &device.code;
             let captures = push_captures(device);
+            let nested = &device.captures.helpers;
             quote! {
-                /// Why the helper cannot be translated to CUDA, if it cannot.
-                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
-                    ::core::option::Option::None;
+                /// Why the helper cannot be translated to CUDA, if it cannot: the first reason
+                /// of a helper it calls (a plain function has one).
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> = {
+                    let nested: &[::core::option::Option<&'static str>] =
+                        &[#(#nested::__UFUNC_CUDA_ERROR),*];
+                    let mut i = 0;
+                    let mut first = ::core::option::Option::None;
+                    while i < nested.len() && first.is_none() {
+                        first = nested[i];
+                        i += 1;
+                    }
+                    first
+                };
                 /// The helper as a CUDA device function, with the helpers and constants it uses.
                 pub fn __ufunc_cuda_fragment() -> ::std::string::String {
                     let mut s = ::std::string::String::from(#open);

@@ -142,3 +142,24 @@ fn panic_free(f: &Ufunc<'_>) -> bool {
         && f.returns.iter().all(|t| kind_ok(t))
         && !mentions_integers(&f.item.block)
 }
+
+/// For a function `owner` calling `helpers` by plain name: a glob import that names each of them
+/// as `ufunc_runtime::PlainHelper`, so that a call of a plain
+/// function (or closure) resolves and runs as it is. A `#[kernel_fn]` helper's own `struct` is an
+/// item beside the call, which shadows a glob import; globs of several ufuncs naming the same
+/// `PlainHelper` do not conflict.
+fn plain_helper_fallbacks(owner: &Ident, helpers: &[Ident]) -> TokenStream {
+    if helpers.is_empty() {
+        return TokenStream::new();
+    }
+    let module = quote::format_ident!("__ufunc_plain_helpers_{}", owner);
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, unused_imports)]
+        mod #module {
+            #(pub(super) use ::ufunc::__private::PlainHelper as #helpers;)*
+        }
+        #[allow(unused_imports)]
+        use #module::*;
+    }
+}

@@ -67,9 +67,12 @@ pub(super) fn expand(
         },
         fns: assoc,
     });
+    let fallbacks = super::plain_helper_fallbacks(name, &super::body::helper_calls(&f.item.block));
     quote! {
         #companions
 
         #items
+
+        #fallbacks
     }
 }

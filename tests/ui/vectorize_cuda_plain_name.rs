@@ -1,0 +1,12 @@
+use ufunc::prelude::*;
+
+fn helper(x: f32) -> f32 {
+    x * 2.0
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn f(a: f32) -> f32 {
+    helper(a) + 1.0
+}
+
+fn main() {}
