@@ -107,14 +107,29 @@ impl PlainHelper {
 /// assert!(!path_with_helpers(&[None, Some("helper `h`: the body contains a `loop`")]).is_simd());
 /// ```
 pub const fn path_with_helpers(helper_reasons: &[Option<&'static str>]) -> KernelPath {
+    match first_reason(helper_reasons) {
+        Some(reason) => KernelPath::Scalar { reason },
+        None => KernelPath::Simd,
+    }
+}
+
+/// The first reason given, in a const context (helpers' reasons to stay scalar, or not to
+/// translate to CUDA).
+///
+/// ```
+/// use ufunc_runtime::first_reason;
+/// assert_eq!(first_reason(&[None, Some("a"), Some("b")]), Some("a"));
+/// assert_eq!(first_reason(&[None]), None);
+/// ```
+pub const fn first_reason(reasons: &[Option<&'static str>]) -> Option<&'static str> {
     let mut i = 0;
-    while i < helper_reasons.len() {
-        if let Some(reason) = helper_reasons[i] {
-            return KernelPath::Scalar { reason };
+    while i < reasons.len() {
+        if reasons[i].is_some() {
+            return reasons[i];
         }
         i += 1;
     }
-    KernelPath::Simd
+    None
 }
 
 /// Data pointers of freshly allocated outputs.

@@ -29,7 +29,9 @@ mod shape;
 pub mod signal;
 mod target;
 
-pub use body::{path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs, PlainHelper};
+pub use body::{
+    first_reason, path_with_helpers, Body, Inputs, KernelPath, OutPtrs, Outputs, PlainHelper,
+};
 pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     accumulate_device, at_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
@@ -60,12 +62,12 @@ pub mod __private {
     pub use crate::cuda::SITE_CODE_BASE;
     pub use crate::{
         accumulate, accumulate_device, at, at_device, call, call_device, call_out, call_out_device,
-        cuda_const, cuda_prelude, gu_call, gu_call_device, gu_call_out, gu_call_out_device,
-        kernel_source, outer, outer_device, path_with_helpers, reduce, reduce_device, reduce_out,
-        reduce_out_device, store_scalar, ArraysOf, Body, CoreArg, CoreDim, CoreParam, CudaKernel,
-        CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand, DeviceOperands,
-        DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand, Isa, KernelKind,
-        KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands, OutOperand, OutOperands,
-        Outputs, PanicSite, PlainHelper, Signature,
+        cuda_const, cuda_prelude, first_reason, gu_call, gu_call_device, gu_call_out,
+        gu_call_out_device, kernel_source, outer, outer_device, path_with_helpers, reduce,
+        reduce_device, reduce_out, reduce_out_device, store_scalar, ArraysOf, Body, CoreArg,
+        CoreDim, CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand,
+        DeviceOperands, DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand,
+        Isa, KernelKind, KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands,
+        OutOperand, OutOperands, Outputs, PanicSite, PlainHelper, Signature,
     };
 }

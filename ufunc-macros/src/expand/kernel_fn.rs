@@ -82,17 +82,8 @@ fn cuda_fragment(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStrea
             quote! {
                 /// Why the helper cannot be translated to CUDA, if it cannot: the first reason
                 /// of a helper it calls (a plain function has one).
-                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> = {
-                    let nested: &[::core::option::Option<&'static str>] =
-                        &[#(#nested::__UFUNC_CUDA_ERROR),*];
-                    let mut i = 0;
-                    let mut first = ::core::option::Option::None;
-                    while i < nested.len() && first.is_none() {
-                        first = nested[i];
-                        i += 1;
-                    }
-                    first
-                };
+                pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
+                    ::ufunc::__private::first_reason(&[#(#nested::__UFUNC_CUDA_ERROR),*]);
                 /// The helper as a CUDA device function, with the helpers and constants it uses.
                 pub fn __ufunc_cuda_fragment() -> ::std::string::String {
                     let mut s = ::std::string::String::from(#open);

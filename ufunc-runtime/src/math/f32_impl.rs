@@ -137,8 +137,9 @@ const ROUND_MAGIC64: f64 = 6_755_399_441_055_744.0;
 /// x = m * 2^E with m a 24-bit integer, so x * 2/pi mod 4 = m * (2^E * 2/pi mod 4); the table gives
 /// that factor per exponent as HI + REST with m * HI exact, and the two parts are taken mod 4 in
 /// turn. Two table loads per lane, which vectorize as gathers (the tables are `const`, not
-/// `static`: a static of another crate may alias the loop's outputs, which stops vectorization). Exhaustively checked: sin and cos
-/// within 1 ulp of the correctly rounded result for all 2^31 positive finite f32.
+/// `static`: a static of another crate may alias the loop's outputs, which stops
+/// vectorization). Exhaustively checked: sin and cos within 1 ulp of the correctly rounded
+/// result for all 2^31 positive finite f32 (`tests/math_ulp.rs`).
 #[inline(always)]
 fn quadrant<M: Isa>(x: f32) -> (f64, u32) {
     let bits = x.to_bits();
@@ -189,24 +190,27 @@ pub(super) fn sin_cos<M: Isa>(x: f32) -> (f32, f32) {
     } else {
         cv
     };
-    let finite = x.is_finite();
-    let sin = if finite { sin as f32 } else { f32::NAN };
-    let cos = if finite { cos as f32 } else { f32::NAN };
-    // sin(±0) = ±0: the reduction and the kernel lose the zero's sign.
-    (if x == 0.0 { x } else { sin }, cos)
+    let cos = if x.is_finite() { cos as f32 } else { f32::NAN };
+    (odd_result(x, sin), cos)
 }
 
+/// An odd function's value `v` at `x` as f32: NaN for infinite or NaN `x`, and ±0 at ±0 (the
+/// reduction and the kernels lose the zero's sign).
 #[inline(always)]
-pub(super) fn tan<M: Isa>(x: f32) -> f32 {
-    let (r, q) = quadrant::<M>(x);
-    let (s, c) = sin_cos_kernel::<M>(r);
-    let v = if q & 1 != 0 { -c / s } else { s / c };
+fn odd_result(x: f32, v: f64) -> f32 {
     let v = if x.is_finite() { v as f32 } else { f32::NAN };
     if x == 0.0 {
         x
     } else {
         v
     }
+}
+
+#[inline(always)]
+pub(super) fn tan<M: Isa>(x: f32) -> f32 {
+    let (r, q) = quadrant::<M>(x);
+    let (s, c) = sin_cos_kernel::<M>(r);
+    odd_result(x, if q & 1 != 0 { -c / s } else { s / c })
 }
 
 #[inline(always)]
