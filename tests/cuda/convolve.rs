@@ -1,7 +1,7 @@
 //! FFT convolution on device arrays (`ufunc::signal::device`) against the host's
 //! `ufunc::signal::fftconvolve` (itself checked against SciPy): every mode, 1-d to 3-d, axes
-//! with broadcasting, swapped `valid` inputs, complex and real, f32 and f64, empty and 0-d
-//! inputs, the error cases, and no host transfer between upload and download.
+//! with broadcasting, swapped `valid` inputs, complex and real (and one of each), f32 and f64,
+//! empty and 0-d inputs, the error cases, and no host transfer between upload and download.
 
 use super::fft::{data, without_transfers};
 use super::on_gpu;
@@ -256,6 +256,73 @@ fn every_method_matches_the_host() {
             assert!(err < 1e-5, "direct f32 view {mode:?}: {err}");
         }
     });
+}
+
+#[test]
+fn real_and_complex_inputs_give_the_hosts_complex_result() {
+    on_gpu(
+        "real_and_complex_inputs_give_the_hosts_complex_result",
+        || {
+            let cases = [
+                (vec![40], vec![7], None),
+                (vec![7], vec![40], None),
+                (vec![300], vec![9], None),
+                (vec![12, 9], vec![3, 4], None),
+                (vec![5, 30], vec![1, 7], Some(vec![1])),
+            ];
+            for (s1, s2, axes) in cases {
+                let (a, b) = (data(&s1, 10), data(&s2, 11));
+                let zb = b.mapv(|v| Complex::new(v, 0.5 - v));
+                let za = a.mapv(|v| Complex::new(-v, v * 0.25));
+                let (da, dzb) = (to_device(&a).unwrap(), to_device(&zb).unwrap());
+                let (dza, db) = (to_device(&za).unwrap(), to_device(&b).unwrap());
+                for mode in MODES {
+                    for method in [Method::Direct, Method::Fft, Method::OverlapAdd] {
+                        let mut options = ConvOptions::new(mode).method(method);
+                        if let Some(ax) = &axes {
+                            options = options.axes(ax);
+                        }
+                        let what = format!("{s1:?} {s2:?} {axes:?} {mode:?} {method:?}");
+                        // real * complex, f64, default queue.
+                        let got = device::convolve_with(&da, &dzb, &options).unwrap();
+                        let want = signal::convolve_with(&a, &zb, &options).unwrap();
+                        close_c(
+                            &format!("f64 x c64 {what}"),
+                            got.copy_to_host().unwrap(),
+                            want,
+                            1e-12,
+                        );
+                        // complex * real, on a stream.
+                        let stream = Stream::new().unwrap();
+                        let got = device::convolve_on(&stream, &dza, &db, &options).unwrap();
+                        stream.synchronize().unwrap();
+                        let want = signal::convolve_with(&za, &b, &options).unwrap();
+                        close_c(
+                            &format!("c64 x f64 {what}"),
+                            got.copy_to_host().unwrap(),
+                            want,
+                            1e-12,
+                        );
+                    }
+                }
+            }
+            // f32 with Complex<f32>, by the short form: the result is Complex<f32>.
+            let x = array![1.0f32, -2.0, 0.5, 3.0, 4.0];
+            let k = array![Complex::new(0.5f32, 1.0), Complex::new(-1.0, 0.25)];
+            let (dx, dk) = (to_device(&x).unwrap(), to_device(&k).unwrap());
+            let got: ndarray::Array1<Complex<f32>> = device::fftconvolve(&dx, &dk, Mode::Full)
+                .unwrap()
+                .copy_to_host()
+                .unwrap();
+            let want = signal::fftconvolve(&x, &k, Mode::Full).unwrap();
+            let err = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).norm())
+                .fold(0.0f32, f32::max);
+            assert!(err < 1e-5, "f32 x c32: {err}");
+        },
+    );
 }
 
 #[test]

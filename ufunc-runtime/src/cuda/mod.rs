@@ -81,3 +81,12 @@ pub(crate) fn assert_compiles(test: &str, source: &KernelSource) {
     );
     assert!(compiled.is_ok(), "{test}: {compiled:?}");
 }
+
+/// [`assert_compiles`] for the sources of `#[vectorize(target = "cuda")]` kernels
+/// (their `cuda_source()`).
+#[cfg(test)]
+pub(crate) fn assert_all_compile(test: &str, sources: impl IntoIterator<Item = String>) {
+    for source in sources {
+        assert_compiles(test, &crate::KernelSource::new(source));
+    }
+}

@@ -649,16 +649,14 @@ mod tests {
     #[test]
     fn the_elementwise_kernels_compile_with_nvrtc() {
         use super::*;
-        for source in [
+        let sources = [
             phase_cross_power::cuda_source(),
             plain_cross_power::cuda_source(),
             leave_out::cuda_source(),
             add_moved::cuda_source(),
             moved::cuda_source(),
-        ] {
-            let source = crate::KernelSource::new(source.to_string());
-            crate::cuda::assert_compiles("the_elementwise_kernels_compile_with_nvrtc", &source);
-        }
+        ];
+        crate::cuda::assert_all_compile("the_elementwise_kernels_compile_with_nvrtc", sources);
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! kernel, the inverse transform and a crop to the mode's window), [`oaconvolve`] (the host's
 //! blocks, each pair by FFT, added into the result by a kernel), and [`convolve`] with
 //! `Method::Direct` (a kernel summing each output point over the kernel's points in the host's
-//! order). Both inputs have one element type (`f32`, `f64`, `Complex<f32>` or `Complex<f64>`),
-//! which the result keeps.
+//! order). The inputs have one element type (`f32`, `f64`, `Complex<f32>` or `Complex<f64>`),
+//! which the result keeps, or are a real and a complex array of one precision: then the real one
+//! is widened to complex on the device and the result is complex, as on the host
+//! ([`DeviceConvPair`]).
 //!
 //! ```
 //! use ndarray::array;
@@ -56,6 +58,16 @@ fn multiply_f32(a: f32, b: f32) -> f32 {
 #[vectorize(target = "cuda")]
 fn multiply_f64(a: f64, b: f64) -> f64 {
     a * b
+}
+
+#[vectorize(target = "cuda")]
+fn widen_c32(x: f32) -> Complex<f32> {
+    Complex::new(x, 0.0)
+}
+
+#[vectorize(target = "cuda")]
+fn widen_c64(x: f64) -> Complex<f64> {
+    Complex::new(x, 0.0)
 }
 
 mod sealed {
@@ -120,47 +132,127 @@ conv_elements! {
     Complex<f64>, multiply_c64, multiply_c64;
 }
 
+/// The pairs of element types a device convolution takes, as the host's [`super::ConvElement`]:
+/// one type (the result keeps it), or a real and a complex type of one precision (the real
+/// input is widened to complex on the device; the result is complex).
+pub trait DeviceConvPair<B: Element>: Element {
+    /// The result's element type (a [`DeviceConvElement`]).
+    type Output: Element;
+
+    /// The convolution of `a` and `b`, both of the output type once widened.
+    #[doc(hidden)]
+    fn run_pair<D: Dimension>(
+        stream: Option<&Stream>,
+        a: DeviceView<'_, Self, D>,
+        b: DeviceView<'_, B, D>,
+        options: &ConvOptions,
+    ) -> Result<DeviceArray<Self::Output, D>>;
+}
+
+macro_rules! same_type_pairs {
+    ($($t:ty),*) => {$(
+        impl DeviceConvPair<$t> for $t {
+            type Output = $t;
+            fn run_pair<D: Dimension>(
+                stream: Option<&Stream>,
+                a: DeviceView<'_, $t, D>,
+                b: DeviceView<'_, $t, D>,
+                options: &ConvOptions,
+            ) -> Result<DeviceArray<$t, D>> {
+                run(stream, a, b, options)
+            }
+        }
+    )*};
+}
+
+same_type_pairs!(f32, f64, Complex<f32>, Complex<f64>);
+
+macro_rules! mixed_pairs {
+    ($($real:ty, $widen:ident;)*) => {$(
+        impl DeviceConvPair<Complex<$real>> for $real {
+            type Output = Complex<$real>;
+            fn run_pair<D: Dimension>(
+                stream: Option<&Stream>,
+                a: DeviceView<'_, $real, D>,
+                b: DeviceView<'_, Complex<$real>, D>,
+                options: &ConvOptions,
+            ) -> Result<DeviceArray<Complex<$real>, D>> {
+                let a = match stream {
+                    Some(s) => $widen::on_stream(s, a)?,
+                    None => $widen::on_device(a)?,
+                };
+                run(stream, a.view(), b, options)
+            }
+        }
+
+        impl DeviceConvPair<$real> for Complex<$real> {
+            type Output = Complex<$real>;
+            fn run_pair<D: Dimension>(
+                stream: Option<&Stream>,
+                a: DeviceView<'_, Complex<$real>, D>,
+                b: DeviceView<'_, $real, D>,
+                options: &ConvOptions,
+            ) -> Result<DeviceArray<Complex<$real>, D>> {
+                let b = match stream {
+                    Some(s) => $widen::on_stream(s, b)?,
+                    None => $widen::on_device(b)?,
+                };
+                run(stream, a, b.view(), options)
+            }
+        }
+    )*};
+}
+
+mixed_pairs! {
+    f32, widen_c32;
+    f64, widen_c64;
+}
+
 /// [`super::fftconvolve`] on device arrays: the result stays on the device.
-pub fn fftconvolve<A, V1, V2>(in1: V1, in2: V2, mode: Mode) -> Result<DeviceArray<A, V1::Dim>>
+pub fn fftconvolve<A, B, V1, V2>(
+    in1: V1,
+    in2: V2,
+    mode: Mode,
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
     convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::Fft))
 }
 
 /// [`super::fftconvolve_axes`] on device arrays: along `axes` only, the other axes equal or 1.
-pub fn fftconvolve_axes<A, V1, V2>(
+pub fn fftconvolve_axes<A, B, V1, V2>(
     in1: V1,
     in2: V2,
     mode: Mode,
     axes: &[usize],
-) -> Result<DeviceArray<A, V1::Dim>>
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
     let options = ConvOptions::new(mode).method(Method::Fft).axes(axes);
     convolve_with(in1, in2, &options)
 }
 
 /// [`fftconvolve_axes`] (all axes when `axes` is `None`) queued on `stream` without waiting.
-pub fn fftconvolve_on<A, V1, V2>(
+pub fn fftconvolve_on<A, B, V1, V2>(
     stream: &Stream,
     in1: V1,
     in2: V2,
     mode: Mode,
     axes: Option<&[usize]>,
-) -> Result<DeviceArray<A, V1::Dim>>
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
     let mut options = ConvOptions::new(mode).method(Method::Fft);
     if let Some(axes) = axes {
@@ -171,63 +263,67 @@ where
 
 /// [`super::oaconvolve`] on device arrays: overlap-add, each pair of blocks convolved by FFT
 /// on the device and added into the result there.
-pub fn oaconvolve<A, V1, V2>(in1: V1, in2: V2, mode: Mode) -> Result<DeviceArray<A, V1::Dim>>
+pub fn oaconvolve<A, B, V1, V2>(
+    in1: V1,
+    in2: V2,
+    mode: Mode,
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
     convolve_with(in1, in2, &ConvOptions::new(mode).method(Method::OverlapAdd))
 }
 
 /// [`super::convolve`] on device arrays: `method` direct (a kernel summing each output point
 /// in the host's order), FFT, overlap-add, or `Auto` (SciPy's choice, as on the host).
-pub fn convolve<A, V1, V2>(
+pub fn convolve<A, B, V1, V2>(
     in1: V1,
     in2: V2,
     mode: Mode,
     method: Method,
-) -> Result<DeviceArray<A, V1::Dim>>
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
     convolve_with(in1, in2, &ConvOptions::new(mode).method(method))
 }
 
 /// [`super::convolve_with`] on device arrays (the options' target is not used: this runs on
 /// the device).
-pub fn convolve_with<A, V1, V2>(
+pub fn convolve_with<A, B, V1, V2>(
     in1: V1,
     in2: V2,
     options: &ConvOptions,
-) -> Result<DeviceArray<A, V1::Dim>>
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
-    run(None, in1.device_view(), in2.device_view(), options)
+    A::run_pair(None, in1.device_view(), in2.device_view(), options)
 }
 
 /// [`convolve_with`] queued on `stream` without waiting.
-pub fn convolve_on<A, V1, V2>(
+pub fn convolve_on<A, B, V1, V2>(
     stream: &Stream,
     in1: V1,
     in2: V2,
     options: &ConvOptions,
-) -> Result<DeviceArray<A, V1::Dim>>
+) -> Result<DeviceArray<A::Output, V1::Dim>>
 where
-    A: DeviceConvElement,
-    Complex<A::Real>: Element + FftElement<Real = A::Real>,
+    A: DeviceConvPair<B>,
+    B: Element,
     V1: DeviceInput<A>,
-    V2: DeviceInput<A, Dim = V1::Dim>,
+    V2: DeviceInput<B, Dim = V1::Dim>,
 {
-    run(Some(stream), in1.device_view(), in2.device_view(), options)
+    A::run_pair(Some(stream), in1.device_view(), in2.device_view(), options)
 }
 
 fn run<A, D>(
@@ -454,5 +550,19 @@ mod tests {
             "convolution_kernels_compile_with_nvrtc",
             (super::KERNELS.source)(),
         );
+    }
+
+    #[test]
+    fn the_elementwise_kernels_compile_with_nvrtc() {
+        use super::*;
+        let sources = [
+            multiply_c32::cuda_source(),
+            multiply_c64::cuda_source(),
+            multiply_f32::cuda_source(),
+            multiply_f64::cuda_source(),
+            widen_c32::cuda_source(),
+            widen_c64::cuda_source(),
+        ];
+        crate::cuda::assert_all_compile("the_elementwise_kernels_compile_with_nvrtc", sources);
     }
 }
