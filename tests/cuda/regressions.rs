@@ -68,6 +68,23 @@ pub(crate) fn reg_block_argument_meets_literal(x: i32) -> i32 {
         }))
 }
 
+/// A helper's result (opaque) added into a literal-initialised binding: the binding was cast
+/// to the helper's type on the left of the assignment, which C++ rejects (not an lvalue);
+/// found porting a gufunc that sums a helper's results.
+#[kernel_fn]
+fn reg_half(x: f64) -> f64 {
+    x * 0.5
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_literal_binding_accumulates_helper(x: i32) -> f64 {
+    let mut s = 0.0;
+    for i in 0..3 {
+        s += reg_half((x & 255) as f64 + i as f64);
+    }
+    s
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
         ("reg_complex_neg", reg_complex_neg::cuda_source()),
@@ -79,6 +96,10 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         (
             "reg_block_argument_meets_literal",
             reg_block_argument_meets_literal::cuda_source(),
+        ),
+        (
+            "reg_literal_binding_accumulates_helper",
+            reg_literal_binding_accumulates_helper::cuda_source(),
         ),
     ]
 }
@@ -111,6 +132,14 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
         .map(|&x| ((x ^ 5) & 3) + 3 * ((x + 1) & 3))
         .collect();
     assert_eq!(reg_block_argument_meets_literal(&x).unwrap().to_vec(), want);
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&x| (0..3).map(|i| ((x & 255) as f64 + i as f64) * 0.5).sum())
+        .collect();
+    assert_eq!(
+        reg_literal_binding_accumulates_helper(&x).unwrap().to_vec(),
+        want
+    );
     on_gpu("generator_regressions_agree_on_cpu_and_cuda", || {
         agree(
             "reg_complex_neg",
@@ -132,6 +161,11 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
             "reg_block_argument_meets_literal",
             reg_block_argument_meets_literal::on(Target::Cpu, &x),
             reg_block_argument_meets_literal::on(Target::Cuda, &x),
+        );
+        agree(
+            "reg_literal_binding_accumulates_helper",
+            reg_literal_binding_accumulates_helper::on(Target::Cpu, &x),
+            reg_literal_binding_accumulates_helper::on(Target::Cuda, &x),
         );
         agree(
             "reg_usize_literals",

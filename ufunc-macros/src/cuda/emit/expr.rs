@@ -200,7 +200,8 @@ impl Emitter<'_> {
                 let r = format!("((decltype({l}))({r}))");
                 (l, r)
             }
-            (Ty::FloatLit | Ty::IntLit, Ty::Opaque) if !shift => {
+            // A compound assignment's left side is a place, which must stay one.
+            (Ty::FloatLit | Ty::IntLit, Ty::Opaque) if !shift && !is_compound(&b.op) => {
                 let r = bind(r);
                 (format!("((decltype({r}))({l}))"), r)
             }
