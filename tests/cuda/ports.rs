@@ -52,6 +52,11 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("port_fast_norm", port_fast_norm::cuda_source()),
         ("port_complex_mix", port_complex_mix::cuda_source()),
         ("port_normalise_f32", port_normalise_f32::cuda_source()),
+        ("port_helper_panics", port_helper_panics::cuda_source()),
+        (
+            "port_helper_panics_core",
+            port_helper_panics_core::cuda_source(),
+        ),
         (
             "port_scaled_cumsum_f32",
             __ufunc_port_scaled_cumsum_f32::cuda_source(),
@@ -332,6 +337,64 @@ pub(crate) fn port_checked_rows(a: ArrayView1<u32>, out: &mut u32) {
         s += a[i];
     }
     *out = s;
+}
+
+/// A helper's panics keep their messages too, through a helper it calls, and from a gufunc core.
+#[kernel_fn]
+fn port_checked_half(v: f64) -> f64 {
+    assert!(v.is_finite(), "not finite: {v:?}");
+    port_checked_root(v) * 0.5
+}
+
+#[kernel_fn]
+fn port_checked_root(v: f64) -> f64 {
+    if v < 0.0 {
+        panic!("root of {} below zero", v);
+    }
+    v.sqrt()
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_helper_panics(v: f64) -> f64 {
+    port_checked_half(v) + 1.0
+}
+
+#[guvectorize("(n)->()", targets = ["cpu", "cuda"])]
+pub(crate) fn port_helper_panics_core(a: ArrayView1<f64>, out: &mut f64) {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += port_checked_root(a[i]);
+    }
+    *out = s;
+}
+
+fn helper_panic_messages(target: Target) -> Vec<String> {
+    let mut messages = Vec::new();
+    for v in [f64::INFINITY, -4.0] {
+        messages.push(panic_message(port_helper_panics::on(
+            target,
+            &array![1.0, v, 4.0],
+        )));
+    }
+    let r = port_helper_panics_core::on(target, &array![[1.0, 4.0], [9.0, -1.5]]);
+    messages.push(panic_message(r));
+    messages
+}
+
+#[test]
+fn helper_panic_messages_are_the_same_on_every_target() {
+    let cpu = helper_panic_messages(Target::Cpu);
+    assert_eq!(
+        cpu,
+        [
+            "not finite: inf",
+            "root of -4 below zero",
+            "root of -1.5 below zero"
+        ]
+    );
+    on_gpu("helper_panic_messages_are_the_same_on_every_target", || {
+        assert_eq!(helper_panic_messages(Target::Cuda), cpu);
+    });
 }
 
 fn panic_message<T: std::fmt::Debug>(r: Result<T, Error>) -> String {

@@ -87,6 +87,8 @@ impl PlainHelper {
     /// A plain function has no CUDA translation.
     pub const __UFUNC_CUDA_ERROR: Option<&'static str> =
         Some("a plain function: only #[kernel_fn] helpers are translated to CUDA");
+    /// No device code, so no panic sites.
+    pub const __UFUNC_PANICS: crate::cuda::PanicTable = crate::cuda::PanicTable::EMPTY;
     /// The function to call for a lane: the plain function itself.
     #[inline(always)]
     pub fn __ufunc_lane_of<M: Isa, F>(f: F) -> F {

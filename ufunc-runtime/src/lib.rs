@@ -40,7 +40,7 @@ pub use cuda::{
     reduce_out_device, to_device, to_device_on, Compiled, CudaCounters, CudaKernel, CudaLiteral,
     DeviceArray, DeviceBinaryOp, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
     DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput,
-    PanicSite, RawDeviceOperand, Stream,
+    PanicSite, PanicTable, RawDeviceOperand, Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};
@@ -59,7 +59,7 @@ pub use target::Target;
 /// API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::cuda::SITE_CODE_BASE;
+    pub use crate::cuda::{HELPER_SITE_CODE_BASE, SITE_CODE_BASE};
     pub use crate::{
         accumulate, accumulate_device, at, at_device, call, call_device, call_out, call_out_device,
         cuda_const, cuda_prelude, first_reason, gu_call, gu_call_device, gu_call_out,
@@ -68,6 +68,6 @@ pub mod __private {
         CoreDim, CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel, DeviceOperand,
         DeviceOperands, DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd, GuBody, GuOperand,
         Isa, KernelKind, KernelSource, LaneMath, MethodsNeedBinaryOp, Operand, Operands,
-        OutOperand, OutOperands, Outputs, PanicSite, PlainHelper, Signature,
+        OutOperand, OutOperands, Outputs, PanicSite, PanicTable, PlainHelper, Signature,
     };
 }

@@ -12,6 +12,7 @@ mod mapping;
 mod translate;
 mod types;
 
+pub(crate) use emit::helper_site_offset;
 pub(crate) use translate::{elementwise, gufunc, helper, ElementwiseKernel, GufuncKernel};
 pub(crate) use types::Ty;
 
@@ -30,14 +31,14 @@ pub(crate) struct DeviceFn {
 
 /// `__device__ inline R name(params) { body }` for a function over elements. Parameter and
 /// result types that are not element types are the checks' to report: here they are
-/// `Ty::Unsupported`, so that their uses report nothing more. `panic_sites`: see
-/// `Emitter::panic_sites`.
+/// `Ty::Unsupported`, so that their uses report nothing more. `site_base`: see
+/// `Emitter::site_base`.
 fn emit_device_fn(
     cpp_name: &str,
     params: &[(&Ident, &Type)],
     output: &ReturnType,
     block: &Block,
-    panic_sites: bool,
+    site_base: &str,
     errors: &Errors,
 ) -> DeviceFn {
     let ret_ty = match output {
@@ -48,7 +49,7 @@ fn emit_device_fn(
         .iter()
         .map(|(ident, t)| (*ident, ty_of(t).unwrap_or(Ty::Unsupported)))
         .collect();
-    emit_function(cpp_name, &typed, ret_ty, block, &[], panic_sites, errors)
+    emit_function(cpp_name, &typed, ret_ty, block, &[], site_base, errors)
 }
 
 /// A device function from typed parameters (views and `&mut` outputs included) and a return
@@ -61,11 +62,11 @@ fn emit_function(
     ret_ty: Ty,
     block: &Block,
     mapped: &[&syn::ExprForLoop],
-    panic_sites: bool,
+    site_base: &str,
     errors: &Errors,
 ) -> DeviceFn {
     let declare = |e: &mut Emitter| {
-        e.panic_sites = panic_sites;
+        e.site_base = site_base.to_string();
         e.mapped = mapped
             .iter()
             .map(|&f| f as *const syn::ExprForLoop)
@@ -125,7 +126,15 @@ mod tests {
             })
             .collect();
         let errors = Errors::new();
-        let code = emit_device_fn("body", &params, &f.sig.output, &f.block, true, &errors).code;
+        let code = emit_device_fn(
+            "body",
+            &params,
+            &f.sig.output,
+            &f.block,
+            emit::BODY_SITE_BASE,
+            &errors,
+        )
+        .code;
         errors.check().map(|()| code)
     }
 

@@ -2,6 +2,7 @@
 //! that generation cannot fail. Every untranslatable node goes to the error context; types the
 //! checks reject are `Ty::Unsupported` here, so that one mistake gives one error.
 
+use super::emit::{helper_site_offset, BODY_SITE_BASE, HELPER_SITES};
 use super::{emit_device_fn, emit_function, mapping::mapped_loops, ty_of, DeviceFn, Ty};
 use crate::errors::Errors;
 use crate::model::{Instance, Role, Ufunc};
@@ -108,7 +109,7 @@ fn elementwise_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> 
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| p.ident).zip(&param_tys).collect();
     let kernel = kernel_name(inst);
     let body_fn = format!("__ufunc_body_{kernel}");
-    let device = emit_device_fn(&body_fn, &params, &output, &block, true, errors);
+    let device = emit_device_fn(&body_fn, &params, &output, &block, BODY_SITE_BASE, errors);
     let outputs: Vec<Type> = match &output {
         ReturnType::Type(_, t) => match &**t {
             Type::Tuple(tt) => tt.elems.iter().cloned().collect(),
@@ -187,7 +188,15 @@ fn gufunc_instance(f: &Ufunc<'_>, inst: &Instance<'_>, errors: &Errors) -> Gufun
         .map(|p| p.ident)
         .zip(params.clone())
         .collect();
-    let device = emit_function(&core_fn, &typed, ret, &block, &mapped, true, errors);
+    let device = emit_function(
+        &core_fn,
+        &typed,
+        ret,
+        &block,
+        &mapped,
+        BODY_SITE_BASE,
+        errors,
+    );
     GufuncKernel {
         kernel,
         core_fn,
@@ -205,7 +214,15 @@ pub(crate) fn helper(f: &Ufunc<'_>) -> Result<DeviceFn, String> {
     let params: Vec<(&Ident, &Type)> = f.params.iter().map(|p| (p.ident, p.ty)).collect();
     let cpp_name = format!("__ufunc_helper_{}", f.name());
     let block = &f.item.block;
-    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, block, false, &own);
+    let offset = helper_site_offset(&f.name().to_string());
+    let base = format!("__UFUNC_HELPER_SITE_BASE + {offset}");
+    let device = emit_device_fn(&cpp_name, &params, &f.item.sig.output, block, &base, &own);
+    if device.captures.panics.len() > HELPER_SITES {
+        own.push(syn::Error::new_spanned(
+            f.name(),
+            format!("a #[kernel_fn] helper may have at most {HELPER_SITES} panic sites on cuda"),
+        ));
+    }
     match own.check() {
         Ok(()) => Ok(device),
         Err(e) => Err(e

@@ -55,15 +55,7 @@ pub(super) fn kernel_const(
     mapped_axes: usize,
     device: &DeviceFn,
 ) -> TokenStream {
-    let p = quote!(::ufunc::__private);
-    let panics = device.captures.panics.iter().map(|s| {
-        let (index, message, formatted) = (s.index as i32, &s.message, s.formatted);
-        quote!(#p::PanicSite {
-            code: #p::SITE_CODE_BASE + #index,
-            message: #message,
-            formatted: #formatted,
-        })
-    });
+    let panics = panic_table(device, quote!(::ufunc::__private::SITE_CODE_BASE));
     quote!(::core::option::Option::Some(::ufunc::__private::CudaKernel {
         name: #kernel,
         source: {
@@ -76,6 +68,25 @@ pub(super) fn kernel_const(
         },
         fast_math: #fast_math,
         mapped_axes: #mapped_axes,
-        panics: &[#(#panics),*],
+        panics: &#panics,
     }))
+}
+
+/// The `PanicTable` of a translated function whose first site has code `base`: its own sites
+/// and the tables of the helpers it calls.
+pub(super) fn panic_table(device: &DeviceFn, base: TokenStream) -> TokenStream {
+    let p = quote!(::ufunc::__private);
+    let sites = device.captures.panics.iter().map(|s| {
+        let (index, message, formatted) = (s.index as i32, &s.message, s.formatted);
+        quote!(#p::PanicSite {
+            code: #base + #index,
+            message: #message,
+            formatted: #formatted,
+        })
+    });
+    let helpers = &device.captures.helpers;
+    quote!(#p::PanicTable {
+        sites: &[#(#sites),*],
+        helpers: &[#(&#helpers::__UFUNC_PANICS),*],
+    })
 }

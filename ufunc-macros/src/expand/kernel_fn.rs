@@ -1,7 +1,7 @@
 //! `#[kernel_fn]`: the helper unchanged, plus `struct name` whose `__ufunc_lane` is its lane
 //! form and, for cuda ufuncs that call it, its device function (or why it has none).
 
-use super::cuda::push_captures;
+use super::cuda::{panic_table, push_captures};
 use super::{panic_free, param_tokens};
 use crate::cuda::DeviceFn;
 use crate::lane::{isa_ident, rewrite, scalar_reason, LaneOptions};
@@ -79,7 +79,12 @@ fn cuda_fragment(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStrea
             let code = &device.code;
             let captures = push_captures(device);
             let nested = &device.captures.helpers;
+            let offset = crate::cuda::helper_site_offset(&name.to_string());
+            let base = quote!(::ufunc::__private::HELPER_SITE_CODE_BASE + #offset);
+            let panics = panic_table(device, base);
             quote! {
+                /// The helper's panic sites on cuda, and its helpers'.
+                pub const __UFUNC_PANICS: ::ufunc::__private::PanicTable = #panics;
                 /// Why the helper cannot be translated to CUDA, if it cannot: the first reason
                 /// of a helper it calls (a plain function has one).
                 pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
@@ -99,6 +104,9 @@ fn cuda_fragment(f: &Ufunc<'_>, device: &Result<DeviceFn, String>) -> TokenStrea
                 "#error \"the #[kernel_fn] helper `{name}` cannot be translated to CUDA\"\n"
             );
             quote! {
+                /// No device code, so no panic sites.
+                pub const __UFUNC_PANICS: ::ufunc::__private::PanicTable =
+                    ::ufunc::__private::PanicTable::EMPTY;
                 /// Why the helper cannot be translated to CUDA.
                 pub const __UFUNC_CUDA_ERROR: ::core::option::Option<&'static str> =
                     ::core::option::Option::Some(#reason);

@@ -19,8 +19,9 @@ pub struct CudaKernel {
     /// For a gufunc: how many leading axes of its one output view get a thread per index (0:
     /// one thread per loop item).
     pub mapped_axes: usize,
-    /// The body's `panic!`/`assert!` sites, by the code each stores: the host's messages.
-    pub panics: &'static [super::panics::PanicSite],
+    /// The `panic!`/`assert!` sites of the body and the helpers it calls, by the code each
+    /// stores: the host's messages.
+    pub panics: &'static super::panics::PanicTable,
 }
 
 /// `const $name: CudaKernel` for a hand-written support source (`$text`, the contents of a
@@ -42,7 +43,7 @@ macro_rules! support_kernels {
             },
             fast_math: false,
             mapped_axes: 0,
-            panics: &[],
+            panics: &$crate::cuda::PanicTable::EMPTY,
         };
     };
 }
@@ -127,8 +128,9 @@ pub fn cuda_prelude() -> &'static str {
             .map(|(code, name, _)| format!("#define __UFUNC_PANIC_{name} {code}\n"))
             .collect();
         codes.push_str(&format!(
-            "#define __UFUNC_PANIC_SITE_BASE {}\n",
-            super::panics::SITE_CODE_BASE
+            "#define __UFUNC_PANIC_SITE_BASE {}\n#define __UFUNC_HELPER_SITE_BASE {}\n",
+            super::panics::SITE_CODE_BASE,
+            super::panics::HELPER_SITE_CODE_BASE
         ));
         include_str!("prelude.cuh").replace("// @PANIC_CODES@\n", &codes)
     })

@@ -55,7 +55,7 @@ pub use nvrtc::{compile, nvrtc_available, Compiled, NvrtcOutput};
 pub use operand::{
     DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, RawDeviceOperand,
 };
-pub use panics::{PanicSite, SITE_CODE_BASE};
+pub use panics::{PanicSite, PanicTable, HELPER_SITE_CODE_BASE, SITE_CODE_BASE};
 pub(crate) use queue::Queue;
 pub use queue::{cuda_counters, CudaCounters, DeviceBuffer};
 pub use skeleton::{kernel_source, GuOperand, KernelKind};

@@ -30,6 +30,37 @@ pub struct PanicSite {
     pub formatted: bool,
 }
 
+/// Codes of `#[kernel_fn]` helpers' panic sites start here: each helper has a block of 1024
+/// codes chosen by a hash of its name, the same in every kernel that calls it (the macro's
+/// `helper_site_base`).
+pub const HELPER_SITE_CODE_BASE: i32 = 1 << 24;
+
+/// The panic sites a kernel's code can raise: its own, and those of the helpers it calls
+/// (each a table of the same kind, for the helpers they call in turn).
+#[derive(Debug, Clone, Copy)]
+pub struct PanicTable {
+    /// The function's own sites.
+    pub sites: &'static [PanicSite],
+    /// The tables of the `#[kernel_fn]` helpers it calls.
+    pub helpers: &'static [&'static PanicTable],
+}
+
+impl PanicTable {
+    /// No panic sites (support kernels, and plain functions, which have no device code).
+    pub const EMPTY: PanicTable = PanicTable {
+        sites: &[],
+        helpers: &[],
+    };
+
+    /// The site whose code is `code`, here or in a helper's table.
+    fn find(&self, code: i32) -> Option<&'static PanicSite> {
+        self.sites
+            .iter()
+            .find(|s| s.code == code)
+            .or_else(|| self.helpers.iter().find_map(|h| h.find(code)))
+    }
+}
+
 /// One carried argument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Value {
@@ -42,14 +73,14 @@ enum Value {
 }
 
 /// The message of a status `record` whose code is not 0, with `sites` the kernel's table.
-pub(crate) fn record_message(record: &[u8], sites: &[PanicSite]) -> String {
+pub(crate) fn record_message(record: &[u8], sites: &PanicTable) -> String {
     let word = |i: usize| {
         record
             .get(4 * i..4 * i + 4)
             .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
     };
     let code = word(0);
-    let Some(site) = sites.iter().find(|s| s.code == code) else {
+    let Some(site) = sites.find(code) else {
         return panic_message(code).to_string();
     };
     if !site.formatted {
@@ -156,6 +187,44 @@ mod tests {
         },
     ];
 
+    /// A helper's table, with a helper of its own.
+    const NESTED: PanicTable = PanicTable {
+        sites: &[PanicSite {
+            code: HELPER_SITE_CODE_BASE + 2048,
+            message: "nested {}",
+            formatted: true,
+        }],
+        helpers: &[],
+    };
+    const HELPER: PanicTable = PanicTable {
+        sites: &[PanicSite {
+            code: HELPER_SITE_CODE_BASE + 1024,
+            message: "from the helper",
+            formatted: false,
+        }],
+        helpers: &[&NESTED],
+    };
+    const TABLE: PanicTable = PanicTable {
+        sites: SITES,
+        helpers: &[&HELPER],
+    };
+
+    #[test]
+    fn helpers_sites_are_found_through_the_calls() {
+        assert_eq!(
+            record_message(&record(HELPER_SITE_CODE_BASE + 1024, &[]), &TABLE),
+            "from the helper"
+        );
+        assert_eq!(
+            record_message(&record(HELPER_SITE_CODE_BASE + 2048, &[(1, 7)]), &TABLE),
+            "nested 7"
+        );
+        assert_eq!(
+            record_message(&record(HELPER_SITE_CODE_BASE + 3072, &[]), &TABLE),
+            "a kernel raised an unknown panic code"
+        );
+    }
+
     #[test]
     fn arguments_are_formatted_as_rust_formats_them() {
         let r = record(
@@ -168,7 +237,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            record_message(&r, SITES),
+            record_message(&r, &TABLE),
             format!(
                 "bad {} at {:?} ({:.2}) {{ok}} {} <value not carried from the device>",
                 1.5f32, -3i64, 2.0f64, true
@@ -185,11 +254,11 @@ mod tests {
     #[test]
     fn unformatted_sites_and_runtime_codes() {
         assert_eq!(
-            record_message(&record(1001, &[]), SITES),
+            record_message(&record(1001, &[]), &TABLE),
             "assertion failed: x > {0}"
         );
         assert_eq!(
-            record_message(&record(1, &[]), SITES),
+            record_message(&record(1, &[]), &TABLE),
             "attempt to divide by zero"
         );
     }

@@ -6,7 +6,7 @@
 use super::args::{Buffer, FftLayout, FftPlanHandle, HostBuffer, StreamHandle};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
-use super::panics::{record_message, PanicSite, STATUS_BYTES};
+use super::panics::{record_message, PanicTable, STATUS_BYTES};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,7 +46,7 @@ pub fn cuda_counters() -> CudaCounters {
 pub struct DeviceBuffer(pub(crate) Buffer);
 
 /// A launch whose status word `synchronize` must read: the function, its panic sites, the word.
-pub(crate) type Pending = (&'static str, &'static [PanicSite], Buffer);
+pub(crate) type Pending = (&'static str, &'static PanicTable, Buffer);
 
 /// Where work is queued, and whether each call waits for its kernels.
 pub(crate) struct Queue {
@@ -162,7 +162,7 @@ impl Queue {
     pub(crate) fn finish_launch(
         &self,
         function: &'static str,
-        sites: &'static [PanicSite],
+        sites: &'static PanicTable,
         status: Buffer,
     ) -> Result<()> {
         match &self.deferred {
@@ -201,7 +201,7 @@ impl Queue {
     fn check_panic(
         &self,
         function: &'static str,
-        sites: &'static [PanicSite],
+        sites: &'static PanicTable,
         status: &Buffer,
     ) -> Result<()> {
         let bytes = self.backend.download(&self.stream, status)?;

@@ -14,7 +14,7 @@ mod stmt;
 
 pub(crate) use expr::is_compound as is_compound_assign;
 use expr::{is_compound, typed_literal};
-pub(crate) use panics::PanicSpec;
+pub(crate) use panics::{helper_site_offset, PanicSpec, BODY_SITE_BASE, HELPER_SITES};
 
 use super::types::{Env, Ty};
 use crate::errors::Errors;
@@ -89,10 +89,10 @@ pub(crate) struct Emitter<'e> {
     /// Loops run as one thread per index (see `mapping.rs`), outermost first: level `k` takes
     /// its variable from `__ufunc_mapped[k]`.
     pub mapped: Vec<*const syn::ExprForLoop>,
-    /// Whether panics get sites of their own, with messages (see `panics`): not in a helper,
-    /// whose fragment is shared by every function that calls it; a helper's panic is an
-    /// "explicit panic".
-    pub panic_sites: bool,
+    /// The C++ expression of the code of the function's first panic site (see `panics`): the
+    /// kernel's `__UFUNC_PANIC_SITE_BASE` for a body, a code range of its own for a helper,
+    /// whose fragment is shared by every kernel that calls it.
+    pub site_base: String,
 }
 
 impl<'e> Emitter<'e> {
@@ -107,7 +107,7 @@ impl<'e> Emitter<'e> {
             next_binding: 0,
             ret,
             mapped: Vec::new(),
-            panic_sites: true,
+            site_base: BODY_SITE_BASE.to_string(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! `panic!`, `assert!`, `unreachable!`, `todo!` and `unimplemented!` on cuda: each site gets a
-//! code of its own (`__UFUNC_PANIC_SITE_BASE + k`) and an entry in the kernel's message table
+//! code of its own (`__UFUNC_PANIC_SITE_BASE + k` in a body, `__UFUNC_HELPER_SITE_BASE +` [`helper_site_offset`]` + k` in a
+//! `#[kernel_fn]` helper) and an entry in the kernel's (or the helper's) message table
 //! ([`PanicSpec`], generated into the Rust side), and the thread that raises a launch's first
 //! panic writes up to four of the message's arguments beside it; the host formats the message
 //! as the CPU targets' panic would read (`ufunc-runtime/src/cuda/panics.rs`).
@@ -13,7 +14,26 @@ use syn::{Expr, Lit, LitStr, Token};
 /// How many arguments the device carries (the runtime's `panics::ARGS`).
 const ARGS: usize = 4;
 
-/// One panic site of a body: its index `k` (code `__UFUNC_PANIC_SITE_BASE + k`) and its message,
+/// The C++ name of a body's first site code (the prelude defines it as the runtime's
+/// `SITE_CODE_BASE`).
+pub(crate) const BODY_SITE_BASE: &str = "__UFUNC_PANIC_SITE_BASE";
+
+/// How many panic sites one helper may have: its codes are a block of this many.
+pub(crate) const HELPER_SITES: usize = 1024;
+
+/// Where helper `name`'s block of [`HELPER_SITES`] codes starts, counted from the runtime's
+/// `HELPER_SITE_CODE_BASE` (the prelude's `__UFUNC_HELPER_SITE_BASE`): chosen by a hash of the
+/// name (FNV-1a, 20 bits), so the same in every kernel that calls the helper. Two helpers of one
+/// kernel whose names hash alike (about one pair in a million) would share codes, and a panic
+/// of one could be reported with the other's message.
+pub(crate) fn helper_site_offset(name: &str) -> i32 {
+    let hash = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    ((hash & 0xf_ffff) as i32) * HELPER_SITES as i32
+}
+
+/// One panic site of a body or helper: its index `k` (code base + `k`) and its message,
 /// a Rust expression of type `&'static str` (a format string when `formatted`).
 pub(crate) struct PanicSpec {
     pub index: usize,
@@ -84,7 +104,8 @@ impl Emitter<'_> {
             message,
             formatted,
         });
-        let mut raise = format!("if (__ufunc_panic_first(__UFUNC_PANIC_SITE_BASE + {index})) {{");
+        let base = &self.site_base;
+        let mut raise = format!("if (__ufunc_panic_first({base} + {index})) {{");
         for (i, value) in values.iter().take(ARGS).enumerate() {
             let (v, _) = self.emit_expr(value, None);
             raise.push_str(&format!(" __ufunc_panic_arg({i}, {v});"));

@@ -214,32 +214,8 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
     pub(super) fn emit_macro(&mut self, mac: &syn::Macro) -> String {
         let name = macro_name(mac);
         match name.as_str() {
-            "panic" | "unreachable" | "todo" | "unimplemented" | "assert" | "debug_assert"
-                if self.panic_sites =>
-            {
+            "panic" | "unreachable" | "todo" | "unimplemented" | "assert" | "debug_assert" => {
                 self.emit_panic(mac, &name)
-            }
-            "panic" | "unreachable" | "todo" | "unimplemented" => {
-                "__ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n".into()
-            }
-            "assert" | "debug_assert" => {
-                let args = mac.parse_body_with(
-                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
-                );
-                let args = match args {
-                    Ok(args) => args,
-                    Err(e) => {
-                        if self.quiet == 0 {
-                            self.errors.push(e);
-                        }
-                        return PLACEHOLDER.into();
-                    }
-                };
-                let Some(cond) = args.first() else {
-                    return self.unsupported(mac, "an empty assert!").0;
-                };
-                let (c, _) = self.emit_expr(cond, Some(&Ty::elem("bool")));
-                format!("if (!({c})) __ufunc_panic(__UFUNC_PANIC_EXPLICIT);\n")
             }
             _ => self.unsupported(mac, &format!("the macro `{name}!`")).0,
         }
