@@ -57,6 +57,23 @@ __device__ inline void {name}_push({t}& v, bool& has, {t} x) {{
     v = has ? {device_fn}(v, x) : x;
     has = true;
 }}
+// `v` combined, in order, with the reduced elements `r, r + step, ..` below `end` of `a`. One
+// contiguous or strided reduced axis loads eight elements ahead: one load in flight per
+// thread leaves a full reduction at a third of the memory bandwidth.
+__device__ inline void {name}_run({t}& v, bool& has, const {t}* a, const {name}_geom& geo,
+        long long r, long long end, long long step) {{
+    if (geo.nr == 1) {{
+        const long long s = geo.ra[0];
+        for (; r + 7 * step < end; r += 8 * step) {{
+            {t} x[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) x[k] = a[(r + k * step) * s];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {name}_push(v, has, x[k]);
+        }}
+    }}
+    for (; r < end; r += step) {name}_push(v, has, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+}}
 // `v` of the lane `d` above, any type, in 32-bit words.
 __device__ inline {t} {name}_shfl_down({t} v, unsigned d) {{
     const int words = (sizeof({t}) + 3) / 4;
@@ -110,8 +127,7 @@ extern "C" __global__ void {name}_reduce_warps(long long n_out, long long n_red,
         bool has = false;
         if (o < n_out) {{
             const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
-            for (long long r = lane; r < n_red; r += warpSize)
-                {name}_push(v, has, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+            {name}_run(v, has, a, geo, lane, n_red, warpSize);
         }}
         {name}_warp_reduce(v, has);
         if (o < n_out && lane == 0) out[{name}_offset(o, geo.nk, geo.kshape, geo.kout)] = v;
@@ -128,8 +144,7 @@ extern "C" __global__ void {name}_reduce_blocks(long long n_out, long long n_red
         const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
         {t} v{{}};
         bool has = false;
-        for (long long r = start + threadIdx.x; r < end; r += blockDim.x)
-            {name}_push(v, has, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+        {name}_run(v, has, a, geo, start + threadIdx.x, end, blockDim.x);
         {name}_block_reduce(v, has);
         if (threadIdx.x == 0) partials[task] = v;
     }}
