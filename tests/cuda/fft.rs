@@ -203,6 +203,49 @@ fn device_transforms_match_the_host() {
     });
 }
 
+/// The forward transforms read a contiguous input where it lies (a real one straight into
+/// the real-to-complex plan), so they must leave it as it was, at sizes where cuFFT picks
+/// different algorithms (powers of two, a prime, batches).
+#[test]
+fn transforms_leave_their_input_as_it_was() {
+    on_gpu("transforms_leave_their_input_as_it_was", || {
+        for shape in [
+            &[4096][..],
+            &[512, 512],
+            &[1000, 997],
+            &[64, 2048],
+            &[6, 10, 8],
+        ] {
+            let x = data(shape, 7).mapv(|v| v as f32);
+            let z = complex_data(shape, 8).mapv(|c| Complex::new(c.re as f32, c.im as f32));
+            let (dx, dz) = (to_device(&x).unwrap(), to_device(&z).unwrap());
+            let o = FftOptions::new();
+            let spectrum = device::rfftn_with(&dx, &o).unwrap();
+            assert_close(
+                &format!("rfftn {shape:?}"),
+                spectrum.copy_to_host().unwrap(),
+                fft::rfftn_with(&x, &o).unwrap(),
+                1e-5,
+            );
+            device::fftn_with(&dz, &o).unwrap();
+            assert_eq!(
+                dx.copy_to_host().unwrap(),
+                x,
+                "rfftn wrote its input {shape:?}"
+            );
+            assert_eq!(
+                dz.copy_to_host().unwrap(),
+                z,
+                "fftn wrote its input {shape:?}"
+            );
+            let before = spectrum.copy_to_host().unwrap();
+            device::irfftn_with(&spectrum, &o).unwrap();
+            let after = spectrum.copy_to_host().unwrap();
+            assert_eq!(after, before, "irfftn wrote its input {shape:?}");
+        }
+    });
+}
+
 #[test]
 fn strided_views_are_read_in_place() {
     on_gpu("strided_views_are_read_in_place", || {

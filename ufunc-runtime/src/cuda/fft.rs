@@ -3,9 +3,10 @@
 //!
 //! 1. `load`: the input view (any strides) is gathered into a C-order working buffer, cropped
 //!    or zero-padded to the transform lengths, real widened to complex where a complex
-//!    transform reads it. A contiguous complex input of the right shape is read in place by
-//!    the first (out-of-place, complex) plan, which cuFFT does not write; real transforms
-//!    always read a buffer of ours (a complex-to-real plan overwrites its input).
+//!    transform reads it. A contiguous input of the right shape is read in place by the
+//!    first plan where that plan is out of place and complex or real-to-complex (cuFFT writes
+//!    the input of neither); a real inverse always reads a buffer of ours (a complex-to-real
+//!    plan overwrites its input).
 //! 2. `stages`: consecutive passes over adjacent axes become one plan of rank up to 3 (a real
 //!    forward pass joins the complex passes before it when its axis is the innermost); the
 //!    complex passes run in place, the real ones into a new buffer. The half spectrum's
@@ -182,8 +183,10 @@ pub(crate) fn run_recipe<I: FftElement>(
         limit[p.axis] = p.len_read();
     }
     let load_elem = if first_real { real } else { 2 * real };
-    let in_place_ok = input_complex
-        && !first_real
+    // A complex input feeds a complex first plan, a real one a real-to-complex plan; cuFFT
+    // writes the input of neither (only a complex-to-real plan overwrites its input).
+    let in_place_ok = input_complex != first_real
+        && (input_complex || input.offset % (2 * real) == 0)
         && shape == input.shape
         && input.strides == c_strides(&shape).as_slice();
     let mut data = if in_place_ok {
