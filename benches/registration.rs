@@ -83,6 +83,25 @@ fn main() {
             let copy_ms = common::median_ms(reps, || {
                 black_box(ufunc::cuda::to_device(black_box(&moving)).unwrap());
             });
+            // Where the rest goes: the same registration without the upsampled refinement.
+            let coarse = Correlator::new(
+                &reference,
+                &PccOptions {
+                    upsample_factor: 1,
+                    target,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            coarse.register(&moving).unwrap();
+            let coarse_ms = common::median_ms(reps, || {
+                black_box(coarse.register(black_box(&moving)).unwrap());
+            });
+            if json {
+                println!("{{\"case\": \"pcc_frame_2048_u1\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {coarse_ms:.3}}}");
+            } else {
+                println!("{imp:16} per frame without refinement (upsample 1) {coarse_ms:8.2} ms");
+            }
             let ratio = ms / copy_ms;
             if json {
                 println!("{{\"case\": \"frame_copy_2048\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {copy_ms:.3}}}");

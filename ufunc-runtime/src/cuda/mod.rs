@@ -34,7 +34,7 @@ mod queue;
 mod skeleton;
 mod stream;
 
-pub(crate) use args::Arg;
+pub(crate) use args::{Arg, Buffer};
 pub use array::{device_array, to_device, to_device_on, DeviceArray, DeviceView};
 pub(crate) use array::{wrap, PinnedImage};
 pub use backend::cuda_simulated;

@@ -104,35 +104,63 @@ extern "C" __global__ void ufunc_reg_dft_kernel(long long n, long long region, l
     }
 }
 
-// g[r, j] = Σ_ky ey[r, ky] half[ky, j] (region x cols), in the spectrum's precision as the host.
+// Part p of g[r, j] = Σ_ky ey[r, ky] half[ky, j] (region x cols), ky in the p-th `chunk` of
+// rows, in the spectrum's precision as the host: parts[p][r][j]. Splitting the sum keeps
+// enough threads busy (a thread per output alone leaves most of the device idle).
 extern "C" __global__ void ufunc_reg_rows_times_half(long long ny, long long cols,
-                                                     long long region, const c64* ey,
-                                                     const c32* half, c64* g, int* status) {
-    __UFUNC_REG_GRID(i, region * cols) {
-        long long r = i / cols, j = i % cols;
+                                                     long long region, long long chunk,
+                                                     const c64* ey, const c32* half, c32* parts,
+                                                     int* status) {
+    const long long outputs = region * cols, nparts = (ny + chunk - 1) / chunk;
+    __UFUNC_REG_GRID(i, nparts * outputs) {
+        long long p = i / outputs, r = i % outputs / cols, j = i % cols;
+        long long end = (p + 1) * chunk < ny ? (p + 1) * chunk : ny;
         float re = 0.0f, im = 0.0f;
-        for (long long ky = 0; ky < ny; ++ky) {
+        for (long long ky = p * chunk; ky < end; ++ky) {
             float wr = (float)ey[r * ny + ky].re, wi = (float)ey[r * ny + ky].im;
             c32 h = half[ky * cols + j];
             re += wr * h.re - wi * h.im;
             im += wr * h.im + wi * h.re;
         }
-        g[i].re = re;
-        g[i].im = im;
+        parts[i].re = re;
+        parts[i].im = im;
     }
 }
 
-// out[r, s] = Σ_kx b[r, kx] ex[s, kx], with b the full row contraction built from g: the
-// columns past the half are the conjugate of the mirrored column, plus, for an even `ny`, the
-// Nyquist row's term (its frequency does not change sign under mirroring).
+// out[i] = Σ_p parts[p][i] over `nparts` parts of `n` outputs, in order, in `Real`.
+template <typename Part, typename Real>
+__device__ inline void ufunc_reg_add_parts(long long n, long long nparts, const Part* parts,
+                                           c64* out) {
+    __UFUNC_REG_GRID(i, n) {
+        Real re = 0, im = 0;
+        for (long long p = 0; p < nparts; ++p) {
+            re += parts[p * n + i].re;
+            im += parts[p * n + i].im;
+        }
+        out[i].re = re;
+        out[i].im = im;
+    }
+}
+
+extern "C" __global__ void ufunc_reg_sum_parts_c32(long long n, long long nparts, const c32* parts,
+                                                   c64* g, int* status) {
+    ufunc_reg_add_parts<c32, float>(n, nparts, parts, g);
+}
+
+// Part p of out[r, s] = Σ_kx b[r, kx] ex[s, kx], kx in the p-th `chunk` of columns, with b the
+// full row contraction built from g: the columns past the half are the conjugate of the
+// mirrored column, plus, for an even `ny`, the Nyquist row's term (its frequency does not
+// change sign under mirroring). parts[p][r][s].
 extern "C" __global__ void ufunc_reg_upsampled(long long ny, long long nx, long long cols,
-                                               long long region, const c64* g, const c64* ey,
-                                               const c64* ex, const c32* half, c64* out,
-                                               int* status) {
-    __UFUNC_REG_GRID(i, region * region) {
-        long long r = i / region, s = i % region;
+                                               long long region, long long chunk, const c64* g,
+                                               const c64* ey, const c64* ex, const c32* half,
+                                               c64* parts, int* status) {
+    const long long outputs = region * region, nparts = (nx + chunk - 1) / chunk;
+    __UFUNC_REG_GRID(i, nparts * outputs) {
+        long long p = i / outputs, r = i % outputs / region, s = i % region;
+        long long end = (p + 1) * chunk < nx ? (p + 1) * chunk : nx;
         double re = 0.0, im = 0.0;
-        for (long long kx = 0; kx < nx; ++kx) {
+        for (long long kx = p * chunk; kx < end; ++kx) {
             double br, bi;
             if (kx < cols) {
                 br = g[r * cols + kx].re;
@@ -153,7 +181,12 @@ extern "C" __global__ void ufunc_reg_upsampled(long long ny, long long nx, long 
             re += br * w.re - bi * w.im;
             im += br * w.im + bi * w.re;
         }
-        out[i].re = re;
-        out[i].im = im;
+        parts[i].re = re;
+        parts[i].im = im;
     }
+}
+
+extern "C" __global__ void ufunc_reg_sum_parts_c64(long long n, long long nparts, const c64* parts,
+                                                   c64* out, int* status) {
+    ufunc_reg_add_parts<c64, double>(n, nparts, parts, out);
 }

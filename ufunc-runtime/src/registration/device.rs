@@ -13,7 +13,7 @@ use super::align::{
 };
 use super::pcc::{unravel, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
-use crate::cuda::{launch_support, queue_of, wrap, Arg, PinnedImage, Queue};
+use crate::cuda::{launch_support, queue_of, wrap, Arg, Buffer, PinnedImage, Queue};
 use crate::error::{Error, Result};
 use crate::fft::{device as dfft, FftOptions, FftReal};
 use crate::{to_device_on, DeviceArray, DeviceBuffer, Stream};
@@ -67,8 +67,12 @@ fn moved(spectrum: Complex<f32>, py: Complex<f32>, px: Complex<f32>) -> Complex<
 crate::cuda::support_kernels!(KERNELS, "ufunc_registration", include_str!("device.cuh"));
 
 /// Slots of the two reduction stages: the first reads the data, the second its partials; the
-/// host adds up the second's.
-const SLOTS: [usize; 2] = [4096, 32];
+/// host adds up the second's. Enough slots to fill a GPU: with 4096, a frame's three
+/// reductions took a millisecond on an H200 (each thread's loads one after another).
+const SLOTS: [usize; 2] = [65536, 2048];
+
+/// Terms per part of the upsampled DFT's sums (parts added in order afterwards).
+const SUM_CHUNK: usize = 128;
 
 fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
     launch_support(queue, &KERNELS, entry, items, args)
@@ -297,24 +301,46 @@ impl DevicePlan {
             Ok(k)
         };
         let (ey, ex) = (dft_kernel(ny, offsets[0])?, dft_kernel(nx, offsets[1])?);
-        let mut g = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, m))?;
-        let mut args = i64s(&[ny, m, region]);
+        // Each contraction in parts over chunks of its sum, then the parts added in order.
+        let add_parts = |entry, parts: &Buffer, count: usize, (rows, cols): (usize, usize)| {
+            let mut sum = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(rows, cols))?;
+            let mut args = i64s(&[rows * cols, count]);
+            args.extend([Arg::In(parts, 0), Arg::Out(&mut sum.buf.0)]);
+            launch(queue, entry, rows * cols, args)?;
+            Ok::<_, Error>(sum)
+        };
+        let parts = ny.div_ceil(SUM_CHUNK);
+        let mut g_parts = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(parts, region * m))?;
+        let mut args = i64s(&[ny, m, region, SUM_CHUNK]);
         args.extend([
             Arg::In(&ey.buf.0, 0),
             Arg::In(&product.buf.0, 0),
-            Arg::Out(&mut g.buf.0),
+            Arg::Out(&mut g_parts.buf.0),
         ]);
-        launch(queue, "ufunc_reg_rows_times_half", region * m, args)?;
-        let mut up = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, region))?;
-        let mut args = i64s(&[ny, nx, m, region]);
+        launch(queue, "ufunc_reg_rows_times_half", parts * region * m, args)?;
+        let g = add_parts(
+            "ufunc_reg_sum_parts_c32",
+            &g_parts.buf.0,
+            parts,
+            (region, m),
+        )?;
+        let parts = nx.div_ceil(SUM_CHUNK);
+        let mut up_parts = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(parts, region * region))?;
+        let mut args = i64s(&[ny, nx, m, region, SUM_CHUNK]);
         args.extend([
             Arg::In(&g.buf.0, 0),
             Arg::In(&ey.buf.0, 0),
             Arg::In(&ex.buf.0, 0),
             Arg::In(&product.buf.0, 0),
-            Arg::Out(&mut up.buf.0),
+            Arg::Out(&mut up_parts.buf.0),
         ]);
-        launch(queue, "ufunc_reg_upsampled", region * region, args)?;
+        launch(queue, "ufunc_reg_upsampled", parts * region * region, args)?;
+        let up = add_parts(
+            "ufunc_reg_sum_parts_c64",
+            &up_parts.buf.0,
+            parts,
+            (region, region),
+        )?;
         Ok(up
             .copy_to_host()?
             .into_dimensionality::<IxDyn>()
@@ -378,6 +404,18 @@ fn require_f32<T: FftReal>() -> Result<()> {
     })
 }
 
+/// `image` as `f32` elements, where it holds `f32` in standard (C) order.
+fn contiguous_f32<'a, T: FftReal>(image: &ArrayView2<'a, T>) -> Option<ArrayView2<'a, f32>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    let elements = image.to_slice()?;
+    // SAFETY: `T` is `f32` (checked above), so the slice's memory holds `f32`s.
+    let floats =
+        unsafe { std::slice::from_raw_parts(elements.as_ptr().cast::<f32>(), elements.len()) };
+    ArrayView2::from_shape(image.raw_dim(), floats).ok()
+}
+
 /// Copies `image` (of `f32`: `require_f32`) into the page-locked `frame`.
 fn fill<T: FftReal>(
     frame: &mut PinnedImage,
@@ -427,8 +465,14 @@ impl DeviceCorrelator {
                 (stream, frame)
             }
         };
-        let peak = fill(&mut frame, &stream, moving)
-            .and_then(|()| frame.upload(&stream))
+        // A contiguous `f32` frame is copied by the driver straight from the caller's memory
+        // (the page-locked buffer pays a host copy first, and buys nothing without another
+        // frame to overlap).
+        let image = match contiguous_f32(&moving) {
+            Some(image) => to_device_on(&stream, &image),
+            None => fill(&mut frame, &stream, moving).and_then(|()| frame.upload(&stream)),
+        };
+        let peak = image
             .and_then(|image| self.plan.spectrum(&stream, &image))
             .and_then(|s| {
                 self.plan
