@@ -88,13 +88,16 @@ def timed(name, frame, check=True):
 
 
 def main():
-    import numexpr as ne
+    try:
+        import numexpr as ne
 
-    def seed_normalise(r, f):
-        p = ne.evaluate("r * conj(f)")
-        return ne.evaluate("p / (abs(p) + 1e-30)").astype(np.complex64)
+        def seed_normalise(r, f):
+            p = ne.evaluate("r * conj(f)")
+            return ne.evaluate("p / (abs(p) + 1e-30)").astype(np.complex64)
 
-    timed("numpy.fft + numexpr (seed)", pipeline(np.fft.rfft2, np.fft.irfft2, seed_normalise))
+        timed("numpy.fft + numexpr (seed)", pipeline(np.fft.rfft2, np.fft.irfft2, seed_normalise))
+    except ImportError as e:
+        print(f"peers_registration: numexpr unavailable: {e}", file=sys.stderr)
 
     import scipy.fft as sfft
 

@@ -22,31 +22,46 @@ cp "$bench" .gpu/cuda-bench
 cp "$fft_bench" .gpu/fft-bench
 cp "$reg_bench" .gpu/registration-bench
 cp "$program" .gpu/phase_correlation
-cp bench/peers_fft.py bench/seed_movie.py .gpu/
+cp bench/peers_fft.py bench/peers_registration.py bench/seed_movie.py .gpu/
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
-set -euo pipefail
+# Every step runs even when one before it failed; each step's output is also kept in
+# $OUT (the device tool's folder) or ./logs, and the exit status is that of the tests.
+set -uo pipefail
 cd "$(dirname "$0")"
+logs="${OUT:-$PWD/logs}"
+mkdir -p "$logs"
 for d in /usr/local/cuda/lib64 /usr/local/cuda-13.0/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     if [[ -e "$d/libnvrtc.so.13" ]]; then
         export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
 done
+step() { # step NAME SECONDS COMMAND...: runs COMMAND under a time limit, its output teed to a log
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name: $*"
+    timeout "$limit" "$@" 2>&1 | tee "$logs/$name.log"
+    local rc=${PIPESTATUS[0]}
+    echo "== $name: exit $rc"
+    return "$rc"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 ./cuda-tests --test-threads=1
-./cuda-bench
+UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step tests 240 ./cuda-tests --test-threads=1
+status=$?
+step cuda-bench 90 ./cuda-bench
 # Device FFTs on device data, then cuFFT's own time through CuPy where it is installed (the
 # goal: the 2048x2048 c2c row within 10% of CuPy's).
-./fft-bench --device-only --json
-python3 peers_fft.py --cupy-only || true
-# Registration per frame on the device against the frame's copy (goal: within 1.2x), then the
-# seed job end to end (89 frames of 2048x2048 from a 1.4 GiB .npy) on cuda and on all cores.
-./registration-bench --device-only
-if python3 seed_movie.py seed.npy; then
+step fft 90 sh -c './fft-bench --device-only --json; python3 peers_fft.py --cupy-only'
+# Registration per frame on the device against the frame's copy (goal: within 1.2x) and the
+# CPU peers on this host's cores; then the seed job end to end (89 frames of 2048x2048 from a
+# 1.4 GiB .npy) on cuda and on all cores.
+step registration 150 sh -c './registration-bench --device-only; python3 peers_registration.py --quick'
+if step seed-movie 90 python3 seed_movie.py seed.npy; then
     for target in cuda parallel; do
-        ./phase_correlation seed.npy --target "$target" --out "out-$target" --force
+        step "seed-$target" 120 ./phase_correlation seed.npy --target "$target" --out "out-$target" --force
     done
 fi
+exit "$status"
 RUN
 du -sh .gpu
