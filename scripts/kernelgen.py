@@ -378,8 +378,15 @@ class Gen:
             # An accumulating loop.
             ty = self.pick(NUMERIC)
             acc = self.name("acc")
-            init = self.expr(ty, 1, True)
-            lines = [f"{pad}let mut {acc}: {ty} = {init.text};"]
+            if ty in ("i32", "f64") and self.chance(0.3):
+                # Unannotated, from an unsuffixed literal: the binding's type comes from what
+                # is added into it (a helper's result, say).
+                init = self.lit(ty, suffixed=False)
+                lines = [f"{pad}let mut {acc} = {init.text};"]
+                self.untyped.add(acc)
+            else:
+                init = self.expr(ty, 1, True)
+                lines = [f"{pad}let mut {acc}: {ty} = {init.text};"]
             i = self.name("i")
             n = self.rng.randrange(1, 5)
             it = self.pick(["u32", "i32", "usize", "i64"])
