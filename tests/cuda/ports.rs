@@ -5,6 +5,7 @@
 
 use super::on_gpu;
 use ndarray::{array, Array1};
+use ufunc::cuda::{to_device, Stream};
 use ufunc::prelude::*;
 
 /// test_gufunc.py names its outputs `out` (issue 13, item 1).
@@ -457,5 +458,31 @@ fn in_place_gufunc_agrees() {
         );
     };
     check(Target::Cpu);
-    on_gpu("in_place_gufunc_agrees", || check(Target::Cuda));
+    on_gpu("in_place_gufunc_agrees", || {
+        check(Target::Cuda);
+        // On device arrays: the written operand stays on the device, the read one may be a
+        // view (here a broadcast column of one value per row).
+        let a = ndarray::Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f32);
+        let b = array![0.5f32, -1.0, 2.0];
+        let mut da = to_device(&a).unwrap();
+        let db = to_device(&b).unwrap();
+        port_add_in_place::on_device(&mut da, &db).unwrap();
+        assert_eq!(
+            da.copy_to_host().unwrap(),
+            &a + &b.view().insert_axis(ndarray::Axis(1))
+        );
+        let stream = Stream::new().unwrap();
+        let one = to_device(&array![10.0f32]).unwrap();
+        port_add_in_place::on_stream(&stream, &mut da, one.view().broadcast(3).unwrap()).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(
+            da.copy_to_host().unwrap(),
+            &a + &b.view().insert_axis(ndarray::Axis(1)) + 10.0
+        );
+        let e = port_add_in_place::on_device(
+            &mut to_device(&array![1.0f32]).unwrap(),
+            &to_device(&array![1.0f32, 2.0]).unwrap(),
+        );
+        assert!(matches!(e, Err(Error::InPlaceBroadcast { .. })), "{e:?}");
+    });
 }

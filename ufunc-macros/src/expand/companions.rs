@@ -294,7 +294,8 @@ fn target_consts(f: &Ufunc<'_>) -> TokenStream {
 
 /// The companions of an in-place gufunc: `foo(&mut a, &b)` and `foo::on(target, &mut a, &b)`,
 /// which write into the operands the core writes (through `gu_call_out`: the runtime's
-/// signature lists them as outputs).
+/// signature lists them as outputs), and with `cuda` `foo::on_device(&mut da, &db)` and
+/// `foo::on_stream(&stream, &mut da, &db)` on device arrays (through `gu_call_out_device`).
 fn in_place(c: &Companions<'_>) -> TokenStream {
     let f = c.f;
     let name = f.name();
@@ -321,10 +322,47 @@ fn in_place(c: &Companions<'_>) -> TokenStream {
         target.push('_');
     }
     let target = format_ident!("{}", target);
+    let mut stream = String::from("stream");
+    while params.iter().any(|p| *p == stream.as_str()) {
+        stream.push('_');
+    }
+    let stream = format_ident!("{}", stream);
     let (companion_struct, target_consts) = (companion_struct(c), target_consts(f));
     let bounds = quote! {
         (#(#read_tys,)*): #p::Operands<#in_tuple>,
         (#(#written_tys,)*): #p::OutOperands<#out_ty>,
+    };
+    let device_fns = if f.attr.wants_cuda() {
+        let bounds = quote! {
+            (#(#read_tys,)*): #p::DeviceOperands<#in_tuple>,
+            (#(#written_tys,)*): #p::DeviceOutOperands<#out_ty>,
+        };
+        quote! {
+            /// Calls the gufunc on device arrays and views (`cuda`), writing into the
+            /// `&mut DeviceArray`s the core writes; waits, and a panic is this call's `Err`.
+            pub fn on_device<#lead #(#tys),*>(#(#params: #tys),*) -> ::ufunc::Result<()>
+            where
+                #bounds
+            {
+                #p::gu_call_out_device::<#body, _, _>(
+                    Self::TARGETS, None, (#(#read_params,)*), (#(#written_params,)*)
+                )
+            }
+
+            /// As `on_device`, queued on `stream` without waiting.
+            pub fn on_stream<#lead #(#tys),*>(
+                #stream: &::ufunc::cuda::Stream, #(#params: #tys),*
+            ) -> ::ufunc::Result<()>
+            where
+                #bounds
+            {
+                #p::gu_call_out_device::<#body, _, _>(
+                    Self::TARGETS, Some(#stream), (#(#read_params,)*), (#(#written_params,)*)
+                )
+            }
+        }
+    } else {
+        quote!()
     };
     let (fn_docs, consts, fns) = (&c.fn_docs, &c.consts, &c.fns);
     quote! {
@@ -353,6 +391,8 @@ fn in_place(c: &Companions<'_>) -> TokenStream {
                     #target, Self::TARGETS, (#(#read_params,)*), (#(#written_params,)*)
                 )
             }
+
+            #device_fns
 
             #fns
         }
