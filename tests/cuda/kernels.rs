@@ -263,6 +263,7 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("gu_guarded", gu_guarded::cuda_source()),
     ];
     sources.extend(super::ports::sources());
+    sources.extend(super::numba_ports::sources());
     sources.extend(super::methods::sources());
     sources.extend(super::generated::sources());
     sources.extend(super::regressions::sources());

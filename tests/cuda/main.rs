@@ -18,6 +18,10 @@ mod fft;
 mod generated;
 mod kernels;
 mod methods;
+// Numba's test kernels, shared with tests/numba_ports.rs (the CPU targets).
+#[path = "../numba_kernels/mod.rs"]
+mod numba_kernels;
+mod numba_ports;
 mod ports;
 mod registration;
 mod regressions;
