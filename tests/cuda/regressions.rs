@@ -85,8 +85,21 @@ pub(crate) fn reg_literal_binding_accumulates_helper(x: i32) -> f64 {
     s
 }
 
+/// gen7_90 (seed 7): the function's u32 result type reached the literal inside
+/// `count_ones`'s receiver, which is an `i8` sum; the C++ add got a u32 and an i8.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn reg_literal_under_count_ones(a: u64, z: Complex<f32>) -> u32 {
+    let n = (100 + ((a as i32) as i8)).count_ones();
+    let nan = (1.5 * z.re).is_nan() as u32;
+    n + nan + (2.0 * z).norm_sqr() as u32
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
+        (
+            "reg_literal_under_count_ones",
+            reg_literal_under_count_ones::cuda_source(),
+        ),
         ("reg_complex_neg", reg_complex_neg::cuda_source()),
         ("reg_usize_literals", reg_usize_literals::cuda_source()),
         (
@@ -140,6 +153,19 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
         reg_literal_binding_accumulates_helper(&x).unwrap().to_vec(),
         want
     );
+    let a = sample::<u64>(7, 16);
+    let c = sample::<Complex<f32>>(8, 16);
+    let want: Vec<u32> = a
+        .iter()
+        .zip(&c)
+        .map(|(&a, &z)| {
+            let small = (a as i32) as i8;
+            (100i8.wrapping_add(small)).count_ones()
+                + (1.5 * z.re).is_nan() as u32
+                + (2.0 * z).norm_sqr() as u32
+        })
+        .collect();
+    assert_eq!(reg_literal_under_count_ones(&a, &c).unwrap().to_vec(), want);
     on_gpu("generator_regressions_agree_on_cpu_and_cuda", || {
         agree(
             "reg_complex_neg",
@@ -166,6 +192,12 @@ fn generator_regressions_agree_on_cpu_and_cuda() {
             "reg_literal_binding_accumulates_helper",
             reg_literal_binding_accumulates_helper::on(Target::Cpu, &x),
             reg_literal_binding_accumulates_helper::on(Target::Cuda, &x),
+        );
+        let (a, c) = (sample::<u64>(7, 16), sample::<Complex<f32>>(8, 16));
+        agree(
+            "reg_literal_under_count_ones",
+            reg_literal_under_count_ones::on(Target::Cpu, &a, &c),
+            reg_literal_under_count_ones::on(Target::Cuda, &a, &c),
         );
         agree(
             "reg_usize_literals",

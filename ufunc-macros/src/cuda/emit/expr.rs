@@ -401,7 +401,21 @@ impl Emitter<'_> {
         expected: Option<&Ty>,
     ) -> (String, Ty) {
         let name = m.method.to_string();
-        let (recv, rt) = self.emit_expr(&m.receiver, expected);
+        // The expected type reaches the receiver only through methods that return its type
+        // (`(100 + x).count_ones()` is a u32 whatever `x` is: its literal is `x`'s type).
+        let keeps_type = !matches!(
+            name.as_str(),
+            "count_ones"
+                | "is_nan"
+                | "is_finite"
+                | "is_infinite"
+                | "is_sign_negative"
+                | "is_sign_positive"
+                | "norm"
+                | "norm_sqr"
+                | "arg"
+        );
+        let (recv, rt) = self.emit_expr(&m.receiver, expected.filter(|_| keeps_type));
         match rt {
             Ty::View { elem, rank, .. } => return self.emit_view_method(m, &recv, &elem, rank),
             Ty::Unsupported => return (recv, rt),
