@@ -390,7 +390,15 @@ class Gen:
             i = self.name("i")
             n = self.rng.randrange(1, 5)
             it = self.pick(["u32", "i32", "usize", "i64"])
-            lines.append(f"{pad}for {i} in 0..{n}{it if self.chance(0.5) else ''} {{")
+            rng_text = f"0..{n}{it if self.chance(0.5) else ''}"
+            form = self.pick(["plain", "plain", "rev", "step", "closed_rev"])
+            if form == "rev":
+                rng_text = f"({rng_text}).rev()"
+            elif form == "step":
+                rng_text = f"({rng_text}).step_by({self.rng.randrange(1, 4)})"
+            elif form == "closed_rev":
+                rng_text = f"(0..={n - 1}{it}).rev()"
+            lines.append(f"{pad}for {i} in {rng_text} {{")
             self.scope.append((f"({i} as {ty})", ty, True))
             self.scope.append((acc, ty, init.exact))
             step = self.expr(ty, 2, ty in INTS)

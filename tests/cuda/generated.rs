@@ -28,332 +28,318 @@ fn gen1_0(a0: i64, a1: u16, a2: i64) -> bool {
     }
     let v4 = ({ let b3 = ((q2 as i8) as f32); (a1 as u64) });
     let mut acc5: u32 = (q2 as u16).count_ones();
-    for i6 in 0..1 {
-        acc5 |= ((a0 as f32).powi(0) as u32);
+    for i6 in (0..=0i64).rev() {
+        acc5 += (if (q2 == acc5) { (i6 as u32).max(acc5) } else { (acc5 * q2) });
     }
-    false
+    ({ let b7 = v4; true })
 }
 
-#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
-fn gen1_1(a: ArrayView1<f32>, s: f64) -> f64 {
-    let mut acc: f64 = 0.5f64;
+#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
+fn gen1_1(a: ArrayView1<i32>, s: u8, mut out: ArrayViewMut1<f32>) {
     for i in 0..a.len() {
-        acc += (acc.abs() + acc.trunc());
+        out[i] = ((a[i] as f32) % (s as f32)).clamp(-2.5, 4.0).signum();
     }
-    acc
-}
-
-#[kernel_fn]
-fn gen1_2_h1(x0: f32, x1: i32) -> u8 {
-    ((match (((x0 as u32) / ((13u32 & 7) + 1)) & 3) { 0 => (x0 as u16), 1 | 2 => (x0 as u16), _ => 100u16 }) as u8)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_2(a0: Complex<f32>, a1: i8, a2: u32) -> bool {
-    let mut n2 = 2u32;
-    let mut w1: i8 = 2i8;
-    while n2 > 0 {
-        w1 = (100 - ((a2 as i32) as i8));
-        n2 -= 1;
-    }
-    if (true && false) {
-        return true;
-    }
-    let mut acc3: f64 = ((-1e-3f64) * (a2 as f64));
-    for i4 in 0..1i32 {
-        acc3 *= ((Complex::new(1.5f64, 10.0f64)).arg() - (a1 as f64));
-        if false {
-            break;
-        }
-    }
-    (((a1 as u64) as u16) > (((-1e-3f64) as u16) + (100u16 << ((a2 as i16) & 7))))
-}
-
-#[kernel_fn]
-fn gen1_3_h2(x0: i16) -> u32 {
-    0u32
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_3(a0: u32, a1: i32, a2: i16) -> Complex<f32> {
-    let a2 = (if false { (a2 >> ((a0 as u16) & 7)) } else { a2.wrapping_sub((-42i16)) });
-    let mut l1: u64 = (if (5 >= (a1 as u8)) { (a2 as u64) } else { (a0 as u64) });
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 0 {
-            break;
-        }
-        l1 = (l1 >> (a2.abs() & 7));
-    }
-    (Complex::new((-0.5f32), 10.0f32) * (-Complex::new((-2.0f32), 2.0f32)))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_4(a0: u8, a1: i32, a2: i64) -> (Complex<f64>, i8) {
-    let mut l1: i64 = a2;
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 0 {
-            break;
-        }
-        l1 = a2;
-    }
-    if (a1 <= (a1 as i32)) {
-        return (Complex::new((-7.0f64), (-10.0f64)), (a1 as i8).min(((l1 as i8) / (((a0 as i8) & 7) + 1))));
-    }
-    let mut m3: u64 = ((a2 as u32) as u64);
-    if (a0 as f32).is_infinite() {
-        m3 = 3u64;
-    } else if false {
-        m3 = (if (a1 > a1) { ((l1 as i8) as u64) } else { (if true { (a0 as u64) } else { (a0 as u64) }) });
-    }
-    ((((if false { Complex::new((-1e-3f64), 10.0f64) } else { Complex::new(7.0f64, 1.5f64) }) / (Complex::new((-3.75f64), 0.5f64)).powi(2)) - Complex::new(0.25f64, (-0.25f64))), (true as i8))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_5(a0: bool) -> u32 {
-    let (p1, q2) = (a0, gen1_0_h0((a0 as u8)));
-    let mut n4 = 2u32;
-    let mut w3: u16 = 0u16;
-    while n4 > 0 {
-        w3 = w3;
-        n4 -= 1;
-    }
-    ((match ((q2 as u32) & 3) { 0 => (7.0f32).is_sign_negative(), 1 | 2 => ((p1 as i32) == (w3 as i32)), _ => a0 }) as u32)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_6(a0: Complex<f32>, a1: u8, a2: Complex<f32>) -> (Complex<f64>, Complex<f32>) {
-    let mut n2 = 1u32;
-    let mut w1: u8 = 1u8;
-    while n2 > 0 {
-        w1 = (w1.min(w1) << ((w1 as i8) & 7));
-        n2 -= 1;
-    }
-    if (w1 <= w1) {
-        return (Complex::new(2.0f64, 1e-3f64), (a2 + 10.0));
-    }
-    ((-(Complex::new(1e-3f64, 1e-3f64) - (-3.75))), ((Complex::new(7.0f32, (-1e-3f32)) * a0.ln()) - ({ let b3 = (a1 as i8); Complex::new(10.0f32, (-3.75f32)) })))
-}
-
-#[kernel_fn]
-fn gen1_7_h3(x0: i64, x1: u64) -> u64 {
-    (x1 | x1)
 }
 
 #[guvectorize("(m,n),()->(m)", targets = ["cpu", "cuda"])]
-fn gen1_7(a: ArrayView2<i64>, s: i16, mut out: ArrayViewMut1<i8>) {
+fn gen1_2(a: ArrayView2<i8>, s: u32, mut out: ArrayViewMut1<i32>) {
     for i in 0..a.len_of(Axis(0)) {
         let t = a.row(i).sum() + a.column(i % a.ncols()).sum();
         let d = a.row(i).dot(&a.row(0));
-        let mut acc: i8 = 13i8;
+        let mut acc: i32 = 3i32;
         for x in a.row(i).iter() {
-            acc ^= acc;
+            acc ^= (if ((acc as f32) as f64).is_nan() { (((t as u8) as i32) << ((d / ((d & 7) + 1)) & 7)) } else { ((((*x) as f64) as f64) as i32) });
         }
         out[i] = acc;
     }
 }
 
 #[kernel_fn]
-fn gen1_8_h4(x0: u32) -> i32 {
-    ((match ((x0 as i32).wrapping_abs() & 3) { 0 => ((x0 as f32) as i32), 1 | 2 => (x0 as i32), _ => (!(x0 as i32)) }) + ((2.0f64 as i32) / (((if ((x0 as u16) != (x0 as u16)) { (x0 as i32) } else { (x0 as i32) }) & 7) + 1)))
+fn gen1_3_h1(x0: f64, x1: i64) -> u64 {
+    (x1 as u64)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_8(a0: i8, a1: i8) -> f32 {
-    let mut l1: u16 = (a0 as u16);
+fn gen1_3(a0: u16) -> u32 {
+    let v1: i32 = (a0 as i32);
+    let v2 = (((a0 as f32) % (-0.25)) as u32);
+    let mut m3: i16 = ((v2 as u64) as i16);
+    if true {
+        m3 = ((v2 as i16) - 1i16).wrapping_mul((100i16 << (1u64 & 7)));
+    } else if (true || true) {
+        m3 = (a0 as i16);
+    }
+    v2
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_4(a0: Complex<f64>) -> u32 {
+    let mut l1: u8 = (7u8 >> (5i8 & 7));
     let mut c2 = 0i32;
     loop {
         c2 += 1;
         if c2 > 2 {
             break;
         }
-        l1 = ((!l1) + 5);
+        l1 = (1u8 & 100);
     }
-    let v3: u32 = (l1 as u32);
-    let v4: Complex<f32> = ((0.25f32).sqrt().powi(0) + (-Complex::new((-1.5f32), 7.0f32)));
-    let mut l5: u16 = (l1 / ((l1 & 7) + 1));
-    let mut c6 = 0i32;
-    loop {
-        c6 += 1;
-        if c6 > 2 {
-            break;
-        }
-        l5 = ((l5 / ((1u16 & 7) + 1)) << ((l1 as i32) & 7));
-    }
-    (-(v4 * Complex::new(2.0f32, 0.5f32))).re
-}
-
-#[kernel_fn]
-fn gen1_9_h5(x0: bool) -> f64 {
-    ({ let b1 = ((match (5u64 & 3) { 0 => 0.25f32, 1 | 2 => 0.25f32, _ => 0.25f32 }) == (0.5f32).signum()); (-1e-3f64) })
+    let (p3, q4) = ((l1 as i32), (l1 as f32));
+    let v5: Complex<f32> = (((0i64 - 7) as f32) * (-Complex::new((-3.75f32), 1.5f32)));
+    let l1 = true;
+    ((l1 as u8).count_ones() ^ (l1 as u32))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_9(a0: i8, a1: i64) -> Complex<f64> {
-    let mut l1: i16 = (100u16 as i16);
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 3 {
-            break;
-        }
-        l1 = ((if (false ^ false) { l1 } else { l1 }) % ((gen1_0_h0(0u8) & 7) + 1));
+fn gen1_5(a0: Complex<f64>, a1: i64, a2: i32) -> f32 {
+    let v1 = (-0.5);
+    let mut m2: f32 = (a1 as f32);
+    if (v1 as f64).is_infinite() {
+        m2 = (Complex::new((-10.0f32), 0.25f32)).norm();
+    } else if ((v1 as u8) != 42u8) {
+        m2 = (((a1 as f32) as u64) as f32);
     }
-    Complex::new((((a1 as u32) >> ((a0 as u16) & 7)) as f64), (((a1 as i32) * (l1 as i32)) as f64))
+    ((match ((a1 as i16) & 3) { 0 => 2i8, 1 | 2 => (v1 as i8), _ => (a1 as i8) }) as f32).copysign((m2 as f32).atan2(m2).max(m2))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_10(a0: u16, a1: bool) -> i64 {
-    let mut n2 = 0u32;
-    let mut w1: u32 = 1u32;
-    while n2 > 0 {
-        w1 = w1;
-        n2 -= 1;
+fn gen1_6(a0: u64, a1: f64, a2: i8) -> (f64, i64) {
+    let mut acc1 = (-100);
+    for i2 in (0..3).step_by(1) {
+        acc1 *= ((i2 as i32).wrapping_add((acc1 as i32)) | ((i2 as i32) as i32));
     }
-    let v3: i16 = ((((w1 as f32) as i16) as i16) & (gen1_0_h0(5u8) + 0));
-    let mut l4: u64 = (match (v3 & 3) { 0 => 3u64, 1 | 2 => (w1 as u64), _ => (w1 as u64) });
-    let mut c5 = 0i32;
-    loop {
-        c5 += 1;
-        if c5 > 2 {
-            break;
-        }
-        l4 = (if ((l4 as f64) > 10.0) { l4 } else { gen1_7_h3((a1 as i64), l4) });
+    let mut m3: f32 = (a0 as f32);
+    if (false && false) {
+        m3 = ((Complex::new(0.25f32, 7.0f32)).arg() * (7.0f32).round());
+    } else if false {
+        m3 = (if (false | false) { ((a1 as i16) as f32) } else { (Complex::new(0.5f32, 2.0f32)).norm_sqr() });
     }
-    let mut acc6: u32 = (2.0f32 as u32);
-    for i7 in 0..3usize {
-        acc6 |= (!(w1 << (42i32 & 7)));
-    }
-    (((-5i64) >> (((l4 as i8) + 13i8) & 7)) * 5i64)
+    let a0 = (((a2 as u32) * (a0 as u32)) != ((acc1 as u32) << (a2 & 7)));
+    (a1, (acc1 as i64))
 }
 
 #[kernel_fn]
-fn gen1_11_h6(x0: i8, x1: i16) -> u16 {
-    ({ let b1 = ((match ((x0 as i64) & 3) { 0 => Complex::new((-10.0f32), 2.0f32), 1 | 2 => Complex::new(10.0f32, (-0.25f32)), _ => Complex::new((-10.0f32), 10.0f32) }) / Complex::new(2.0f32, 3.75f32)); ((x0 as u16) / (((x0 as u16) & 7) + 1)).max(5u16) })
+fn gen1_7_h2(x0: f32) -> u16 {
+    ((if ((x0 as u16) > (x0 as u16)) { ((x0 as i32) * (x0 as i32)) } else { ((-3i32) ^ 42i32) }) as u16)
 }
 
 #[guvectorize("(m,n),()->(m)", targets = ["cpu", "cuda"])]
-fn gen1_11(a: ArrayView2<f32>, s: u8, mut out: ArrayViewMut1<f32>) {
+fn gen1_7(a: ArrayView2<u8>, s: u64, mut out: ArrayViewMut1<f32>) {
     for i in 0..a.len_of(Axis(0)) {
         let t = a.row(i).sum() + a.column(i % a.ncols()).sum();
         let d = a.row(i).dot(&a.row(0));
-        let mut acc: f32 = 1.5f32;
+        let mut acc: f32 = 0.25f32;
         for x in a.row(i).iter() {
-            acc += t;
+            acc += (((d as i64) + (t as i64)) as f32).mul_add((s as f32), ((t as f64).floor() as f32));
         }
         out[i] = acc;
     }
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_12(a0: f32, a1: Complex<f32>, a2: f64) -> (u8, u64) {
-    let a0 = a2;
-    let mut m1: u16 = (13u16).wrapping_mul((a2 as u16));
-    if (a2 < 2.0) {
-        m1 = ((false && false) as u16);
-    } else if true {
-        m1 = 0u16;
-    }
-    ((if (!false) { (((a0 as u8) ^ (a2 as u8)) * gen1_2_h1((a0 as f32), (a0 as i32))) } else { gen1_2_h1((m1 as f32), (a0 as i32)) }), (({ let b2 = (1u32).wrapping_sub((a0 as u32)); (!(a0 as u64)) }) & (!((a0 as u64) - 0))))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_13(a0: i32, a1: i32) -> i16 {
-    let v1 = (-13);
-    let v2: f32 = (((if (v1 as f32).is_nan() { (a1 as f64) } else { (v1 as f64) }) / (-0.5)) as f32);
-    let v1 = (!(a1 as f64).is_sign_negative());
-    (2 + (5 & ((a1 as u16) as i16)))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_14(a0: f32) -> i64 {
-    let mut l1: u64 = gen1_7_h3((a0 as i64), (a0 as u64));
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 1 {
-            break;
-        }
-        l1 = ((a0 as f64) as u64);
-    }
-    let mut n4 = 2u32;
-    let mut w3: i32 = 3i32;
-    while n4 > 0 {
-        w3 = (w3 & w3);
-        n4 -= 1;
-    }
-    1i64
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_15(a0: i8) -> u16 {
-    let a0 = ((a0 as i16).max(13i16) - 5);
-    let mut n2 = 1u32;
-    let mut w1: u64 = 5u64;
-    while n2 > 0 {
-        w1 = w1;
-        n2 -= 1;
-    }
-    (gen1_11_h6((a0 as i8), a0)).wrapping_add((10.0f32 as u16)).min(13u16)
-}
-
-#[kernel_fn]
-fn gen1_16_h7(x0: f64) -> f32 {
-    (x0 as f32)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_16(a0: Complex<f32>, a1: f64) -> bool {
-    let mut m1: i8 = (5i8 + (a1 as i8));
-    if (false ^ false) {
-        m1 = (((a1 as u32) as f32) as i8);
-    } else if (!true) {
-        m1 = (if false { (a1 as i8) } else { (a1 as i8) });
-    }
-    false
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_17(a0: i8, a1: Complex<f32>, a2: u16) -> u64 {
-    let mut l1: u64 = (if ((-7i32) >= (a0 as i32)) { (a2 as u64) } else { 7u64 });
+fn gen1_8(a0: i64) -> u8 {
+    let mut l1: f64 = (a0 as f64).round();
     let mut c2 = 0i32;
     loop {
         c2 += 1;
         if c2 > 0 {
             break;
         }
-        l1 = ((13i16 / (((l1 as i16) & 7) + 1)) as u64);
+        l1 = ({ let b3 = (13u8 as u64); l1 });
     }
-    ((if (a0 as f64).is_infinite() { gen1_7_h3(3i64, l1) } else { (if (0i8 != (l1 as i8)) { l1 } else { l1 }) }) / (((if ((a0 as u8) != (l1 as u8)) { gen1_7_h3((a2 as i64), l1) } else { ({ let b3 = true; l1 }) }) & 7) + 1))
+    let v4 = (a0 as u32);
+    let v5: u64 = (((a0 as i8) ^ (a0 as i8)) as u64);
+    let mut acc6: u64 = (v5 / ((v5 & 7) + 1));
+    for i7 in (0..=2i64).rev() {
+        acc6 += (((a0 as u8) + 3) as u64);
+    }
+    (if (gen1_0_h0((l1 as u8)) > (-(acc6 as i16))) { ({ let b8 = v4; 1u8 }) } else { ((v4 as u8) & (acc6 as u8)).max((v5 as u8)) })
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_9(a0: Complex<f64>, a1: f32, a2: f32) -> (u8, Complex<f64>) {
+    let mut acc1: u16 = (a1 as u16).min((a2 as u16));
+    for i2 in (0..3usize).rev() {
+        acc1 |= (((i2 as u16) as f32) as u16);
+        if (((i2 as u16) as u64) == 1u64) {
+            break;
+        }
+    }
+    let v3 = (a2 as i32);
+    ((((acc1 & acc1) >> ((3u8 as i8) & 7)) as u8), Complex::new(0.25f64, 2.0f64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_10(a0: Complex<f64>, a1: bool) -> i64 {
+    let mut acc1: u32 = (1u32 & 5u32);
+    for i2 in (0..2).step_by(3) {
+        acc1 ^= acc1;
+        if (((i2 as u32) as i8) == 7i8) {
+            break;
+        }
+    }
+    let mut l3: u8 = (if (a1 | a1) { (a1 as u8) } else { (a1 as u8) });
+    let mut c4 = 0i32;
+    loop {
+        c4 += 1;
+        if c4 > 0 {
+            break;
+        }
+        l3 = ((true as i8) as u8);
+    }
+    let mut n6 = 3u32;
+    let mut w5: u8 = 5u8;
+    while n6 > 0 {
+        w5 = (((acc1 as u64) * (acc1 as u64)) as u8);
+        n6 -= 1;
+    }
+    let mut m7: i32 = (l3 as i32).min(5i32);
+    if (13u64 <= (acc1 as u64)) {
+        m7 = (((acc1 as i16) | (a1 as i16)) as i32);
+    } else if (1e-3f32).is_nan() {
+        m7 = (a1 as i32);
+    }
+    (((match ((l3 as i16) & 3) { 0 => (w5 as i64), 1 | 2 => 1i64, _ => (acc1 as i64) }) as i64) + (if ((m7 as u32) != (l3 as u32)) { (-(a1 as i64)) } else { (l3 as i64).max((m7 as i64)) }))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_11(a0: u32) -> u64 {
+    let (p1, q2) = (((42u64 | (a0 as u64)) * ((a0 as u64) ^ (a0 as u64))), (a0 as i64));
+    let q2 = (q2 as i16);
+    let (p3, q4) = (3u32, (q2 as u16));
+    (((q2 / ((q2 & 7) + 1)) as u64) / (((match (({ let b5 = (p1 as i16); (q2 as i64) }) & 3) { 0 => (p1 >> ((q2 as i32) & 7)), 1 | 2 => p1, _ => (100 - p1) }) & 7) + 1))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_12(a0: u8) -> f32 {
+    if (!false) {
+        return (-10.0f32);
+    }
+    let mut l1: f32 = ((a0 as f64) as f32);
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 3 {
+            break;
+        }
+        l1 = ((10.0f32 / 2.0) - l1.abs());
+    }
+    let mut l3: i16 = (a0 as i16);
+    let mut c4 = 0i32;
+    loop {
+        c4 += 1;
+        if c4 > 0 {
+            break;
+        }
+        l3 = (match ((l3 as i8) & 3) { 0 => (false as i16), 1 | 2 => (l3 + l3), _ => ((l3 as u16) as i16) });
+    }
+    (l1.mul_add((1.5f32 - 0.25), ((a0 as f32) * l1))).recip()
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_13(a0: u32) -> f32 {
+    if (false | true) {
+        return ((a0 as f32) + (a0 as f32).hypot((a0 as f32)));
+    }
+    (((a0 as f32) + 0.5) - ((a0 as f64) as f32)).powi(1)
 }
 
 #[kernel_fn]
-fn gen1_18_h8(x0: i64, x1: u64) -> f32 {
-    (Complex::new((-2.0f32), 3.75f32)).arg()
+fn gen1_14_h3(x0: u32) -> i16 {
+    (-(x0 as i16))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_18(a0: u16, a1: i8) -> i16 {
-    let mut m1: u16 = a0;
-    if (!false) {
-        m1 = ((false || false) as u16);
-    } else if (!true) {
-        m1 = (if (1e-3f64 >= (-3.75)) { (if (true ^ false) { a0 } else { a0 }) } else { a0 });
+fn gen1_14(a0: u8, a1: Complex<f64>) -> f64 {
+    let mut l1: u16 = (if false { (a0 as u16) } else { (a0 as u16) });
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 1 {
+            break;
+        }
+        l1 = ((l1 * l1) - ((a0 as u16) ^ l1));
     }
-    let (p2, q3) = (((true as i64) as u32), (a0 as i8));
-    let v4 = (-Complex::new(1.5f32, 1e-3f32));
-    let mut acc5: i64 = (-7i64).wrapping_abs();
-    for i6 in 0..3i64 {
-        acc5 *= (match ((if (false | true) { (p2 as u32) } else { 42u32 }) & 3) { 0 => 5i64, 1 | 2 => (i6 as i64), _ => (0 | (i6 as i64)) });
+    let mut l3: u64 = gen1_3_h1((a0 as f64), (l1 as i64));
+    let mut c4 = 0i32;
+    loop {
+        c4 += 1;
+        if c4 > 1 {
+            break;
+        }
+        l3 = ((a0 as f64) as u64);
     }
-    (a1 as i16)
+    (((10.0f64).trunc() % 1e4f64).sin() - ((0 * a0) as f64))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_19(a0: f32, a1: f32, a2: u8) -> i32 {
+fn gen1_15(a0: i16, a1: i16, a2: u32) -> i64 {
+    let mut l1: f32 = (13i64 as f32);
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 1 {
+            break;
+        }
+        l1 = (if (3i8 > (a1 as i8)) { l1 } else { l1.copysign(l1) });
+    }
+    let a0 = (1u64 << (3i16 & 7)).wrapping_mul(((a2 as u64) << ((a1 as i16) & 7)));
+    ((l1 as i64).min((0i64).wrapping_neg()) & ((l1 as u8) as i64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_16(a0: f64) -> i8 {
+    let v1 = 0.5;
+    ((match (((v1 as u16) & (v1 as u16)) & 3) { 0 => (v1 as i8), 1 | 2 => (a0 as i8).wrapping_abs(), _ => (7u16 as i8) }) * ((a0 as i8) as i8))
+}
+
+#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
+fn gen1_17(a: ArrayView1<i64>, s: i16, mut out: ArrayViewMut1<f32>) {
+    for i in 0..a.len() {
+        out[i] = (s as f32);
+    }
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_18(a0: u16, a1: u16, a2: u32) -> i16 {
+    let a0 = (if (!false) { (Complex::new(1e-3f32, 10.0f32) / Complex::new((-1e-3f32), 7.0f32)) } else { Complex::new((-7.0f32), 3.75f32) });
+    let mut l1: u8 = ((a2 as f32) as u8);
+    let mut c2 = 0i32;
+    loop {
+        c2 += 1;
+        if c2 > 3 {
+            break;
+        }
+        l1 = l1;
+    }
+    (!(a2 as i16))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_19(a0: i16, a1: u16, a2: bool) -> u8 {
+    let (p1, q2) = (((a2 as i64) as u32), (a2 as i8).abs());
+    ((0.25f64).mul_add((a0 as f64), (a1 as f64)).max((3.75f64 / (p1 as f64))) as u8)
+}
+
+#[kernel_fn]
+fn gen1_20_h4(x0: i8) -> u16 {
+    (if ((!false) & (true && false)) { (x0 as u16) } else { (((x0 as i16) ^ (x0 as i16)) as u16) })
+}
+
+#[guvectorize("(m,n),()->(m)", targets = ["cpu", "cuda"])]
+fn gen1_20(a: ArrayView2<Complex<f64>>, s: i8, mut out: ArrayViewMut1<i16>) {
+    for i in 0..a.len_of(Axis(0)) {
+        let t = a.row(i).sum() + a.column(i % a.ncols()).sum();
+        let d = a.row(i).dot(&a.row(0));
+        let mut acc: i16 = 0i16;
+        for x in a.row(i).iter() {
+            acc ^= (s as i16);
+        }
+        out[i] = acc;
+    }
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_21(a0: f32, a1: f32, a2: u8) -> i32 {
     let mut n2 = 1u32;
     let mut w1: i8 = 100i8;
     while n2 > 0 {
@@ -365,285 +351,285 @@ fn gen1_19(a0: f32, a1: f32, a2: u8) -> i32 {
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_20(a0: Complex<f64>) -> i64 {
-    let mut m1: u16 = gen1_11_h6((-13i8), 42i16);
-    if ((-0.25f64) > 3.75f64) {
-        m1 = (!(!7u16));
-    } else if true {
-        m1 = 2u16;
+fn gen1_22(a0: Complex<f64>) -> i64 {
+    let mut m1: u16 = gen1_20_h4((-13i8));
+    if (2u64 >= 1u64) {
+        m1 = ((!7u16) << ((2u32 << (100u8 & 7)) & 7));
+    } else if ((m1 as i16) < 2i16) {
+        m1 = (7 & 5u16);
     }
-    let m1 = ((-Complex::new((-10.0f32), 7.0f32)) - Complex::new(1.5f32, (-10.0f32)));
-    if (true | false) {
-        return ((7i64 << (1u16 & 7)) as i64);
+    let m1 = (m1 as f32);
+    let mut m2: u16 = (if (m1 as f64).is_finite() { 0u16 } else { 3u16 });
+    if (5i64 <= (m1 as i64)) {
+        m2 = ((m1 as i64) as u16);
+    } else if ((m2 as i64) < (m2 as i64)) {
+        m2 = ((m1 as u16) - (1 - (m1 as u16)));
     }
-    ((match ((-2i8) & 3) { 0 => (-5i64), 1 | 2 => 5i64, _ => 100i64 }).wrapping_abs() as i64)
+    ((m1 as i64) - (m1 as i64))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_21(a0: f64, a1: f32) -> f32 {
-    let mut acc1: u32 = (2u32 * (a1 as u32));
-    for i2 in 0..2 {
-        acc1 -= (i2 as u32);
-        if a1.is_nan() {
-            break;
-        }
+fn gen1_23(a0: i8) -> u64 {
+    let a0 = (((a0 as i16) as u8) as i16);
+    let v1: u8 = (a0 as u8);
+    let mut m2: i64 = (42i64 % (((a0 as i64) & 7) + 1));
+    if (a0 != a0) {
+        m2 = (((a0 as i64) >> ((a0 as u32) & 7)) / (((-3i64).wrapping_neg() & 7) + 1));
+    } else if (2.0f64).is_sign_negative() {
+        m2 = (v1 as i64);
     }
-    let mut acc3: u16 = ((a1 as u16) as u16);
-    for i4 in 0..2i64 {
-        acc3 ^= (true as u16);
-    }
-    let v5: u8 = (acc1 as u8);
-    (gen1_16_h7(a0)).copysign(gen1_16_h7(a0)).ceil()
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_22(a0: u16, a1: f32) -> Complex<f64> {
-    let mut n2 = 1u32;
-    let mut w1: u64 = 42u64;
-    while n2 > 0 {
-        w1 = (true as u64);
-        n2 -= 1;
-    }
-    let v3: f32 = gen1_18_h8(((w1 as u32) as i64), (gen1_9_h5(false) as u64));
-    Complex::new((-10.0f64), 2.0f64)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_23(a0: u16, a1: bool, a2: i32) -> u64 {
-    let mut acc1 = 2.0;
-    for i2 in 0..4i64 {
-        acc1 -= (acc1 as f64).log10();
-    }
-    (((a0 as f32) - (a2 as f32).mul_add((-0.5f32), (a2 as f32))) as u64)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_24(a0: f32, a1: f64) -> (i64, f64) {
-    if a0.is_finite() {
-        return (((a0 as i64) & (-100)), a1.min((match (42u32 & 3) { 0 => a1, 1 | 2 => (a0 as f64), _ => (a0 as f64) })));
-    }
-    let mut m1: f32 = ((a1 as u32) as f32);
-    if ((a1 as u8) < 2u8) {
-        m1 = a0.clamp(-2.5, 4.0);
-    } else if ((m1 as u16) > 3u16) {
-        m1 = (-(if (a0 == a0) { 0.5f32 } else { a0 }));
-    }
-    let mut acc2: u16 = gen1_11_h6((m1 as i8), 7i16);
-    for i3 in 0..2i32 {
-        acc2 += ((m1 as u8) as u16);
-    }
-    let a0 = (m1.powf((a1 as f32)) % a0);
-    (((({ let b4 = (m1 as i64); acc2 }) as i64) << ((a1 as i16) & 7)), gen1_9_h5(((m1 % m1) < 1.5)))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_25(a0: Complex<f64>, a1: f64) -> Complex<f32> {
-    let (p1, q2) = ((if ((a1 as i64) == 3) { (a1 as i32) } else { (a1 as i32) }).wrapping_sub(5i32), ((a1 as f32) as u32).wrapping_sub(((a1 as u32) * (a1 as u32))));
-    let p1 = ({ let b3 = (true | false); 13i8 });
-    let mut l4: u32 = q2;
-    let mut c5 = 0i32;
-    loop {
-        c5 += 1;
-        if c5 > 3 {
-            break;
-        }
-        l4 = (l4 + (true as u32));
-    }
-    let mut acc6: i16 = (a1 as i16).wrapping_abs();
-    for i7 in 0..1 {
-        acc6 ^= ((-(i7 as i16)) >> (((acc6 as u64) ^ 13u64) & 7));
-    }
-    Complex::new((-0.5f32), 2.0f32)
-}
-
-#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
-fn gen1_26(a: ArrayView1<u16>, s: u8, mut out: ArrayViewMut1<u8>) {
-    for i in 0..a.len() {
-        out[i] = ((!((-10.0f64) as u8)) + (gen1_0_h0(s) as u8));
-    }
+    ((if (!false) { 10.0f32 } else { (7.0f32).sqrt() }) as u64)
 }
 
 #[kernel_fn]
-fn gen1_27_h9(x0: f64, x1: f64) -> f64 {
-    (if ((x0 as f32).is_nan() || false) { x0 } else { (-1e-3f64) })
+fn gen1_24_h5(x0: u64) -> i8 {
+    ((x0 as i8).signum() * (x0 as i8))
 }
 
-#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
-fn gen1_27(a: ArrayView1<f64>, s: i64, mut out: ArrayViewMut1<i16>) {
+#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
+fn gen1_24(a: ArrayView1<Complex<f64>>, s: f64) -> f32 {
+    let mut acc: f32 = 1e-3f32;
     for i in 0..a.len() {
-        out[i] = ((!((s as u32) & 13u32)) as i16);
+        acc += (if true { (((i as f32) as u16) as f32) } else { (acc + (acc as f32)) }).powi(1);
     }
+    acc
+}
+
+#[kernel_fn]
+fn gen1_25_h6(x0: i32, x1: u64) -> u64 {
+    ((-((-5i64) | (x0 as i64))) as u64)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_28(a0: i32) -> i64 {
-    let mut m1: i16 = ((a0 as i16) & 100i16);
-    if (a0 as f32).is_infinite() {
-        m1 = (((a0 as u32) as i16) ^ 42);
-    } else if (2.0f64).is_nan() {
-        m1 = ((a0 as i16) << (((a0 as f64) as i32) & 7));
+fn gen1_25(a0: u16, a1: Complex<f64>) -> (i8, Complex<f64>) {
+    let (p1, q2) = ((match ((!(a0 as u32)) & 3) { 0 => 3u32, 1 | 2 => 3u32, _ => ((a0 as u32) | (a0 as u32)) }), (((a0 as u8) as u32) as u64));
+    let mut m3: u8 = (p1 as u8);
+    if (q2 == (q2 as u64)) {
+        m3 = ((a0 << ((q2 as i64) & 7)) as u8);
+    } else if ((p1 as u16) == 7) {
+        m3 = (((p1 as u16) >> (p1 & 7)) as u8);
     }
-    (m1 as i64)
+    let mut acc4: i64 = (m3 as i64);
+    for i5 in 0..2usize {
+        acc4 -= (match (2i32 & 3) { 0 => acc4, 1 | 2 => (if ((i5 as i64) == (m3 as i64)) { (i5 as i64) } else { acc4 }), _ => acc4.abs() });
+    }
+    if (m3 > 1) {
+        return ((p1 as i8), (a1 * (if (true || false) { a1 } else { a1 })));
+    }
+    (100i8, (if ((3u16).wrapping_sub(a0) == 13) { ({ let b6 = (q2 as f32); (-a1) }) } else { (match ((p1 as i32).wrapping_abs() & 3) { 0 => (a1 / a1), 1 | 2 => (if (q2 == q2) { a1 } else { a1 }), _ => (a1 * a1) }) }))
+}
+
+#[kernel_fn]
+fn gen1_26_h7(x0: i16) -> f64 {
+    (x0 as f64)
+}
+
+#[guvectorize("(n),()->()", targets = ["cpu", "cuda"])]
+fn gen1_26(a: ArrayView1<u64>, s: f64) -> i8 {
+    let mut acc: i8 = (-100i8);
+    for i in 0..a.len() {
+        acc ^= (((42u8 << (a[i] & 7)) ^ ((acc as i32) as u8)) as i8);
+    }
+    acc
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_29(a0: u16) -> i32 {
-    let v1 = 7.0;
-    let mut acc2: f32 = 1e-3f32;
-    for i3 in 0..2 {
-        acc2 += (i3 as f32);
+fn gen1_27(a0: f64, a1: u32, a2: u64) -> i64 {
+    let v1 = (-7.0);
+    if true {
+        return ((a0 as i8) as i64);
+    }
+    let v2 = 1;
+    ((!(a1 | (a2 as u32))) as i64)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_28(a0: i64) -> i8 {
+    let v1 = (100u64 / ((((a0 as f64) as u64) & 7) + 1));
+    let mut n3 = 3u32;
+    let mut w2: i8 = 42i8;
+    while n3 > 0 {
+        w2 = (v1 as i8);
+        n3 -= 1;
+    }
+    let mut n5 = 2u32;
+    let mut w4: i64 = (-1i64);
+    while n5 > 0 {
+        w4 = (match (gen1_20_h4(w2) & 3) { 0 => (2u32 as i64), 1 | 2 => (match ((v1 as u32) & 3) { 0 => w4, 1 | 2 => w4, _ => a0 }), _ => (if false { a0 } else { a0 }) });
+        n5 -= 1;
+    }
+    (w2 % ((gen1_24_h5((100u64).wrapping_add(v1)) & 7) + 1))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_29(a0: u64) -> (f64, i8) {
+    let v1 = 10.0;
+    let v1 = (a0 as f32);
+    let mut acc2: u8 = (if (3 <= (v1 as u8)) { 1u8 } else { (a0 as u8) });
+    for i3 in (0..=1i32).rev() {
+        acc2 ^= (a0 as u8);
         if true {
             break;
         }
     }
-    let (p4, q5) = (a0, ((if ((acc2 as u16) > 5) { 0u8 } else { (v1 as u8) }) | (3 | 1u8)));
-    (v1 as i32)
-}
-
-#[kernel_fn]
-fn gen1_30_h10(x0: i64, x1: u32) -> i16 {
-    (gen1_0_h0(({ let b1 = (x1 as i16); (x0 as u8) })) * ((5i16 / (((x0 as i16) & 7) + 1)) ^ (-(x0 as i16))))
-}
-
-#[guvectorize("(m,n),()->(m)", targets = ["cpu", "cuda"])]
-fn gen1_30(a: ArrayView2<Complex<f32>>, s: i16, mut out: ArrayViewMut1<i64>) {
-    for i in 0..a.len_of(Axis(0)) {
-        let t = a.row(i).sum() + a.column(i % a.ncols()).sum();
-        let d = a.row(i).dot(&a.row(0));
-        let mut acc: i64 = 3i64;
-        for x in a.row(i).iter() {
-            acc ^= (((-0.5f32) % 2.0).is_infinite() as i64);
-        }
-        out[i] = acc;
-    }
+    (((-0.5) % ({ let b4 = (v1 as i64); Complex::new((-7.0f64), 2.0f64) }).arg()), (({ let b5 = Complex::new(v1, v1); (a0 as i8) }) << ((a0 as i64) & 7)))
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_31(a0: u32, a1: u32, a2: f32) -> u64 {
-    let v1 = ((a2 as i32) & (a2 as i32));
-    let v2: bool = ((!true) | (a2 < (1e-3 + a2)));
-    let mut acc3: f64 = gen1_27_h9((-1.5f64), (v1 as f64));
-    for i4 in 0..3 {
-        acc3 -= (if (a0 >= a1) { acc3 } else { (a1 as f64) }).clamp(-2.5, 4.0);
-    }
-    (a0 as u64)
-}
-
-#[kernel_fn]
-fn gen1_32_h11(x0: i32, x1: f64) -> i32 {
-    (!x0.min((x0 >> ((x1 as i16) & 7))))
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_32(a0: f64) -> i16 {
-    let v1: i8 = ((3u16 as i8) | 0i8);
-    (a0 as i16)
-}
-
-#[kernel_fn]
-fn gen1_33_h12(x0: u64) -> f32 {
-    (100u32 as f32)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_33(a0: i64, a1: i8) -> Complex<f64> {
-    let mut n2 = 3u32;
-    let mut w1: u32 = 5u32;
-    while n2 > 0 {
-        w1 = ((a1 as i16).max((w1 as i16)) as u32);
-        n2 -= 1;
-    }
-    let mut l3: f32 = (3.75f32).copysign((a1 as f32));
-    let mut c4 = 0i32;
-    loop {
-        c4 += 1;
-        if c4 > 0 {
-            break;
-        }
-        l3 = (-gen1_33_h12((a0 as u64)));
-    }
-    let (p5, q6) = (Complex::new(3.75f64, 2.0f64), w1);
-    let v7 = 100;
-    Complex::new(1.5f64, 10.0f64)
-}
-
-#[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_34(a0: i64) -> u64 {
+fn gen1_30(a0: i64, a1: u64, a2: i32) -> i8 {
+    let a0 = ((a1 as f32) as i8).wrapping_abs();
     let mut n2 = 3u32;
     let mut w1: u32 = 5u32;
     while n2 > 0 {
         w1 = w1;
         n2 -= 1;
     }
-    let mut m3: u32 = w1;
-    if (1i32 != 7i32) {
-        m3 = (w1 / ((((w1 as f32) as u32) & 7) + 1));
-    } else if (!false) {
-        m3 = w1;
-    }
-    let mut n5 = 3u32;
-    let mut w4: u16 = 7u16;
-    while n5 > 0 {
-        w4 = w4;
-        n5 -= 1;
-    }
-    (!({ let b6 = (w4 as i8); ((m3 as u64) % (((a0 as u64) & 7) + 1)) }))
-}
-
-#[guvectorize("(n),()->(n)", targets = ["cpu", "cuda"])]
-fn gen1_35(a: ArrayView1<Complex<f64>>, s: u16, mut out: ArrayViewMut1<i32>) {
-    for i in 0..a.len() {
-        out[i] = 0i32;
-    }
+    a0
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_36(a0: Complex<f64>) -> u16 {
-    let mut l1: u16 = (0u16).wrapping_add(42u16);
-    let mut c2 = 0i32;
-    loop {
-        c2 += 1;
-        if c2 > 2 {
+fn gen1_31(a0: i64) -> i8 {
+    if (!true) {
+        return (gen1_24_h5((a0 as u64)) * (a0 as i8));
+    }
+    let (p1, q2) = ((13 + a0), (a0 as f32));
+    let mut acc3: f64 = gen1_26_h7((-1i16));
+    for i4 in (0..4).rev() {
+        acc3 *= (acc3.atan2((i4 as f64)) / acc3);
+    }
+    if ((p1 as i8) > (a0 as i8)) {
+        return (((p1 as i8) >> ((a0 as u16) & 7)) * (-0i8));
+    }
+    ((-gen1_24_h5((q2 as u64))) >> ((p1 as i8) & 7))
+}
+
+#[kernel_fn]
+fn gen1_32_h8(x0: f64, x1: bool) -> u16 {
+    3u16
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_32(a0: u16) -> Complex<f64> {
+    let v1 = ((a0 as u64) * (if (3i8 < 100) { (a0 as u64).max((a0 as u64)) } else { gen1_25_h6((a0 as i32), (a0 as u64)) }));
+    Complex::new(1e-3f64, (-3.75f64))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_33(a0: Complex<f64>, a1: f32, a2: i64) -> Complex<f32> {
+    let (p1, q2) = (a0, (a1 as u32));
+    Complex::new((-1e-3f32), (-1.5f32))
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_34(a0: i8) -> f32 {
+    let mut acc1: u16 = (match (13u32 & 3) { 0 => (a0 as u16), 1 | 2 => 42u16, _ => (a0 as u16) });
+    for i2 in 0..4 {
+        acc1 *= (i2 as u16);
+    }
+    let v3 = (Complex::new(1.5f32, 7.0f32) - Complex::new(2.0f32, (-3.75f32)));
+    let mut m4: i8 = ({ let b5 = (acc1 as i32); a0 });
+    if ((acc1 as u32) == 1u32) {
+        m4 = (if (-1.5f64).is_nan() { a0 } else { (a0 % ((a0 & 7) + 1)) });
+    } else if (!true) {
+        m4 = a0;
+    }
+    let mut n7 = 2u32;
+    let mut w6: i8 = 7i8;
+    while n7 > 0 {
+        w6 = ((-(w6 as f64)) as i8);
+        n7 -= 1;
+    }
+    (a0 as f32)
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_35(a0: i8, a1: i8, a2: bool) -> u32 {
+    let a1 = Complex::new(3.75f64, 1e-3f64);
+    let a1 = ((match (7u32 & 3) { 0 => (a2 as u8), 1 | 2 => (a0 as u8), _ => (a0 as u8) }) as u64);
+    let mut n2 = 3u32;
+    let mut w1: u8 = 42u8;
+    while n2 > 0 {
+        w1 = (w1 as u8);
+        n2 -= 1;
+    }
+    1u32
+}
+
+#[vectorize(targets = ["cpu", "cuda"])]
+fn gen1_36(a0: u64) -> u64 {
+    let mut acc1: i8 = (a0 as i8);
+    for i2 in (0..1u32).step_by(1) {
+        acc1 &= (match ((a0 as i64) & 3) { 0 => (if true { acc1 } else { 0i8 }), 1 | 2 => (!(i2 as i8)), _ => ((a0 as u8) as i8) });
+        if (acc1 as f32).is_nan() {
             break;
         }
-        l1 = (100i8 as u16);
     }
-    l1
+    let mut m3: u64 = (a0 as u64);
+    if (3u8 == (a0 as u8)) {
+        m3 = a0;
+    } else if (!false) {
+        m3 = a0;
+    }
+    a0
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_37(a0: f64, a1: u32, a2: Complex<f32>) -> (f64, u64) {
-    let (p1, q2) = (Complex::new(1e-3f64, 1e-3f64), ((if (a1 != a1) { a2 } else { a2 }) - Complex::new(1.5f32, 2.0f32)));
-    let v3 = (-1e-3);
-    let mut m4: i16 = 13i16;
-    if (!true) {
-        m4 = (a0 as i16);
-    } else if ((v3 as u8) > (a1 as u8)) {
-        m4 = (if true { gen1_0_h0(5u8) } else { (v3 as i16) });
+fn gen1_37(a0: i64) -> i64 {
+    let mut m1: u8 = (if (1u32 <= 1u32) { (a0 as u8) } else { (a0 as u8) });
+    if true {
+        m1 = (a0 as u8);
+    } else if ((m1 as i16) < (a0 as i16)) {
+        m1 = ((a0 as u8) ^ ({ let b2 = true; (b2 as u8) }));
     }
-    ((-((2u16).wrapping_mul((v3 as u16)) as f64)), 2u64)
+    let v3 = ((m1 % ((m1 & 7) + 1)) as u32).wrapping_sub(((a0 as i8) as u32));
+    let mut l4: u64 = ((a0 as i8) as u64);
+    let mut c5 = 0i32;
+    loop {
+        c5 += 1;
+        if c5 > 0 {
+            break;
+        }
+        l4 = (!((m1 as u64) * l4));
+    }
+    let (p6, q7) = (m1, (5 > m1));
+    ((!l4.wrapping_mul((p6 as u64))) as i64)
+}
+
+#[kernel_fn]
+fn gen1_38_h9(x0: f64) -> u16 {
+    (x0 as u16)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_38(a0: i64) -> u64 {
-    let a0 = Complex::new((-1.5f32), 3.75f32);
-    let mut m1: i64 = (5i64 as i64);
-    if (true & false) {
-        m1 = (-5i64);
-    } else if true {
-        m1 = 1i64;
+fn gen1_38(a0: u32, a1: Complex<f64>, a2: i64) -> i8 {
+    let v1 = ((a0 as f32).mul_add((a2 as f32), 2.0f32) / (Complex::new((-0.5f32), 1e-3f32) + Complex::new(1.5f32, 1e-3f32))).conj();
+    let mut n3 = 2u32;
+    let mut w2: i64 = 0i64;
+    while n3 > 0 {
+        w2 = w2;
+        n3 -= 1;
     }
-    let a0 = (((m1 as u8) + 100u8) << (2u16 & 7));
-    (((13u64 * (a0 as u64)) >> ((a0 % ((a0 & 7) + 1)) & 7)) - gen1_7_h3(m1, (m1 as u64).max((m1 as u64))))
+    let mut n5 = 0u32;
+    let mut w4: u8 = 5u8;
+    while n5 > 0 {
+        w4 = ((a0 as u8) / (((w4 >> (a2 & 7)) & 7) + 1));
+        n5 -= 1;
+    }
+    (a0 as i8)
 }
 
 #[vectorize(targets = ["cpu", "cuda"])]
-fn gen1_39(a0: u64, a1: i16) -> bool {
-    if (!true) {
-        return false;
+fn gen1_39(a0: bool, a1: bool, a2: i32) -> (bool, u32) {
+    let mut acc1 = 42;
+    for i2 in (0..=2usize).rev() {
+        acc1 *= ((acc1 as u8) as i32);
     }
-    let (p1, q2) = (100u8, ((a1 as f32).fract() > (-2.0)));
-    ((a1 as f64) % (-3.75)).mul_add(((p1 as u16) as f64), ((a0 as f64) - (a0 as f64))).is_infinite()
+    let (p3, q4) = ((-0.5f32), (Complex::new(0.5f32, (-1e-3f32)) - 3.75));
+    if (5 > (acc1 as u8)) {
+        return (a1, ((a1 as i64) / (((-7i64) & 7) + 1)).count_ones());
+    }
+    let v5 = 0.5;
+    (false, ((((acc1 as u32) - (p3 as u32)) >> ((a2 as i64) & 7)) - 2u32))
 }
 
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
@@ -696,45 +682,45 @@ fn generated_kernels_agree_on_cpu_and_cuda() {
     on_gpu("generated_kernels_agree_on_cpu_and_cuda", || {
         run_all(&[
             ("gen1_0", || both!(agree, gen1_0, &sample::<i64>(0, 16), &sample::<u16>(1, 16), &sample::<i64>(2, 16))),
-            ("gen1_1", || both!(agree, gen1_1, &sample2::<f32>(0), &sample::<f64>(1, 4))),
-            ("gen1_2", || both!(agree, gen1_2, &sample::<Complex<f32>>(0, 16), &sample::<i8>(1, 16), &sample::<u32>(2, 16))),
-            ("gen1_3", || both!(agree, gen1_3, &sample::<u32>(0, 16), &sample::<i32>(1, 16), &sample::<i16>(2, 16))),
-            ("gen1_4", || both!(agree2, gen1_4, &sample::<u8>(0, 16), &sample::<i32>(1, 16), &sample::<i64>(2, 16))),
-            ("gen1_5", || both!(agree, gen1_5, &sample::<bool>(0, 16))),
-            ("gen1_6", || both!(agree2, gen1_6, &sample::<Complex<f32>>(0, 16), &sample::<u8>(1, 16), &sample::<Complex<f32>>(2, 16))),
-            ("gen1_7", || both!(agree, gen1_7, &sample2::<i64>(0), &sample::<i16>(1, 4))),
-            ("gen1_8", || both!(agree, gen1_8, &sample::<i8>(0, 16), &sample::<i8>(1, 16))),
-            ("gen1_9", || both!(agree, gen1_9, &sample::<i8>(0, 16), &sample::<i64>(1, 16))),
-            ("gen1_10", || both!(agree, gen1_10, &sample::<u16>(0, 16), &sample::<bool>(1, 16))),
-            ("gen1_11", || both!(agree, gen1_11, &sample2::<f32>(0), &sample::<u8>(1, 4))),
-            ("gen1_12", || both!(agree2, gen1_12, &sample::<f32>(0, 16), &sample::<Complex<f32>>(1, 16), &sample::<f64>(2, 16))),
-            ("gen1_13", || both!(agree, gen1_13, &sample::<i32>(0, 16), &sample::<i32>(1, 16))),
-            ("gen1_14", || both!(agree, gen1_14, &sample::<f32>(0, 16))),
-            ("gen1_15", || both!(agree, gen1_15, &sample::<i8>(0, 16))),
-            ("gen1_16", || both!(agree, gen1_16, &sample::<Complex<f32>>(0, 16), &sample::<f64>(1, 16))),
-            ("gen1_17", || both!(agree, gen1_17, &sample::<i8>(0, 16), &sample::<Complex<f32>>(1, 16), &sample::<u16>(2, 16))),
-            ("gen1_18", || both!(agree, gen1_18, &sample::<u16>(0, 16), &sample::<i8>(1, 16))),
-            ("gen1_19", || both!(agree, gen1_19, &sample::<f32>(0, 16), &sample::<f32>(1, 16), &sample::<u8>(2, 16))),
-            ("gen1_20", || both!(agree, gen1_20, &sample::<Complex<f64>>(0, 16))),
-            ("gen1_21", || both!(agree, gen1_21, &sample::<f64>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_22", || both!(agree, gen1_22, &sample::<u16>(0, 16), &sample::<f32>(1, 16))),
-            ("gen1_23", || both!(agree, gen1_23, &sample::<u16>(0, 16), &sample::<bool>(1, 16), &sample::<i32>(2, 16))),
-            ("gen1_24", || both!(agree2, gen1_24, &sample::<f32>(0, 16), &sample::<f64>(1, 16))),
-            ("gen1_25", || both!(agree, gen1_25, &sample::<Complex<f64>>(0, 16), &sample::<f64>(1, 16))),
-            ("gen1_26", || both!(agree, gen1_26, &sample2::<u16>(0), &sample::<u8>(1, 4))),
-            ("gen1_27", || both!(agree, gen1_27, &sample2::<f64>(0), &sample::<i64>(1, 4))),
-            ("gen1_28", || both!(agree, gen1_28, &sample::<i32>(0, 16))),
-            ("gen1_29", || both!(agree, gen1_29, &sample::<u16>(0, 16))),
-            ("gen1_30", || both!(agree, gen1_30, &sample2::<Complex<f32>>(0), &sample::<i16>(1, 4))),
-            ("gen1_31", || both!(agree, gen1_31, &sample::<u32>(0, 16), &sample::<u32>(1, 16), &sample::<f32>(2, 16))),
-            ("gen1_32", || both!(agree, gen1_32, &sample::<f64>(0, 16))),
-            ("gen1_33", || both!(agree, gen1_33, &sample::<i64>(0, 16), &sample::<i8>(1, 16))),
-            ("gen1_34", || both!(agree, gen1_34, &sample::<i64>(0, 16))),
-            ("gen1_35", || both!(agree, gen1_35, &sample2::<Complex<f64>>(0), &sample::<u16>(1, 4))),
-            ("gen1_36", || both!(agree, gen1_36, &sample::<Complex<f64>>(0, 16))),
-            ("gen1_37", || both!(agree2, gen1_37, &sample::<f64>(0, 16), &sample::<u32>(1, 16), &sample::<Complex<f32>>(2, 16))),
-            ("gen1_38", || both!(agree, gen1_38, &sample::<i64>(0, 16))),
-            ("gen1_39", || both!(agree, gen1_39, &sample::<u64>(0, 16), &sample::<i16>(1, 16))),
+            ("gen1_1", || both!(agree, gen1_1, &sample2::<i32>(0), &sample::<u8>(1, 4))),
+            ("gen1_2", || both!(agree, gen1_2, &sample2::<i8>(0), &sample::<u32>(1, 4))),
+            ("gen1_3", || both!(agree, gen1_3, &sample::<u16>(0, 16))),
+            ("gen1_4", || both!(agree, gen1_4, &sample::<Complex<f64>>(0, 16))),
+            ("gen1_5", || both!(agree, gen1_5, &sample::<Complex<f64>>(0, 16), &sample::<i64>(1, 16), &sample::<i32>(2, 16))),
+            ("gen1_6", || both!(agree2, gen1_6, &sample::<u64>(0, 16), &sample::<f64>(1, 16), &sample::<i8>(2, 16))),
+            ("gen1_7", || both!(agree, gen1_7, &sample2::<u8>(0), &sample::<u64>(1, 4))),
+            ("gen1_8", || both!(agree, gen1_8, &sample::<i64>(0, 16))),
+            ("gen1_9", || both!(agree2, gen1_9, &sample::<Complex<f64>>(0, 16), &sample::<f32>(1, 16), &sample::<f32>(2, 16))),
+            ("gen1_10", || both!(agree, gen1_10, &sample::<Complex<f64>>(0, 16), &sample::<bool>(1, 16))),
+            ("gen1_11", || both!(agree, gen1_11, &sample::<u32>(0, 16))),
+            ("gen1_12", || both!(agree, gen1_12, &sample::<u8>(0, 16))),
+            ("gen1_13", || both!(agree, gen1_13, &sample::<u32>(0, 16))),
+            ("gen1_14", || both!(agree, gen1_14, &sample::<u8>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_15", || both!(agree, gen1_15, &sample::<i16>(0, 16), &sample::<i16>(1, 16), &sample::<u32>(2, 16))),
+            ("gen1_16", || both!(agree, gen1_16, &sample::<f64>(0, 16))),
+            ("gen1_17", || both!(agree, gen1_17, &sample2::<i64>(0), &sample::<i16>(1, 4))),
+            ("gen1_18", || both!(agree, gen1_18, &sample::<u16>(0, 16), &sample::<u16>(1, 16), &sample::<u32>(2, 16))),
+            ("gen1_19", || both!(agree, gen1_19, &sample::<i16>(0, 16), &sample::<u16>(1, 16), &sample::<bool>(2, 16))),
+            ("gen1_20", || both!(agree, gen1_20, &sample2::<Complex<f64>>(0), &sample::<i8>(1, 4))),
+            ("gen1_21", || both!(agree, gen1_21, &sample::<f32>(0, 16), &sample::<f32>(1, 16), &sample::<u8>(2, 16))),
+            ("gen1_22", || both!(agree, gen1_22, &sample::<Complex<f64>>(0, 16))),
+            ("gen1_23", || both!(agree, gen1_23, &sample::<i8>(0, 16))),
+            ("gen1_24", || both!(agree, gen1_24, &sample2::<Complex<f64>>(0), &sample::<f64>(1, 4))),
+            ("gen1_25", || both!(agree2, gen1_25, &sample::<u16>(0, 16), &sample::<Complex<f64>>(1, 16))),
+            ("gen1_26", || both!(agree, gen1_26, &sample2::<u64>(0), &sample::<f64>(1, 4))),
+            ("gen1_27", || both!(agree, gen1_27, &sample::<f64>(0, 16), &sample::<u32>(1, 16), &sample::<u64>(2, 16))),
+            ("gen1_28", || both!(agree, gen1_28, &sample::<i64>(0, 16))),
+            ("gen1_29", || both!(agree2, gen1_29, &sample::<u64>(0, 16))),
+            ("gen1_30", || both!(agree, gen1_30, &sample::<i64>(0, 16), &sample::<u64>(1, 16), &sample::<i32>(2, 16))),
+            ("gen1_31", || both!(agree, gen1_31, &sample::<i64>(0, 16))),
+            ("gen1_32", || both!(agree, gen1_32, &sample::<u16>(0, 16))),
+            ("gen1_33", || both!(agree, gen1_33, &sample::<Complex<f64>>(0, 16), &sample::<f32>(1, 16), &sample::<i64>(2, 16))),
+            ("gen1_34", || both!(agree, gen1_34, &sample::<i8>(0, 16))),
+            ("gen1_35", || both!(agree, gen1_35, &sample::<i8>(0, 16), &sample::<i8>(1, 16), &sample::<bool>(2, 16))),
+            ("gen1_36", || both!(agree, gen1_36, &sample::<u64>(0, 16))),
+            ("gen1_37", || both!(agree, gen1_37, &sample::<i64>(0, 16))),
+            ("gen1_38", || both!(agree, gen1_38, &sample::<u32>(0, 16), &sample::<Complex<f64>>(1, 16), &sample::<i64>(2, 16))),
+            ("gen1_39", || both!(agree2, gen1_39, &sample::<bool>(0, 16), &sample::<bool>(1, 16), &sample::<i32>(2, 16))),
         ]);
     });
 }

@@ -44,8 +44,87 @@ pub(crate) fn port_shadow_len(a: ArrayView1<f32>) -> f32 {
     s
 }
 
+/// `(a..b).step_by(k)` (Numba's `range(a, b, k)`) and `(a..b).rev()` (`range(b - 1, a - 1,
+/// -1)`), half-open and closed, with `continue`, empty and negative ranges.
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn port_stepped_loops(n: i32, k: u32) -> f64 {
+    let mut s = 0.0;
+    for i in (-3..n).step_by(2) {
+        if i == 5 {
+            continue;
+        }
+        s += i as f64;
+    }
+    for i in (-2..=n).step_by(3) {
+        s += 0.5 * i as f64;
+    }
+    for i in (0..k).rev() {
+        if i % 3 == 0 {
+            continue;
+        }
+        s = s * 2.0 + i as f64;
+    }
+    for i in (1..=k).rev() {
+        s -= i as f64 * 0.25;
+    }
+    for _ in (k..k).rev() {
+        s += 1000.0;
+    }
+    s
+}
+
+/// The loops of `port_stepped_loops` as plain Rust over collected ranges.
+fn stepped_expected(n: i32, k: u32) -> f64 {
+    let mut s = 0.0;
+    let mut i = -3;
+    while i < n {
+        if i != 5 {
+            s += i as f64;
+        }
+        i += 2;
+    }
+    let mut i = -2;
+    while i <= n {
+        s += 0.5 * i as f64;
+        i += 3;
+    }
+    let down: Vec<u32> = (0..k).collect();
+    for &i in down.iter().rev().filter(|&&i| i % 3 != 0) {
+        s = s * 2.0 + i as f64;
+    }
+    for i in (1..=k).collect::<Vec<_>>().into_iter().rev() {
+        s -= i as f64 * 0.25;
+    }
+    s
+}
+
+#[test]
+fn stepped_and_reversed_loops_agree() {
+    let n = array![-5, -3, -2, 0, 1, 5, 6, 20];
+    let k = array![0u32, 1, 5, 17];
+    let (n, k) = (
+        n.insert_axis(ndarray::Axis(1)),
+        k.insert_axis(ndarray::Axis(0)),
+    );
+    let check = |target: Target| {
+        let got = port_stepped_loops::on(target, &n, &k).unwrap();
+        for ((i, j), &v) in got.indexed_iter() {
+            assert_eq!(
+                v,
+                stepped_expected(n[[i, 0]], k[[0, j]]),
+                "{target:?} n {} k {}",
+                n[[i, 0]],
+                k[[0, j]]
+            );
+        }
+    };
+    check(Target::Cpu);
+    on_gpu("stepped_and_reversed_loops_agree", || check(Target::Cuda));
+}
+
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
+        ("port_stepped_loops", port_stepped_loops::cuda_source()),
         ("port_sum_row", port_sum_row::cuda_source()),
         ("port_shadow", port_shadow::cuda_source()),
         ("port_shadow_len", port_shadow_len::cuda_source()),

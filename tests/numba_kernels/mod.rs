@@ -840,14 +840,11 @@ pub(crate) fn check_test_gufunc_scalar_inputs(target: Target) {
 /// `py_replace_2nd` of numba/tests/npyufunc/test_update_inplace.py, `'(t),()'` with
 /// `writable_args=(0,)` for f8 (and f4, which Numba only updates with `writable_args`).
 /// Rust: the written operand is an `ArrayViewMut1` (no `writable_args`: a mutable view is
-/// written in place for every dtype); `range(0, n, 2)` is a `while` loop, as `step_by` is an
-/// iterator adaptor the `cuda` target does not translate.
+/// written in place for every dtype); `range(0, n, 2)` is `(0..n).step_by(2)`.
 #[guvectorize("(t),()", targets = ["cpu", "parallel", "cuda"], types = [f32, f64])]
 pub(crate) fn py_replace_2nd<T>(mut x_t: ArrayViewMut1<T>, y_1: T) {
-    let mut t = 0;
-    while t < x_t.len() {
+    for t in (0..x_t.len()).step_by(2) {
         x_t[t] = y_1;
-        t += 2;
     }
 }
 

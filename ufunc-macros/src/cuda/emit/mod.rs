@@ -35,11 +35,11 @@ pub(crate) struct Captures {
 }
 
 pub(crate) const SUPPORTED: &str = "supported: let, arithmetic, comparisons, casts with \
-    `as`, if/else, match on integers, for over ranges, while, loop, break, continue, return, \
-    tuples, math methods of f32/f64/Complex, #[kernel_fn] helpers, consts, panic!/assert!, and \
-    in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, `len`, `len_of`, `is_empty`, `shape()[k]`, \
-    `sum`, `fill`, `dot` (1-d), `row`, `column` (and `_mut`), `for x in a.iter()`/`iter_mut()` \
-    of views";
+    `as`, if/else, match on integers, for over ranges (also `.rev()`, `.step_by(k)`), while, \
+    loop, break, continue, return, tuples, math methods of f32/f64/Complex, #[kernel_fn] \
+    helpers, consts, panic!/assert!, and in gufuncs `a[[i, j]]`, `dim`, `nrows`, `ncols`, \
+    `len`, `len_of`, `is_empty`, `shape()[k]`, `sum`, `fill`, `dot` (1-d), `row`, `column` \
+    (and `_mut`), `for x in a.iter()`/`iter_mut()` of views";
 
 /// The code an untranslatable node leaves in its place (never compiled: its error stops
 /// generation).

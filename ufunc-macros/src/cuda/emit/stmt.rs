@@ -96,7 +96,39 @@ impl Emitter<'_> {
                 return self.emit_for_elements(f, &mc.receiver);
             }
         }
-        let bounds = match unparen(&f.expr) {
+        // `(a..b).step_by(k)` with a literal `k > 0`, and `(a..b).rev()`: counted loops.
+        let (range_expr, order) = match unparen(&f.expr) {
+            Expr::MethodCall(mc) if mc.method == "rev" && mc.args.is_empty() => {
+                (unparen(&mc.receiver), Order::Reverse)
+            }
+            Expr::MethodCall(mc) if mc.method == "step_by" && mc.args.len() == 1 => {
+                let step = match unparen(&mc.args[0]) {
+                    Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(k),
+                        ..
+                    }) => k.base10_parse::<u64>().ok().filter(|&k| k > 0),
+                    _ => None,
+                };
+                match step {
+                    Some(k) => (unparen(&mc.receiver), Order::Step(k)),
+                    None => {
+                        self.unsupported(
+                            &mc.args[0],
+                            "a `step_by` step that is not a positive integer literal",
+                        );
+                        (unparen(&mc.receiver), Order::Step(1))
+                    }
+                }
+            }
+            other => (other, Order::Forward),
+        };
+        if order != Order::Forward && !matches!(range_expr, Expr::Range(_)) {
+            self.unsupported(
+                range_expr,
+                "`rev` or `step_by` of anything but a range `a..b`",
+            );
+        }
+        let bounds = match range_expr {
             Expr::Range(r) => match (&r.start, &r.end) {
                 (Some(start), Some(end)) => Some((r, start, end)),
                 _ => {
@@ -143,6 +175,42 @@ impl Emitter<'_> {
         };
         let (s, e) = (self.retype_literal(&s, &ty), self.retype_literal(&e, &ty));
         let t = ty.cpp();
+        if order != Order::Forward {
+            // The iteration count in 64-bit unsigned arithmetic (exact for any integer range),
+            // then each value from it: no overflow past the end, and `continue` stays correct.
+            let closed = cmp == "<=";
+            let span =
+                format!("(unsigned long long)__end_{var} - (unsigned long long)__start_{var}");
+            let (count, value) = match order {
+                Order::Step(k) if closed => (
+                    format!("__end_{var} >= __start_{var} ? ({span}) / {k}ULL + 1ULL : 0ULL"),
+                    format!("(unsigned long long)__start_{var} + __i_{var} * {k}ULL"),
+                ),
+                Order::Step(k) => (
+                    format!("__end_{var} > __start_{var} ? ({span} - 1ULL) / {k}ULL + 1ULL : 0ULL"),
+                    format!("(unsigned long long)__start_{var} + __i_{var} * {k}ULL"),
+                ),
+                _ if closed => (
+                    format!("__end_{var} >= __start_{var} ? {span} + 1ULL : 0ULL"),
+                    format!("(unsigned long long)__end_{var} - __i_{var}"),
+                ),
+                _ => (
+                    format!("__end_{var} > __start_{var} ? {span} : 0ULL"),
+                    format!("(unsigned long long)__end_{var} - 1ULL - __i_{var}"),
+                ),
+            };
+            return format!(
+                "{{
+const {t} __start_{var} = {s};
+const {t} __end_{var} = {e};
+const unsigned long long __n_{var} = {count};
+for (unsigned long long __i_{var} = 0; __i_{var} < __n_{var}; ++__i_{var}) {{
+{t} {var} = ({t})({value});
+{body}}}
+}}
+"
+            );
+        }
         if let Some(k) = self.mapped.iter().position(|&p| std::ptr::eq(p, f)) {
             // Each thread runs the iteration of its own index; the thread of the last index (or
             // the only thread, for an empty axis) also runs the iterations past the output's
@@ -324,4 +392,12 @@ for ({t} {var} = __tail_{var}; {var} {cmp} __end_{var}; ++{var}) {{
             }
         }
     }
+}
+
+/// How a `for` loop walks its range: as written, `.rev()`, or `.step_by(k)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Forward,
+    Reverse,
+    Step(u64),
 }
