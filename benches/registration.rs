@@ -8,10 +8,13 @@
 
 mod common;
 use ndarray::Array2;
+use num_complex::Complex;
 use std::hint::black_box;
 use std::time::Instant;
+use ufunc::cuda::{to_device_on, Stream};
+use ufunc::fft::{device, FftOptions};
+use ufunc::prelude::*;
 use ufunc::registration::{Correlator, PccOptions};
-use ufunc::Target;
 
 /// A deterministic image with structure at every scale, and the same moved by `(dy, dx)`.
 fn images(n: usize) -> (Array2<f32>, Array2<f32>) {
@@ -31,6 +34,58 @@ fn images(n: usize) -> (Array2<f32>, Array2<f32>) {
     let reference = &smooth + &noise;
     let moving = Array2::from_shape_fn((n, n), |(y, x)| reference[[(y + n - 7) % n, (x + 3) % n]]);
     (reference, moving)
+}
+
+/// The phase normalisation of the cross-power spectrum, as the registration's own kernel.
+#[vectorize(target = "cuda")]
+fn cross_power(r: Complex<f32>, m: Complex<f32>) -> Complex<f32> {
+    let z = r * m.conj();
+    z / (z.re * z.re + z.im * z.im).sqrt().max(1.1920929e-5f32)
+}
+
+/// The coarse chain of a frame's registration on the device, step by step, each waited for:
+/// what each costs alone, against the whole queued at once, shows how much of a frame is
+/// kernels and how much the synchronisations between them.
+fn steps(reference: &Array2<f32>, moving: &Array2<f32>, reps: usize) {
+    let stream = Stream::new().unwrap();
+    let n = reference.nrows();
+    let o = FftOptions::new();
+    let inverse = FftOptions::new().s(&[n, n]);
+    let spectrum =
+        device::rfft2_on(&stream, &to_device_on(&stream, reference).unwrap(), &o).unwrap();
+    let frame = to_device_on(&stream, moving).unwrap();
+    let moved = device::rfft2_on(&stream, &frame, &o).unwrap();
+    let product = cross_power::on_stream(&stream, spectrum.view(), moved.view()).unwrap();
+    let one = to_device_on(&stream, &ndarray::arr1(&[0.0f32])).unwrap();
+    let wait = || stream.synchronize().unwrap();
+    let timed = |what: &str, f: &dyn Fn()| {
+        let ms = common::median_ms(reps, || {
+            f();
+            wait();
+        });
+        println!("ufunc cuda       step: {what:44} {ms:8.3} ms");
+    };
+    timed("upload (pageable, on the stream)", &|| {
+        black_box(to_device_on(&stream, moving).unwrap());
+    });
+    timed("rfft2", &|| {
+        black_box(device::rfft2_on(&stream, &frame, &o).unwrap());
+    });
+    timed("cross power (a #[vectorize] kernel)", &|| {
+        black_box(cross_power::on_stream(&stream, spectrum.view(), moved.view()).unwrap());
+    });
+    timed("irfft2", &|| {
+        black_box(device::irfft2_on(&stream, &product, &inverse).unwrap());
+    });
+    timed("a 4-byte read back", &|| {
+        black_box(one.copy_to_host().unwrap());
+    });
+    timed("upload, rfft2, cross power, irfft2 queued", &|| {
+        let frame = to_device_on(&stream, moving).unwrap();
+        let moved = device::rfft2_on(&stream, &frame, &o).unwrap();
+        let product = cross_power::on_stream(&stream, spectrum.view(), moved.view()).unwrap();
+        black_box(device::irfft2_on(&stream, &product, &inverse).unwrap());
+    });
 }
 
 fn main() {
@@ -102,6 +157,7 @@ fn main() {
             } else {
                 println!("{imp:16} per frame without refinement (upsample 1) {coarse_ms:8.2} ms");
             }
+            steps(&reference, &moving, reps);
             let ratio = ms / copy_ms;
             if json {
                 println!("{{\"case\": \"frame_copy_2048\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {copy_ms:.3}}}");

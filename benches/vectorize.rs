@@ -44,19 +44,34 @@ fn maximum(a: f32, b: f32) -> f32 {
 /// The ufunc methods: `add.reduce` of 16M float32 over all axes and over each axis of a
 /// 4000x4000 array, `maximum.reduce` of all, `add.accumulate` of 16M (GB/s of the bytes read,
 /// and written for `accumulate`).
+///
+/// Each case runs on input in 4 KiB pages (a plain `Vec`'s memory, this host's default) and on
+/// the same input in transparent huge pages, the memory NumPy gives its own large arrays (it
+/// asks for huge pages on Linux for arrays of 4 MiB and more): the `-hugepages` rows compare
+/// with NumPy reading the same kind of memory.
 fn methods(b: &Bench) {
+    for huge in [false, true] {
+        methods_on(b, huge);
+    }
+}
+
+fn methods_on(b: &Bench, huge: bool) {
     let n = 16_000_000;
-    let flat = data(n, 9);
-    let square = flat.clone().into_shape_with_order((4000, 4000)).unwrap();
+    let flat = if huge {
+        in_huge_pages(&data(n, 9))
+    } else {
+        data(n, 9)
+    };
+    let square = flat.view().into_shape_with_order((4000, 4000)).unwrap();
     let cases: [(&str, &dyn Fn(Target)); 5] = [
         ("add_reduce_all", &|t| {
             black_box(add::reduce_on(t, &flat, 0).unwrap());
         }),
         ("add_reduce_axis0", &|t| {
-            black_box(add::reduce_on(t, &square, 0).unwrap());
+            black_box(add::reduce_on(t, square, 0).unwrap());
         }),
         ("add_reduce_axis1", &|t| {
-            black_box(add::reduce_on(t, &square, 1).unwrap());
+            black_box(add::reduce_on(t, square, 1).unwrap());
         }),
         ("max_reduce_all", &|t| {
             black_box(maximum::reduce_on(t, &flat, 0).unwrap());
@@ -74,12 +89,33 @@ fn methods(b: &Bench) {
         } else {
             4 * n
         };
+        let pages = if huge { "-hugepages" } else { "" };
         for target in [Target::Cpu, Target::Parallel] {
             let ms = b.time(|| call(target));
             let gbps = Some(bytes as f64 / ms / 1e6);
-            b.report(case, n, &format!("ufunc-{target}"), ms, gbps);
+            b.report(case, n, &format!("ufunc-{target}{pages}"), ms, gbps);
         }
     }
+}
+
+/// A copy of `a` in memory the kernel is asked to back with transparent huge pages (Linux's
+/// `madvise(MADV_HUGEPAGE)`, as NumPy does for its large arrays; elsewhere a plain copy).
+fn in_huge_pages(a: &Array1<f32>) -> Array1<f32> {
+    let mut v: Vec<f32> = Vec::with_capacity(a.len());
+    #[cfg(target_os = "linux")]
+    {
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_HUGEPAGE: i32 = 14;
+        let start = (v.as_mut_ptr() as usize).next_multiple_of(4096);
+        let end = (v.as_mut_ptr() as usize + 4 * a.len()) & !4095;
+        // SAFETY: the range lies inside the vector's allocation; madvise only changes the
+        // paging policy of memory not yet touched.
+        unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) };
+    }
+    v.extend(a.iter());
+    Array1::from_vec(v)
 }
 
 struct Bench {
