@@ -20,6 +20,7 @@ mod kernels;
 mod methods;
 // Numba's test kernels, shared with tests/numba_ports.rs (the CPU targets).
 #[path = "../numba_kernels/mod.rs"]
+#[macro_use]
 mod numba_kernels;
 mod numba_ports;
 mod ports;

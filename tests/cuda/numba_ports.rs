@@ -92,36 +92,4 @@ macro_rules! on_cuda {
     )*};
 }
 
-on_cuda!(
-    check_test_ufunc_attributes,
-    check_test_vectorize_decor_vector_add,
-    check_docs_vectorize_f,
-    check_test_ufuncbuilding_add,
-    check_test_parallel_thread_response,
-    check_test_ufunc_broadcasting,
-    check_test_vectorize_decor_sinc,
-    check_test_vectorize_bool_return,
-    check_test_vectorize_only_kws,
-    check_test_ufuncbuilding_guadd,
-    check_test_nep13_new_ufunc,
-    check_test_dask_double,
-    check_test_gufunc_matmulcore,
-    check_test_gufunc_axpy,
-    check_test_gufunc_axis,
-    check_test_gufunc_multiple_outputs,
-    check_test_gufunc_core_sums,
-    check_test_gufunc_scalar_inputs,
-    check_test_update_inplace,
-    check_docs_guvectorize_g,
-    check_docs_guvectorize_scalar_return,
-    check_docs_move_mean,
-    check_docs_cu_discriminant,
-    check_test_vectorize_device_call,
-    check_test_vectorize_complex,
-    check_test_gpu_vectorize_broadcast,
-    check_test_gufunc_tuple_arg,
-    check_test_gufunc_copy2d_and_dist,
-    check_test_gufunc_scalar_saxpy,
-    check_test_dufunc_reduce,
-    check_test_dufunc_non_associative,
-);
+numba_checks!(on_cuda);
