@@ -102,23 +102,12 @@ pub(super) fn expand(c: &Companions<'_>) -> TokenStream {
         .map(|i| format_ident!("__UfuncA{}", i))
         .collect();
     let out_ty = f.output_type();
-    // The companions' own parameters take their plain names unless the user's function has
-    // a parameter of that name (Numba users name outputs `out`): then a trailing `_` is added
-    // until the name is free, so any parameter name the user picks works.
-    let taken: Vec<String> = inputs.iter().map(|i| i.to_string()).collect();
-    let fresh = |base: String| {
-        let mut name = base;
-        while taken.contains(&name) {
-            name.push('_');
-        }
-        format_ident!("{}", name)
-    };
     let out_params: Vec<Ident> = match f.output_elems().len() {
-        1 => vec![fresh("out".into())],
-        n => (0..n).map(|i| fresh(format!("out{i}"))).collect(),
+        1 => vec![fresh("out", &inputs)],
+        n => (0..n).map(|i| fresh(&format!("out{i}"), &inputs)).collect(),
     };
-    let target = fresh("target".into());
-    let stream = fresh("stream".into());
+    let target = fresh("target", &inputs);
+    let stream = fresh("stream", &inputs);
     let out_tys: Vec<Ident> = (0..out_params.len())
         .map(|i| format_ident!("__UfuncO{}", i))
         .collect();
@@ -292,6 +281,16 @@ fn target_consts(f: &Ufunc<'_>) -> TokenStream {
     }
 }
 
+/// `base`, or `base` with `_`s added until no parameter of the user's function has that name
+/// (Numba users name outputs `out`): the companions' own parameters, whatever the user picks.
+fn fresh(base: &str, taken: &[&Ident]) -> Ident {
+    let mut name = base.to_string();
+    while taken.iter().any(|p| *p == name.as_str()) {
+        name.push('_');
+    }
+    format_ident!("{}", name)
+}
+
 /// The companions of an in-place gufunc: `foo(&mut a, &b)` and `foo::on(target, &mut a, &b)`,
 /// which write into the operands the core writes (through `gu_call_out`: the runtime's
 /// signature lists them as outputs), and with `cuda` `foo::on_device(&mut da, &db)` and
@@ -317,16 +316,7 @@ fn in_place(c: &Companions<'_>) -> TokenStream {
         written.into_iter().map(|(p, t)| (p.ident, t)).unzip();
     let in_tuple = f.input_tuple();
     let out_ty = f.output_type();
-    let mut target = String::from("target");
-    while params.iter().any(|p| *p == target.as_str()) {
-        target.push('_');
-    }
-    let target = format_ident!("{}", target);
-    let mut stream = String::from("stream");
-    while params.iter().any(|p| *p == stream.as_str()) {
-        stream.push('_');
-    }
-    let stream = format_ident!("{}", stream);
+    let (target, stream) = (fresh("target", &params), fresh("stream", &params));
     let (companion_struct, target_consts) = (companion_struct(c), target_consts(f));
     let bounds = quote! {
         (#(#read_tys,)*): #p::Operands<#in_tuple>,

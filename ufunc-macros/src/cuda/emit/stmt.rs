@@ -181,29 +181,23 @@ impl Emitter<'_> {
             let closed = cmp == "<=";
             let span =
                 format!("(unsigned long long)__end_{var} - (unsigned long long)__start_{var}");
-            let (count, value) = match order {
-                Order::Step(k) if closed => (
-                    format!("__end_{var} >= __start_{var} ? ({span}) / {k}ULL + 1ULL : 0ULL"),
-                    format!("(unsigned long long)__start_{var} + __i_{var} * {k}ULL"),
-                ),
-                Order::Step(k) => (
-                    format!("__end_{var} > __start_{var} ? ({span} - 1ULL) / {k}ULL + 1ULL : 0ULL"),
-                    format!("(unsigned long long)__start_{var} + __i_{var} * {k}ULL"),
-                ),
-                _ if closed => (
-                    format!("__end_{var} >= __start_{var} ? {span} + 1ULL : 0ULL"),
-                    format!("(unsigned long long)__end_{var} - __i_{var}"),
-                ),
-                _ => (
-                    format!("__end_{var} > __start_{var} ? {span} : 0ULL"),
-                    format!("(unsigned long long)__end_{var} - 1ULL - __i_{var}"),
-                ),
+            let count = match order {
+                Order::Step(k) if closed => format!("({span}) / {k}ULL + 1ULL"),
+                Order::Step(k) => format!("({span} - 1ULL) / {k}ULL + 1ULL"),
+                _ if closed => format!("{span} + 1ULL"),
+                _ => span,
             };
+            let value = match order {
+                Order::Step(k) => format!("(unsigned long long)__start_{var} + __i_{var} * {k}ULL"),
+                _ if closed => format!("(unsigned long long)__end_{var} - __i_{var}"),
+                _ => format!("(unsigned long long)__end_{var} - 1ULL - __i_{var}"),
+            };
+            let nonempty = if closed { ">=" } else { ">" };
             return format!(
                 "{{
 const {t} __start_{var} = {s};
 const {t} __end_{var} = {e};
-const unsigned long long __n_{var} = {count};
+const unsigned long long __n_{var} = __end_{var} {nonempty} __start_{var} ? {count} : 0ULL;
 for (unsigned long long __i_{var} = 0; __i_{var} < __n_{var}; ++__i_{var}) {{
 {t} {var} = ({t})({value});
 {body}}}
