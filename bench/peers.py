@@ -366,6 +366,10 @@ def methods(data):
     for case, fn in cases.items():
         if want(case, False):
             emit(case, flat.size, "numpy", ms=round(median_ms(fn), 4))
+    if want("add_accumulate", False):
+        out = np.empty_like(flat)
+        emit("add_accumulate", flat.size, "numpy-out",
+             ms=round(median_ms(lambda: np.add.accumulate(flat, out=out)), 4))
 
 
 def machine_info():

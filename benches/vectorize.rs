@@ -26,7 +26,9 @@ fn hypot_like(a: f32, b: f32) -> f32 {
     hi * (1.0 + t * t).sqrt()
 }
 
-#[vectorize(targets = ["cpu", "parallel"], identity = 0.0)]
+/// Declared associative, so that `accumulate` may run as a blocked, parallel scan (NumPy's
+/// `add.accumulate` is a running sum; ours regroups as its `add.reduce` does).
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0, associative = true)]
 fn add(a: f32, b: f32) -> f32 {
     a + b
 }
@@ -94,6 +96,16 @@ fn methods_on(b: &Bench, huge: bool) {
             let ms = b.time(|| call(target));
             let gbps = Some(bytes as f64 / ms / 1e6);
             b.report(case, n, &format!("ufunc-{target}{pages}"), ms, gbps);
+        }
+        if case == "add_accumulate" {
+            // Into a preallocated output, as the triad writes: a fresh 64 MB output costs its
+            // page faults (zeroing) on every call.
+            let mut out = flat.clone();
+            for target in [Target::Cpu, Target::Parallel] {
+                let ms = b.time(|| add::accumulate_out_on(target, &flat, 0, &mut out).unwrap());
+                let gbps = Some(bytes as f64 / ms / 1e6);
+                b.report(case, n, &format!("ufunc-{target}-out{pages}"), ms, gbps);
+            }
         }
     }
 }

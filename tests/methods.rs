@@ -54,6 +54,24 @@ fn add_generic<T>(a: T, b: T) -> T {
     a + b
 }
 
+/// Declared associative: `accumulate` runs as a blocked (and on `parallel`, split) scan.
+#[vectorize(targets = ["cpu", "parallel"], identity = 0, associative = true)]
+fn add_i64_assoc(a: i64, b: i64) -> i64 {
+    a.wrapping_add(b)
+}
+
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0, associative = true)]
+fn add_f32_assoc(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+/// A recurrence (an exponential moving sum), not associative: `accumulate` must apply it
+/// strictly in order, as NumPy does.
+#[vectorize(targets = ["cpu", "parallel"])]
+fn decay(acc: f64, x: f64) -> f64 {
+    0.5 * acc + x
+}
+
 /// `-a - b`: not associative, so that `outer` and `at` show the order of their operands.
 #[vectorize]
 fn sub_i64(a: i64, b: i64) -> i64 {
@@ -406,6 +424,141 @@ fn parallel_is_deterministic_and_exact_ops_match_cpu() {
             add_i64::reduce_on(Target::Cpu, &ai, axes.clone()).unwrap()
         );
     }
+}
+
+/// The running fold along the last axis, in order.
+fn running<T: Copy>(a: &ArrayD<T>, f: impl Fn(T, T) -> T) -> ArrayD<T> {
+    let mut out = a.clone();
+    let last = Axis(a.ndim() - 1);
+    for mut lane in out.lanes_mut(last) {
+        for i in 1..lane.len() {
+            lane[i] = f(lane[i - 1], lane[i]);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
+    // Around the scan's blocks (8 x 512), past the length split over threads (2^17), a few
+    // rows (each split) and many (one per thread), and a strided view (the running scan).
+    let value = |i: usize| (((i * 2_654_435_761) % 1_000_003) as i64 - 500_000) << 40;
+    for len in [
+        1,
+        2,
+        4095,
+        4096,
+        4097,
+        3 * 4096 + 5,
+        1 << 17,
+        (1 << 18) + 4099,
+    ] {
+        let a = Array::from_shape_fn(len, value).into_dyn();
+        let want = running(&a, i64::wrapping_add);
+        for t in [Target::Cpu, Target::Parallel] {
+            assert_eq!(
+                add_i64_assoc::accumulate_on(t, &a, 0).unwrap(),
+                want,
+                "{len} {t:?}"
+            );
+        }
+    }
+    for rows in [3, 64] {
+        let a = Array::from_shape_fn((rows, 150_001), |(i, j)| value(i * 150_001 + j)).into_dyn();
+        let want = running(&a, i64::wrapping_add);
+        for t in [Target::Cpu, Target::Parallel] {
+            assert_eq!(
+                add_i64_assoc::accumulate_on(t, &a, 1).unwrap(),
+                want,
+                "{rows} {t:?}"
+            );
+        }
+        let stepped =
+            a.slice_each_axis(|ax| Slice::new(0, None, if ax.axis.0 == 1 { -3 } else { 1 }));
+        let want = running(&stepped.to_owned(), i64::wrapping_add);
+        assert_eq!(
+            add_i64_assoc::accumulate_on(Target::Parallel, &stepped, -1).unwrap(),
+            want
+        );
+    }
+}
+
+#[test]
+fn an_associative_float_accumulate_is_deterministic_and_as_accurate() {
+    let n = 3_000_001;
+    let a = Array::from_shape_fn(n, |i| 1.0f32 + ((i * 7919) % 1000) as f32 * 1e-3);
+    let mut exact = Vec::with_capacity(n);
+    let mut s = 0.0f64;
+    for &x in &a {
+        s += x as f64;
+        exact.push(s);
+    }
+    let error = |got: &Array<f32, ndarray::Ix1>| {
+        got.iter()
+            .zip(&exact)
+            .map(|(&g, &e)| (g as f64 - e).abs() / e)
+            .fold(0.0, f64::max)
+    };
+    let running = add_f32::accumulate(&a, 0).unwrap();
+    for t in [Target::Cpu, Target::Parallel] {
+        let got = add_f32_assoc::accumulate_on(t, &a, 0).unwrap();
+        assert_eq!(
+            got,
+            add_f32_assoc::accumulate_on(t, &a, 0).unwrap(),
+            "{t:?}"
+        );
+        // The regrouped sum is no less accurate than the running one.
+        let (e, e_running) = (error(&got), error(&running));
+        assert!(
+            e <= e_running && e < 1e-4,
+            "{t:?}: {e} vs running {e_running}"
+        );
+    }
+}
+
+#[test]
+fn a_recurrence_accumulates_in_order() {
+    let a = Array::from_shape_fn((3, 200_003), |(i, j)| {
+        ((i * 7 + j * 13) % 101) as f64 - 50.0
+    })
+    .into_dyn();
+    let want = running(&a, |acc, x| 0.5 * acc + x);
+    for t in [Target::Cpu, Target::Parallel] {
+        assert_eq!(decay::accumulate_on(t, &a, -1).unwrap(), want, "{t:?}");
+    }
+}
+
+#[test]
+fn accumulate_out_writes_into_any_layout_and_checks_the_shape() {
+    let a = Array::from_shape_fn((4, 5000), |(i, j)| (i * 5000 + j) as i64 % 977 - 400);
+    for axis in [0, 1] {
+        let want = add_i64::accumulate(&a, axis).unwrap();
+        for t in [Target::Cpu, Target::Parallel] {
+            // Transposed memory, and a reversed view.
+            let mut out = Array::zeros((4, 5000).f());
+            add_i64_assoc::accumulate_out_on(t, &a, axis, &mut out).unwrap();
+            assert_eq!(out, want);
+            let mut buf = Array::zeros((4, 5000));
+            let mut rev = buf.slice_mut(ndarray::s![.., ..;-1]);
+            add_i64::accumulate_out_on(t, a.slice(ndarray::s![.., ..;-1]), axis, &mut rev).unwrap();
+            assert_eq!(
+                buf.slice(ndarray::s![.., ..;-1]),
+                add_i64::accumulate(a.slice(ndarray::s![.., ..;-1]), axis).unwrap()
+            );
+        }
+    }
+    let mut wrong = Array::zeros((5000, 4));
+    let e = add_i64::accumulate_out(&a, 0, &mut wrong).unwrap_err();
+    assert_eq!(
+        e,
+        ufunc::Error::OutputShape {
+            output: 0,
+            expected: vec![4, 5000],
+            found: vec![5000, 4],
+        }
+    );
+    let e = add_i64::accumulate_out(&a, 2, &mut Array::zeros((4, 5000))).unwrap_err();
+    assert!(e.to_string().contains("axis 2 is out of bounds"), "{e}");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! integer wrapping, float sums within the stated bound, `accumulate` and `outer`.
 
 use super::on_gpu;
-use ndarray::{s, Array, ArrayD, IxDyn};
+use ndarray::{s, Array, ArrayD, IxDyn, ShapeBuilder};
 use ufunc::cuda::to_device;
 use ufunc::prelude::*;
 use ufunc::Axes;
@@ -308,6 +308,23 @@ fn accumulate_and_outer_match_the_cpu() {
             assert_eq!(got.copy_to_host().unwrap(), want, "axis {axis}");
             let host = cuda_add_i64::accumulate_on(Target::Cuda, &a, axis).unwrap();
             assert_eq!(host, want, "host axis {axis}");
+            // Into a host array of another layout (Fortran order) and a reversed view of one.
+            let mut out = ArrayD::<i64>::zeros(IxDyn(&[3, 4, 5]).f());
+            cuda_add_i64::accumulate_out_on(Target::Cuda, &a, axis, &mut out).unwrap();
+            assert_eq!(out, want, "out axis {axis}");
+            let mut buf = ArrayD::<i64>::zeros(IxDyn(&[3, 4, 5]));
+            cuda_add_i64::accumulate_out_on(
+                Target::Cuda,
+                &a,
+                axis,
+                buf.slice_mut(s![.., ..;-1, ..]),
+            )
+            .unwrap();
+            assert_eq!(
+                buf.slice(s![.., ..;-1, ..]).into_dyn(),
+                want,
+                "reversed out axis {axis}"
+            );
             let want = cuda_add_i64::accumulate_on(Target::Cpu, &hv, axis).unwrap();
             let got = cuda_add_i64::accumulate_device(v.clone(), axis).unwrap();
             assert_eq!(got.copy_to_host().unwrap(), want, "view axis {axis}");

@@ -80,6 +80,9 @@ pub(crate) struct Attr {
     pub fastmath: Option<(Span, bool)>,
     /// `identity = expr`: the result of reducing no elements (`reduce` and its kin).
     pub identity: Option<(Span, syn::Expr)>,
+    /// `associative = true`: `accumulate` may regroup the function (a blocked, parallel scan)
+    /// instead of applying it strictly in order.
+    pub associative: Option<(Span, bool)>,
 }
 
 impl Attr {
@@ -112,6 +115,7 @@ impl Attr {
             types: None,
             fastmath: None,
             identity: None,
+            associative: None,
         };
         for arg in args {
             let parser = |input: ParseStream| attr.parse_arg(input, mac);
@@ -124,7 +128,15 @@ impl Attr {
     fn parse_arg(&mut self, input: ParseStream, mac: Macro) -> syn::Result<()> {
         let key = input.call(syn::Path::parse_mod_style)?;
         let Some(ident) = key.get_ident().filter(|i| {
-            ["target", "targets", "types", "fastmath", "identity"].contains(&i.to_string().as_str())
+            [
+                "target",
+                "targets",
+                "types",
+                "fastmath",
+                "identity",
+                "associative",
+            ]
+            .contains(&i.to_string().as_str())
         }) else {
             return Err(syn::Error::new_spanned(key, unknown_argument(mac)));
         };
@@ -142,6 +154,10 @@ impl Attr {
             }
             "types" => self.types = Some((span, bracketed_list::<Type>(input)?)),
             "identity" => self.identity = Some((span, input.parse()?)),
+            "associative" => {
+                let value: syn::LitBool = input.parse()?;
+                self.associative = Some((span, value.value));
+            }
             _ => {
                 let value: syn::LitBool = input.parse()?;
                 self.fastmath = Some((span, value.value));
@@ -153,6 +169,11 @@ impl Attr {
     /// Whether `cuda` is among the targets.
     pub(crate) fn wants_cuda(&self) -> bool {
         self.targets.iter().any(|t| t.value() == "cuda")
+    }
+
+    /// Whether `associative = true` was given.
+    pub(crate) fn associative(&self) -> bool {
+        self.associative.is_some_and(|(_, on)| on)
     }
 
     /// Whether `fastmath = true` was given.
@@ -185,7 +206,7 @@ fn unknown_argument(mac: Macro) -> String {
             .into(),
         _ => format!(
             "unknown argument of {}; expected `target = \"...\"`, `targets = [...]`, \
-             `types = [...]`, `fastmath = true` or `identity = ...`",
+             `types = [...]`, `fastmath = true`, `identity = ...` or `associative = true`",
             mac.name()
         ),
     }

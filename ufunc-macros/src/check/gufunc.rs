@@ -62,6 +62,13 @@ pub(super) fn check_options(attr: &Attr, errors: &Errors) {
              #[guvectorize] function has no `reduce`",
         );
     }
+    if let Some((span, _)) = &attr.associative {
+        errors.at(
+            *span,
+            "`associative` lets `accumulate` regroup a #[vectorize] function `f(T, T) -> T`; \
+             a #[guvectorize] function has no `accumulate`",
+        );
+    }
 }
 
 /// One type parameter with `types = [...]`, as on `#[vectorize]` (see `check_type_list`);

@@ -53,6 +53,12 @@ fn check_identity(f: &Ufunc<'_>, errors: &Errors) {
             format!("`identity` is for `reduce`, which needs {why}"),
         );
     }
+    if let (Some((span, _)), Err(why)) = (&f.attr.associative, f.method_elem()) {
+        errors.at(
+            *span,
+            format!("`associative` is for `accumulate`, which needs {why}"),
+        );
+    }
 }
 
 /// `target` and `targets` name known targets, once each; only one of the two keys is used.

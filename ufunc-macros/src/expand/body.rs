@@ -82,6 +82,11 @@ pub(super) fn body_impl(
         let e = inst.apply(e.to_token_stream());
         quote!(const IDENTITY: ::core::option::Option<Self::Out> = ::core::option::Option::Some(#e);)
     });
+    let associative = f.attr.associative().then(|| {
+        quote!(
+            const ASSOCIATIVE: bool = true;
+        )
+    });
     let (cuda_items, cuda_const) = match kernel {
         Some(kernel) => cuda_parts(f, body_ty, kernel),
         None => (quote!(), quote!(::core::option::Option::None)),
@@ -111,6 +116,7 @@ pub(super) fn body_impl(
             const NAME: &'static str = #name;
             const PATH: ::ufunc::KernelPath = #path;
             #identity
+            #associative
             #[inline(always)]
             fn call<#isa: ::ufunc::__private::Isa>((#(#patterns,)*): Self::In) -> Self::Out
                 #call_body

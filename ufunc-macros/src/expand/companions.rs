@@ -439,7 +439,8 @@ fn methods(c: &Companions<'_>) -> TokenStream {
     );
     let doc_acc = format!(
         "The running `{name}` along `axis` of `a` (negative counts from the end): element `i` \
-         along it is `{name}` over elements `0..=i`, as NumPy's `{name}.accumulate`."
+         along it is `{name}` over elements `0..=i`, as NumPy's `{name}.accumulate`: strictly in \
+         order, or regrouped (faster) where the attribute says `associative = true`."
     );
     let doc_outer = format!(
         "`{name}` of every pair, as NumPy's `{name}.outer`: `out[i.., j..] = {name}(a[i..], \
@@ -556,6 +557,27 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             target: ::ufunc::Target, a: __UfuncA, axis: isize,
         ) -> ::ufunc::Result<::ufunc::ndarray::Array<#t, __UfuncA::Dim>> {
             #p::accumulate::<#body, #t, __UfuncA>(target, Self::TARGETS, a, axis)
+        }
+
+        /// `accumulate` into `out` (of `a`'s shape, any strides), as NumPy's `out=`: no
+        /// allocation.
+        pub fn accumulate_out<#lead __UfuncA: #p::Operand<#t>, __UfuncO: #p::OutOperand<#t>>(
+            a: __UfuncA, axis: isize, out: __UfuncO,
+        ) -> ::ufunc::Result<()> {
+            #p::accumulate_out::<#body, #t, __UfuncA, __UfuncO>(
+                Self::DEFAULT_TARGET, Self::TARGETS, a, axis, out
+            )
+        }
+
+        /// `accumulate_out` on the chosen target.
+        pub fn accumulate_out_on<
+            #lead __UfuncA: #p::Operand<#t>, __UfuncO: #p::OutOperand<#t>,
+        >(
+            target: ::ufunc::Target, a: __UfuncA, axis: isize, out: __UfuncO,
+        ) -> ::ufunc::Result<()> {
+            #p::accumulate_out::<#body, #t, __UfuncA, __UfuncO>(
+                target, Self::TARGETS, a, axis, out
+            )
         }
 
         #[doc = #doc_outer]

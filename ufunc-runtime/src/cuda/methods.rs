@@ -423,19 +423,18 @@ pub(crate) fn reduce_host<B: Body<In = (T, T), Out = T>, T: Element>(
     })
 }
 
-/// The running `B` along `axis` of host `a` on the device, into `out`, a new C-order array of
-/// `a`'s shape.
+/// The running `B` along `axis` of host `a` on the device, into `out`: the address of an
+/// array of `a`'s shape and its strides (elements).
 pub(crate) fn accumulate_host<B: Body<In = (T, T), Out = T>, T: Element>(
     kernel: &CudaKernel,
     a: RawOperand<'_>,
     axis: usize,
-    out: *mut T,
+    out: (*mut T, &[isize]),
 ) -> Result<()> {
     if a.shape.contains(&0) {
         return Ok(());
     }
-    let strides = c_strides(a.shape);
-    on_host::<B, T>(kernel, a, (out, a.shape, &strides), |m, input, dev| {
+    on_host::<B, T>(kernel, a, (out.0, a.shape, out.1), |m, input, dev| {
         m.accumulate(input, axis, dev)
     })
 }

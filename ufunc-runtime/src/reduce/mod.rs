@@ -2,11 +2,14 @@
 //! `outer` and `at`, with NumPy's semantics (axis order, negative axes, repeated axes an error,
 //! result shapes; any strides and broadcast views as input).
 //!
-//! `reduce` and `accumulate` treat `f` as associative and commutative, as NumPy treats
-//! `add` and `multiply`: a contiguous run is reduced with several accumulators and a tree, and
-//! blocks of 1024 elements are combined pairwise, which gives float addition NumPy's
-//! accuracy (error growing as `log2(n)`, not `n`). For an operation that is not associative
-//! (subtraction, say) the grouping is unspecified. The identity (`identity = ...` on the
+//! `reduce` treats `f` as associative and commutative, as NumPy treats `add` and `multiply`: a
+//! contiguous run is reduced with several accumulators and a tree, and blocks of 1024 elements
+//! are combined pairwise, which gives float addition NumPy's accuracy (error growing as
+//! `log2(n)`, not `n`). For an operation that is not associative (subtraction, say) the
+//! grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
+//! recurrences work), unless the function is declared `associative = true`: then contiguous
+//! runs are scanned in blocks of independent chains and long ones split over the threads,
+//! regrouped as `reduce` regroups. The identity (`identity = ...` on the
 //! attribute) is the result of reducing no elements; a non-empty reduction starts from its
 //! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
 
@@ -316,17 +319,61 @@ where
     dim.slice_mut().copy_from_slice(raw.shape);
     let mut out = crate::alloc::try_uninit::<T, A::Dim>(&dim)?;
     let strides = c_strides(raw.shape);
-    if let Route::Cuda(kernel) = route {
-        cuda::accumulate_host::<B, T>(&kernel, raw, axis, out.as_mut_ptr() as *mut T)?;
-    } else if let (Route::Cpu(threads), false) = (route, raw.shape.contains(&0)) {
-        let axes: Vec<AxisSpec> = (0..raw.shape.len())
-            .map(|i| (raw.shape[i], raw.strides[i], strides[i], i == axis))
-            .collect();
-        let job = Job::new::<B>(&axes, raw.ptr as *const T, out.as_mut_ptr() as *mut T);
-        catching_panics(B::NAME, || job.accumulate(threads))?;
-    }
+    accumulate_into::<B, T>(route, raw, axis, out.as_mut_ptr() as *mut T, &strides)?;
     // SAFETY: the accumulation wrote every element (or there are none).
     Ok(unsafe { out.assume_init() })
+}
+
+/// [`accumulate`] into `out`, of `a`'s shape and any strides (NumPy's `out=`): no allocation.
+pub fn accumulate_out<B, T, A, O>(
+    target: Target,
+    compiled: &'static [Target],
+    a: A,
+    axis: isize,
+    mut out: O,
+) -> Result<()>
+where
+    B: Body<In = (T, T), Out = T> + DeviceKernel,
+    T: Element,
+    A: Operand<T>,
+    O: OutOperand<T>,
+{
+    let route = route(B::NAME, target, compiled, B::CUDA)?;
+    let raw = a.raw();
+    let axis = normalize(B::NAME, "accumulate", axis, raw.shape.len())?;
+    let out: RawOutOperand<'_> = out.raw_mut();
+    if out.shape != raw.shape {
+        return Err(Error::OutputShape {
+            output: 0,
+            expected: raw.shape.to_vec(),
+            found: out.shape.to_vec(),
+        });
+    }
+    accumulate_into::<B, T>(route, raw, axis, out.ptr as *mut T, out.strides)
+}
+
+/// Accumulates `a` along `axis` into `out_ptr`, an array of `a`'s shape at `out_strides`
+/// (elements).
+fn accumulate_into<B: Body<In = (T, T), Out = T>, T: Element>(
+    route: Route,
+    a: RawOperand<'_>,
+    axis: usize,
+    out_ptr: *mut T,
+    out_strides: &[isize],
+) -> Result<()> {
+    match route {
+        Route::Cuda(kernel) => {
+            cuda::accumulate_host::<B, T>(&kernel, a, axis, (out_ptr, out_strides))
+        }
+        Route::Cpu(_) if a.shape.contains(&0) => Ok(()),
+        Route::Cpu(threads) => {
+            let axes: Vec<AxisSpec> = (0..a.shape.len())
+                .map(|i| (a.shape[i], a.strides[i], out_strides[i], i == axis))
+                .collect();
+            let job = Job::new::<B>(&axes, a.ptr as *const T, out_ptr);
+            catching_panics(B::NAME, || job.accumulate::<B>(threads))
+        }
+    }
 }
 
 /// `a` of `outer` as an operand of the result's shape `a.shape + b.shape`: along the leading
