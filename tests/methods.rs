@@ -452,6 +452,8 @@ fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
         3 * 4096 + 5,
         1 << 17,
         (1 << 18) + 4099,
+        // Several stretches of 2 MiB pieces: two and a half, of i64 on two threads.
+        1_300_007,
     ] {
         let a = Array::from_shape_fn(len, value).into_dyn();
         let want = running(&a, i64::wrapping_add);
