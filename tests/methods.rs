@@ -440,16 +440,17 @@ fn running<T: Copy>(a: &ArrayD<T>, f: impl Fn(T, T) -> T) -> ArrayD<T> {
 
 #[test]
 fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
-    // Around the scan's blocks (8 x 512), past the length split over threads (2^17), a few
+    // Around the scan's blocks (8 x 264), past the length split over threads (2^17), a few
     // rows (each split) and many (one per thread), and a strided view (the running scan).
     let value = |i: usize| (((i * 2_654_435_761) % 1_000_003) as i64 - 500_000) << 40;
     for len in [
         1,
         2,
-        4095,
+        2111,
+        2112,
+        2113,
+        3 * 2112 + 5,
         4096,
-        4097,
-        3 * 4096 + 5,
         1 << 17,
         (1 << 18) + 4099,
         // Several stretches of 2 MiB pieces: two and a half, of i64 on two threads.
