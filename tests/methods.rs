@@ -228,6 +228,8 @@ proptest! {
         let mut out = ArrayD::<i64>::zeros(IxDyn(&plain.shape().iter().rev().copied().collect::<Vec<_>>()));
         let mut out_t = out.view_mut().reversed_axes();
         add_i64::reduce_out(&a, axes.clone(), &mut out_t).unwrap();
+        prop_assert_eq!(&out_t, &plain.view());
+        add_i64::reduce_out_on(Target::Parallel, &a, axes.clone(), &mut out_t).unwrap();
         prop_assert_eq!(out_t, plain.view());
         // Float sums within rounding of the exact (integer) sum.
         let got = add_f64::reduce_on(Target::Parallel, &af, axes.clone()).unwrap();
@@ -479,10 +481,56 @@ fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
         let stepped =
             a.slice_each_axis(|ax| Slice::new(0, None, if ax.axis.0 == 1 { -3 } else { 1 }));
         let want = running(&stepped.to_owned(), i64::wrapping_add);
+        for t in [Target::Cpu, Target::Parallel] {
+            assert_eq!(
+                add_i64_assoc::accumulate_on(t, &stepped, -1).unwrap(),
+                want,
+                "{t:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_associative_accumulate_of_a_broadcast_or_strided_axis_is_exact() {
+    // Stride 0 along the accumulated axis, and a column of a C-order array (the gathered
+    // scan), both longer than several of its chunks.
+    let col = Array::from_shape_fn((3, 1), |(i, _)| (i as i64 + 1) << 50);
+    let wide = col.broadcast((3, 40_001)).unwrap();
+    let want = running(&wide.to_owned().into_dyn(), i64::wrapping_add);
+    let tall = Array::from_shape_fn((40_001, 3), |(i, j)| ((i * 3 + j) as i64 * 7_777_777) << 30);
+    let want_t = running(&tall.t().to_owned().into_dyn(), i64::wrapping_add);
+    for t in [Target::Cpu, Target::Parallel] {
         assert_eq!(
-            add_i64_assoc::accumulate_on(Target::Parallel, &stepped, -1).unwrap(),
-            want
+            add_i64_assoc::accumulate_on(t, wide, 1).unwrap().into_dyn(),
+            want,
+            "{t:?}"
         );
+        let got = add_i64_assoc::accumulate_on(t, tall.t(), 1).unwrap();
+        assert_eq!(got.into_dyn(), want_t, "{t:?}");
+    }
+}
+
+#[test]
+fn an_associative_accumulate_splits_over_any_number_of_threads() {
+    let value = |i: usize| ((i * 40_503) % 65_521) as i64 - 30_000;
+    for len in [150_001, 1_000_003] {
+        let a = Array::from_shape_fn(len, value);
+        let want = running(&a.clone().into_dyn(), i64::wrapping_add);
+        for threads in [2, 3, 7, 64] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            // Into a contiguous `out` too: the same split scan.
+            let mut out = Array::zeros(len);
+            pool.install(|| {
+                let got = add_i64_assoc::accumulate_on(Target::Parallel, &a, 0).unwrap();
+                assert_eq!(got.into_dyn(), want, "{len} on {threads} threads");
+                add_i64_assoc::accumulate_out_on(Target::Parallel, &a, 0, &mut out).unwrap();
+            });
+            assert_eq!(out.into_dyn(), want, "{len} into out on {threads} threads");
+        }
     }
 }
 

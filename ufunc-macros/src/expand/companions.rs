@@ -545,6 +545,13 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             )
         }
 
+        /// `reduce_out` on the chosen target (`cuda`: host arrays copied in and back).
+        pub fn reduce_out_on<#lead __UfuncA: #p::Operand<#t>, __UfuncO: #p::OutOperand<#t>>(
+            target: ::ufunc::Target, a: __UfuncA, axes: #axes, out: __UfuncO,
+        ) -> ::ufunc::Result<()> {
+            #p::reduce_out::<#body, #t, __UfuncA, __UfuncO>(target, Self::TARGETS, a, axes.into(), out)
+        }
+
         #[doc = #doc_acc]
         pub fn accumulate<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axis: isize)
             -> ::ufunc::Result<::ufunc::ndarray::Array<#t, __UfuncA::Dim>>
@@ -569,7 +576,7 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             )
         }
 
-        /// `accumulate_out` on the chosen target.
+        /// `accumulate_out` on the chosen target (`cuda`: host arrays copied in and back).
         pub fn accumulate_out_on<
             #lead __UfuncA: #p::Operand<#t>, __UfuncO: #p::OutOperand<#t>,
         >(

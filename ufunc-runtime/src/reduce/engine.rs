@@ -8,8 +8,13 @@
 //!   buffer), runs combined in order;
 //! - *outer* reduction (the axis of smallest stride is kept): chunks of an output row are
 //!   accumulated in a buffer that input rows stream into with the element-wise combine.
+//!
+//! An accumulation walks the same way, the one accumulated axis as the reduced sub-space:
+//! along it in order (the running scan, or rows streamed for an outer axis), or, for a function
+//! declared associative, by the blocked scan (strided runs gathered into a buffer first), a few
+//! long contiguous runs each split over the threads.
 
-use super::kernels::{call, kernels, Kernels};
+use super::kernels::{call, kernels, Kernels, SCAN_BLOCK};
 use crate::body::Body;
 use crate::element::Element;
 use crate::parallel::{Split, Threads};
@@ -50,7 +55,7 @@ const SPLIT_OUTER_ROWS: Split = Split {
 /// too few of them to give each thread its own.
 const SCAN_SPLIT_MIN: usize = 1 << 17;
 /// Each thread's piece of a split accumulation: read twice (reduced, then scanned), the
-/// second time from L2 or L3. Two phases per piece, each a rayon join: 128 KiB to 8 MiB
+/// second time from L2 or L3. Two parallel phases per stretch of pieces: 128 KiB to 8 MiB
 /// measured 13.6 to 8 ms for 16M f32 on a 2-core AMD EPYC, flat from 2 MiB on.
 const SCAN_PIECE_BYTES: usize = 2 << 20;
 /// The largest output (bytes) for which outer reductions split the reduced rows.
@@ -295,14 +300,18 @@ impl<T: Element> Job<T> {
     /// ([`Job::scan_split`]).
     pub(super) fn accumulate<B: Body<In = (T, T), Out = T>>(&self, threads: Threads) {
         let n_red = self.reduced.len();
-        let regroup = B::ASSOCIATIVE && self.reduced.a_inner == 1 && self.reduced.out_inner == 1;
+        // Shorter runs are scanned in order anyway (`scan_run` works in whole blocks).
+        let associative = B::ASSOCIATIVE && n_red >= SCAN_BLOCK;
+        let contiguous = self.reduced.a_inner == 1 && self.reduced.out_inner == 1;
+        let (regroup, gather) = (associative && contiguous, associative && !contiguous);
         let nthreads = match threads {
             Threads::One => 1,
             Threads::All => rayon::current_num_threads(),
         };
         let n_kept = self.kept.len();
-        if self.inner && regroup && nthreads > 1 && n_kept < 2 * nthreads && n_red >= SCAN_SPLIT_MIN
-        {
+        // Split a run only where each thread gets several blocks of it.
+        let split_min = SCAN_SPLIT_MIN.max(nthreads * 4 * SCAN_BLOCK);
+        if self.inner && regroup && nthreads > 1 && n_kept < 2 * nthreads && n_red >= split_min {
             self.walk_kept_rows(0..n_kept, |p, j, len| {
                 for i in j..j + len {
                     let (a, out) = self.item(p, i);
@@ -316,6 +325,8 @@ impl<T: Element> Job<T> {
             unsafe {
                 if regroup {
                     (self.k.scan_run)(a, out, n_red, None);
+                } else if gather {
+                    self.scan_gathered(a, out, n_red);
                 } else {
                     (self.k.scan)(a, self.reduced.a_inner, out, self.reduced.out_inner, n_red);
                 }
@@ -323,11 +334,43 @@ impl<T: Element> Job<T> {
         });
     }
 
+    /// An associative accumulation of a strided run of `n` elements: chunks gathered into a
+    /// buffer, scanned there by [`Kernels::scan_run`] from the previous chunk's carry, and
+    /// written out.
+    ///
+    /// # Safety
+    /// `a` and `out` address `n` elements at the reduced axis's strides.
+    unsafe fn scan_gathered(&self, a: *const T, out: *mut T, n: usize) {
+        let (xs, os, size) = (self.reduced.a_inner, self.reduced.out_inner, size_of::<T>());
+        let chunk = 4 * SCAN_BLOCK;
+        let mut buf = vec![T::default(); chunk.min(n)];
+        let mut carry = None;
+        for c in (0..n).step_by(chunk) {
+            let m = chunk.min(n - c);
+            // SAFETY: elements `c..c + m` of the run, through a buffer of `m` or more.
+            unsafe {
+                copy_strided(
+                    buf.as_mut_ptr() as *mut u8,
+                    size as isize,
+                    a.wrapping_offset(c as isize * xs) as *const u8,
+                    xs * size as isize,
+                    size,
+                    m,
+                );
+                // In place: `scan_run` reads each block before it writes it.
+                carry = Some((self.k.scan_run)(buf.as_ptr(), buf.as_mut_ptr(), m, carry));
+                write_out(out.wrapping_offset(c as isize * os), os, buf.as_ptr(), m);
+            }
+        }
+    }
+
     /// One long contiguous run `a` accumulated into `out` on `nthreads` threads, a stretch of
     /// [`SCAN_PIECE_BYTES`] per thread at a time: the threads reduce every piece but the last
     /// (reading them into cache), the pieces' carries are chained in order, then each piece is
     /// scanned from its carry (read from cache, written out). The input is read from memory
-    /// once, and the grouping depends only on `n` and `nthreads`.
+    /// once, and the grouping depends only on `n`, `nthreads` and the element type. For
+    /// floats the carry into a piece is the pairwise total, not the element before it as
+    /// scanned, so at a piece boundary a running sum may step by an ulp either way.
     fn scan_split<B: Body<In = (T, T), Out = T>>(
         &self,
         a: *const T,
@@ -335,64 +378,69 @@ impl<T: Element> Job<T> {
         n: usize,
         nthreads: usize,
     ) {
-        let piece = (SCAN_PIECE_BYTES / size_of::<T>().max(1)).max(CHUNK);
+        let piece = (SCAN_PIECE_BYTES / size_of::<T>().max(1)).next_multiple_of(SCAN_BLOCK);
         let (a, out) = (a as usize, out as usize);
         let at = |base: usize, i: usize| base + i * size_of::<T>();
         let quiet = crate::panic::is_quiet();
         // Run from a worker of the pool: the phases' jobs are then pushed and stolen locally
         // rather than injected from outside and waited for, each time.
+        // Quiet as the calling thread: a panic of `f` chaining the carries is reported by the
+        // call, not printed by the worker's hook.
         rayon::scope(|_| {
-            let mut carry: Option<T> = None;
-            let mut start = 0;
-            while start < n {
-                let len = (piece * nthreads).min(n - start);
-                let per = len.div_ceil(nthreads).next_multiple_of(CHUNK);
-                let pieces: Vec<Range<usize>> = (start..start + len)
-                    .step_by(per)
-                    .map(|s| s..(s + per).min(start + len))
-                    .collect();
-                // The totals of every piece but the last, each reduced in `nthreads` parts so that
-                // every thread reads an equal share.
-                let parts: Vec<(usize, Range<usize>)> = pieces[..pieces.len() - 1]
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, r)| {
-                        let per = r.len().div_ceil(nthreads).next_multiple_of(CHUNK);
-                        r.clone()
-                            .step_by(per)
-                            .map(move |s| (i, s..(s + per).min(r.end)))
-                    })
-                    .collect();
-                let part_totals: Vec<T> = parts
-                    .par_iter()
-                    .map(|(_, r)| {
-                        crate::panic::quiet_if(quiet, || {
-                            // SAFETY: `r` lies inside the run of `n` elements.
-                            unsafe { (self.k.reduce)(at(a, r.start) as *const T, r.len()) }
+            crate::panic::quiet_if(quiet, || {
+                let mut carry: Option<T> = None;
+                let mut start = 0;
+                while start < n {
+                    let len = (piece * nthreads).min(n - start);
+                    let per = len.div_ceil(nthreads).next_multiple_of(SCAN_BLOCK);
+                    let pieces: Vec<Range<usize>> = (start..start + len)
+                        .step_by(per)
+                        .map(|s| s..(s + per).min(start + len))
+                        .collect();
+                    // The totals of every piece but the last, each reduced in `nthreads` parts so that
+                    // every thread reads an equal share.
+                    let parts: Vec<(usize, Range<usize>)> = pieces[..pieces.len() - 1]
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, r)| {
+                            let per = r.len().div_ceil(nthreads).next_multiple_of(CHUNK);
+                            r.clone()
+                                .step_by(per)
+                                .map(move |s| (i, s..(s + per).min(r.end)))
                         })
-                    })
-                    .collect();
-                // carries[i]: `f` over everything before piece `i`.
-                let mut carries = vec![carry; pieces.len()];
-                let mut c = carry;
-                for ((i, _), t) in parts.iter().zip(part_totals) {
-                    c = Some(c.map_or(t, |c| call::<B, T>(c, t)));
-                    carries[i + 1] = c;
+                        .collect();
+                    let part_totals: Vec<T> = parts
+                        .par_iter()
+                        .map(|(_, r)| {
+                            crate::panic::quiet_if(quiet, || {
+                                // SAFETY: `r` lies inside the run of `n` elements.
+                                unsafe { (self.k.reduce)(at(a, r.start) as *const T, r.len()) }
+                            })
+                        })
+                        .collect();
+                    // carries[i]: `f` over everything before piece `i`.
+                    let mut carries = vec![carry; pieces.len()];
+                    let mut c = carry;
+                    for ((i, _), t) in parts.iter().zip(part_totals) {
+                        c = Some(c.map_or(t, |c| call::<B, T>(c, t)));
+                        carries[i + 1] = c;
+                    }
+                    let lasts: Vec<T> = pieces
+                        .par_iter()
+                        .zip(carries)
+                        .map(|(r, c)| {
+                            crate::panic::quiet_if(quiet, || {
+                                let (x, o) =
+                                    (at(a, r.start) as *const T, at(out, r.start) as *mut T);
+                                // SAFETY: `r` lies inside the run; the pieces write disjoint elements.
+                                unsafe { (self.k.scan_run)(x, o, r.len(), c) }
+                            })
+                        })
+                        .collect();
+                    carry = lasts.last().copied();
+                    start += len;
                 }
-                let lasts: Vec<T> = pieces
-                    .par_iter()
-                    .zip(carries)
-                    .map(|(r, c)| {
-                        crate::panic::quiet_if(quiet, || {
-                            let (x, o) = (at(a, r.start) as *const T, at(out, r.start) as *mut T);
-                            // SAFETY: `r` lies inside the run; the pieces write disjoint elements.
-                            unsafe { (self.k.scan_run)(x, o, r.len(), c) }
-                        })
-                    })
-                    .collect();
-                carry = lasts.last().copied();
-                start += len;
-            }
+            })
         });
     }
 

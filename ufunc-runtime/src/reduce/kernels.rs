@@ -30,7 +30,8 @@ pub(crate) struct Kernels<T> {
     /// elements (strides in elements), in that order.
     pub scan: unsafe fn(*const T, isize, *mut T, isize, usize),
     /// `out[i] = f(carry, x[0], .., x[i])` over `n >= 1` contiguous elements, regrouped (see
-    /// [`scan_run`]); returns `out[n - 1]`.
+    /// [`scan_run`]); returns `out[n - 1]`. `x` and `out` may be the same run: each block is
+    /// read before it is written.
     pub scan_run: unsafe fn(*const T, *mut T, usize, Option<T>) -> T,
 }
 
@@ -41,6 +42,8 @@ const CHAINS: usize = 8;
 /// second pass, and the chains' lines fall in different cache sets (not a power of two);
 /// 264, 512 and 520 measured the same.
 const SEGMENT: usize = 264;
+/// Elements of one block of [`scan_run`]: shorter runs are scanned in order.
+pub(crate) const SCAN_BLOCK: usize = CHAINS * SEGMENT;
 
 /// `f(a, b)` of `B` outside the vector loops (combining partial results).
 #[inline(always)]

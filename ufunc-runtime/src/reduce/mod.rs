@@ -9,7 +9,8 @@
 //! grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
 //! recurrences work), unless the function is declared `associative = true`: then contiguous
 //! runs are scanned in blocks of independent chains and long ones split over the threads,
-//! regrouped as `reduce` regroups. The identity (`identity = ...` on the
+//! regrouped as `reduce` regroups (exact for integers, `min`, `max`; float results depend on
+//! the target and, for runs split over threads, on the thread count, deterministically). The identity (`identity = ...` on the
 //! attribute) is the result of reducing no elements; a non-empty reduction starts from its
 //! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
 
