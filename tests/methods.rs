@@ -440,6 +440,16 @@ fn running<T: Copy>(a: &ArrayD<T>, f: impl Fn(T, T) -> T) -> ArrayD<T> {
     out
 }
 
+/// `add_i64_assoc::accumulate` along the last axis `axis` of `a` equals the running fold on
+/// both CPU targets.
+fn scans_exactly(a: &ArrayD<i64>, axis: isize, label: usize) {
+    let want = running(a, i64::wrapping_add);
+    for t in [Target::Cpu, Target::Parallel] {
+        let got = add_i64_assoc::accumulate_on(t, a, axis).unwrap();
+        assert_eq!(got, want, "{label} {t:?}");
+    }
+}
+
 #[test]
 fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
     // Around the scan's blocks (8 x 264), past the length split over threads (2^17), a few
@@ -458,26 +468,11 @@ fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
         // Several stretches of 2 MiB pieces: two and a half, of i64 on two threads.
         1_300_007,
     ] {
-        let a = Array::from_shape_fn(len, value).into_dyn();
-        let want = running(&a, i64::wrapping_add);
-        for t in [Target::Cpu, Target::Parallel] {
-            assert_eq!(
-                add_i64_assoc::accumulate_on(t, &a, 0).unwrap(),
-                want,
-                "{len} {t:?}"
-            );
-        }
+        scans_exactly(&Array::from_shape_fn(len, value).into_dyn(), 0, len);
     }
     for rows in [3, 64] {
         let a = Array::from_shape_fn((rows, 150_001), |(i, j)| value(i * 150_001 + j)).into_dyn();
-        let want = running(&a, i64::wrapping_add);
-        for t in [Target::Cpu, Target::Parallel] {
-            assert_eq!(
-                add_i64_assoc::accumulate_on(t, &a, 1).unwrap(),
-                want,
-                "{rows} {t:?}"
-            );
-        }
+        scans_exactly(&a, 1, rows);
         let stepped =
             a.slice_each_axis(|ax| Slice::new(0, None, if ax.axis.0 == 1 { -3 } else { 1 }));
         let want = running(&stepped.to_owned(), i64::wrapping_add);

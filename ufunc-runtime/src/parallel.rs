@@ -16,6 +16,16 @@ pub(crate) enum Threads {
     All,
 }
 
+impl Threads {
+    /// How many threads the call may use: 1, or the size of rayon's pool.
+    pub(crate) fn count(self) -> usize {
+        match self {
+            Threads::One => 1,
+            Threads::All => rayon::current_num_threads(),
+        }
+    }
+}
+
 /// How a kind of work is cut.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Split {
@@ -63,11 +73,7 @@ impl Split {
         work_per_item: usize,
         piece: impl Fn(Range<usize>) + Sync + Send,
     ) {
-        let threads = match threads {
-            Threads::One => 1,
-            Threads::All => rayon::current_num_threads(),
-        };
-        let pieces = self.pieces(items, work_per_item, threads);
+        let pieces = self.pieces(items, work_per_item, threads.count());
         if let [only] = pieces.as_slice() {
             return piece(only.clone());
         }

@@ -163,10 +163,7 @@ fn drive<T: Default + Send>(
     work_per_lane: usize,
     piece: impl Fn(Range<usize>, &mut Buffers<T>) + Sync,
 ) {
-    let n_threads = match threads {
-        Threads::One => 1,
-        Threads::All => rayon::current_num_threads(),
-    };
+    let n_threads = threads.count();
     let blocks = lanes.div_ceil(block);
     let work = lanes.saturating_mul(work_per_lane);
     if n_threads < 2 || blocks < 2 || work < MIN_PARALLEL_WORK {

@@ -184,10 +184,7 @@ impl<T: Element> Job<T> {
     pub(super) fn reduce<B: Body<In = (T, T), Out = T>>(&self, threads: Threads) {
         let n_kept = self.kept.len();
         let n_red = self.reduced.len();
-        let nthreads = match threads {
-            Threads::One => 1,
-            Threads::All => rayon::current_num_threads(),
-        };
+        let nthreads = threads.count();
         if self.inner && threads == Threads::All && n_kept < 2 * nthreads {
             // Few outputs: split each one's reduced elements, combined in a fixed order.
             let pieces = SPLIT_REDUCED.pieces(n_red, 1, nthreads);
@@ -304,10 +301,7 @@ impl<T: Element> Job<T> {
         let associative = B::ASSOCIATIVE && n_red >= SCAN_BLOCK;
         let contiguous = self.reduced.a_inner == 1 && self.reduced.out_inner == 1;
         let (regroup, gather) = (associative && contiguous, associative && !contiguous);
-        let nthreads = match threads {
-            Threads::One => 1,
-            Threads::All => rayon::current_num_threads(),
-        };
+        let nthreads = threads.count();
         let n_kept = self.kept.len();
         // Split a run only where each thread gets several blocks of it.
         let split_min = SCAN_SPLIT_MIN.max(nthreads * 4 * SCAN_BLOCK);
