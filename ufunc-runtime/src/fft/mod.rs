@@ -60,6 +60,7 @@ mod cache;
 pub mod device;
 mod element;
 mod freq;
+mod fused;
 mod options;
 mod pass;
 mod plan;
@@ -73,6 +74,7 @@ pub use options::{FftOptions, Norm};
 pub use plan::FftPlan;
 
 use crate::error::Result;
+pub(crate) use fused::real_convolution;
 use ndarray::{Array, ArrayBase, Data, Dimension};
 use num_complex::Complex;
 pub(crate) use options::{plan_recipe, DefaultAxes, Pass, PassKind, Recipe, Transform};

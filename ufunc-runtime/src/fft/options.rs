@@ -150,8 +150,11 @@ pub(crate) struct Pass {
     pub len_in: usize,
     /// The transform length: real points for `RealForward`/`RealInverse`.
     pub n: usize,
-    /// The length of the lanes it writes (`n`, or `n / 2 + 1` for `RealForward`).
+    /// The length of the lanes it writes (`n`, or `n / 2 + 1` for `RealForward`; less where
+    /// the pass writes only a window of its transform, points `skip..skip + len_out`).
     pub len_out: usize,
+    /// The first point of the transform written (0 but in a convolution's cropped last pass).
+    pub skip: usize,
     /// The factor its outputs are multiplied by.
     pub scale: f64,
 }
@@ -229,6 +232,7 @@ pub(crate) fn plan_recipe(
             len_in: current[axis],
             n,
             len_out,
+            skip: 0,
             scale: scale(n),
         });
         current[axis] = len_out;

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 /// Lanes gathered per block in the column pass: 32 lanes of 2048 `Complex<f32>` are 512 KiB,
 /// which stays in L2, and each row access covers whole cache lines.
-const COLUMN_BLOCK: usize = 32;
+pub(super) const COLUMN_BLOCK: usize = 32;
 
 /// Below this much work (points times log2 points) a pass stays on the calling thread.
 const MIN_PARALLEL_WORK: usize = 1 << 16;
@@ -32,10 +32,12 @@ const PIECES_PER_THREAD: usize = 4;
 /// on later calls.
 #[derive(Default)]
 pub(crate) struct Buffers<T> {
-    block: Vec<Complex<T>>,
-    spectrum: Vec<Complex<T>>,
-    real: Vec<T>,
-    scratch: Vec<Complex<T>>,
+    pub(super) block: Vec<Complex<T>>,
+    pub(super) spectrum: Vec<Complex<T>>,
+    /// A second block or spectrum, for the convolution's second input.
+    pub(super) other: Vec<Complex<T>>,
+    pub(super) real: Vec<T>,
+    pub(super) scratch: Vec<Complex<T>>,
 }
 
 /// One [`Buffers`] per thread of rayon's pool, plus one for a caller outside it.
@@ -53,7 +55,7 @@ impl<T: Default> Workspace<T> {
 
     /// Runs `f` with this thread's buffers; fresh ones where the slot is taken (a plan
     /// executed from several threads at once, or a pool larger than the one it was made in).
-    fn with<R>(&self, f: impl FnOnce(&mut Buffers<T>) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut Buffers<T>) -> R) -> R {
         let i = rayon::current_thread_index().map_or(0, |i| i + 1) % self.slots.len();
         match self.slots[i].try_lock() {
             Ok(mut b) => f(&mut b),
@@ -63,7 +65,7 @@ impl<T: Default> Workspace<T> {
 }
 
 /// Resizes `v` to `n` elements, allocating only when it grows beyond what it ever held.
-fn fit<T: Default + Clone>(v: &mut Vec<T>, n: usize) -> &mut [T] {
+pub(super) fn fit<T: Default + Clone>(v: &mut Vec<T>, n: usize) -> &mut [T] {
     if v.len() < n {
         v.resize(n, T::default());
     }
@@ -80,17 +82,17 @@ pub(crate) struct Lanes<'a, P> {
 
 /// The lanes of a source and a destination of the same shape but for `axis`: their number,
 /// and the offsets of lane `k` (lanes in C order of the other axes).
-struct LaneSpace {
+pub(super) struct LaneSpace {
     other: Shape,
     src: Strides,
     dst: Strides,
-    src_axis: isize,
-    dst_axis: isize,
-    count: usize,
+    pub(super) src_axis: isize,
+    pub(super) dst_axis: isize,
+    pub(super) count: usize,
 }
 
 impl LaneSpace {
-    fn new(src: (&[usize], &[isize]), dst_strides: &[isize], axis: usize) -> Self {
+    pub(super) fn new(src: (&[usize], &[isize]), dst_strides: &[isize], axis: usize) -> Self {
         let pick = |s: &[isize]| -> Strides {
             s.iter()
                 .enumerate()
@@ -114,7 +116,7 @@ impl LaneSpace {
     }
 
     /// The element offsets of lane `k` in the source and the destination.
-    fn offsets(&self, mut k: usize) -> (isize, isize) {
+    pub(super) fn offsets(&self, mut k: usize) -> (isize, isize) {
         let (mut s, mut d) = (0isize, 0isize);
         for i in (0..self.other.len()).rev() {
             let idx = (k % self.other[i]) as isize;
@@ -128,7 +130,7 @@ impl LaneSpace {
 
 /// A pointer that may cross to rayon's threads: the lanes each thread touches are disjoint.
 #[derive(Clone, Copy)]
-struct Shared<P>(P);
+pub(super) struct Shared<P>(pub(super) P);
 // SAFETY: the pass functions hand each lane to exactly one thread.
 unsafe impl<P> Send for Shared<P> {}
 // SAFETY: as above.
@@ -155,7 +157,7 @@ impl<T: FftReal> Op<T> {
 
 /// Runs `piece` over `0..lanes` in pieces whose lengths are multiples of `block`: on this
 /// thread, or spread over rayon's pool where the work is large enough.
-fn drive<T: Default + Send>(
+pub(super) fn drive<T: Default + Send>(
     threads: Threads,
     workspace: &Workspace<T>,
     lanes: usize,
@@ -176,7 +178,7 @@ fn drive<T: Default + Send>(
     });
 }
 
-fn work_of(n: usize) -> usize {
+pub(super) fn work_of(n: usize) -> usize {
     n * (usize::BITS - n.leading_zeros()) as usize
 }
 
@@ -231,7 +233,7 @@ unsafe fn prefetch_span<T>(from: *const T, to: *const T) {
 /// lanes of a block fall in different cache sets. (At a power-of-two `n` they would all share
 /// one set, and walking across the block, as the gather and the scatter do, would miss the L1
 /// cache on every element.)
-fn lane_pitch(n: usize) -> usize {
+pub(super) fn lane_pitch(n: usize) -> usize {
     n + 64 / size_of::<Complex<f32>>()
 }
 
@@ -242,7 +244,7 @@ fn lane_pitch(n: usize) -> usize {
 ///
 /// # Safety
 /// Each source lane addresses `read` readable elements at `stride`.
-unsafe fn gather_block<A: FftElement>(
+pub(super) unsafe fn gather_block<A: FftElement>(
     lanes: &mut [Complex<A::Real>],
     (n, pitch): (usize, usize),
     src: *const A,
@@ -329,28 +331,52 @@ pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
                 for lane in lanes.chunks_exact_mut(pitch) {
                     fft.process_with_scratch(&mut lane[..n], scratch);
                 }
-                // Row by row across the block: each destination row gets `w` neighbouring writes.
-                let (first, last) = (offsets[0].1, offsets[w - 1].1);
-                for j in 0..n {
-                    if j + PREFETCH_ROWS < n {
-                        let ahead = (j + PREFETCH_ROWS) as isize * space.dst_axis;
-                        // SAFETY: inside the destination lanes; prefetching never faults.
-                        unsafe {
-                            prefetch_span(dp.0.offset(first + ahead), dp.0.offset(last + ahead))
-                        };
-                    }
-                    for (b, &(_, d)) in offsets[..w].iter().enumerate() {
-                        // SAFETY: element `j` of destination lane `start + b`, ours alone.
-                        unsafe {
-                            *dp.0.offset(d + j as isize * space.dst_axis) =
-                                lanes[b * pitch + j] * scale
-                        };
-                    }
-                }
+                // SAFETY: the block's destination lanes are this call's alone.
+                unsafe {
+                    scatter_block(
+                        lanes,
+                        pitch,
+                        (0, n),
+                        scale,
+                        dp.0,
+                        &offsets[..w],
+                        space.dst_axis,
+                    )
+                };
                 start += w;
             }
         },
     );
+}
+
+/// Scatters points `skip..skip + len` of the block's lanes (`pitch` apart in `lanes`),
+/// times `scale`, to the destination lanes at `offsets` (destination offsets second), row by
+/// row across the block so that each destination row gets neighbouring writes.
+///
+/// # Safety
+/// Each destination lane addresses `len` writable elements at `stride`, touched by no other
+/// thread.
+pub(super) unsafe fn scatter_block<T: FftReal>(
+    lanes: &[Complex<T>],
+    pitch: usize,
+    (skip, len): (usize, usize),
+    scale: T,
+    dst: *mut Complex<T>,
+    offsets: &[(isize, isize)],
+    stride: isize,
+) {
+    let (first, last) = (offsets[0].1, offsets[offsets.len() - 1].1);
+    for j in 0..len {
+        if j + PREFETCH_ROWS < len {
+            let ahead = (j + PREFETCH_ROWS) as isize * stride;
+            // SAFETY: inside the destination lanes; prefetching never faults.
+            unsafe { prefetch_span(dst.offset(first + ahead), dst.offset(last + ahead)) };
+        }
+        for (b, &(_, d)) in offsets.iter().enumerate() {
+            // SAFETY: element `j` of a destination lane, per the contract.
+            unsafe { *dst.offset(d + j as isize * stride) = lanes[b * pitch + skip + j] * scale };
+        }
+    }
 }
 
 /// A real-to-half-spectrum pass from the real array `src` to `dst`.
@@ -408,7 +434,9 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
     );
 }
 
-/// A half-spectrum-to-real pass from `src` (elements `A`) to the real array `dst`.
+/// A half-spectrum-to-real pass from `src` (elements `A`) to the real array `dst`: points
+/// `pass.skip..pass.skip + pass.len_out` of each lane's `pass.n` (all of them but in a
+/// convolution's cropped last pass).
 ///
 /// # Safety
 /// As for [`complex`], never in place.
@@ -421,10 +449,11 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
     workspace: &Workspace<T>,
 ) {
     let (n, m, read) = (pass.n, pass.n / 2 + 1, pass.len_read());
+    let (skip, len) = (pass.skip, pass.len_out);
     let space = LaneSpace::new((src.shape, src.strides), dst.strides, pass.axis);
     let scale = T::of_f64(pass.scale);
     let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
-    let rows = space.dst_axis == 1 || n == 1;
+    let rows = (space.dst_axis == 1 || n == 1) && skip == 0 && len == n;
     drive(
         threads,
         workspace,
@@ -457,7 +486,7 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
                     out.iter_mut().for_each(|v| *v = *v * scale);
                 }
                 if !rows {
-                    for (j, v) in out.iter().enumerate() {
+                    for (j, v) in out[skip..skip + len].iter().enumerate() {
                         // SAFETY: element `j` of destination lane `k`, ours alone.
                         unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
                     }

@@ -27,14 +27,16 @@ pub trait ConvElement<B: FftElement<Real = Self::Real>>: FftElement {
     /// The product of two elements.
     #[doc(hidden)]
     fn multiply(a: Self, b: B) -> Self::Output;
-    /// The product of the two inputs' spectra transformed back: `fshape` points along `axes`
-    /// (real transforms for a real result), every other axis broadcast.
+    /// The product of the two inputs' spectra transformed back (`fshape` points along `axes`,
+    /// real transforms for a real result, every other axis broadcast), cut to `window`
+    /// (start and length per axis).
     #[doc(hidden)]
     fn spectrum_product(
         a: ArrayViewD<'_, Self>,
         b: ArrayViewD<'_, B>,
         axes: &[usize],
         fshape: &[usize],
+        window: &[(usize, usize)],
         options: &FftOptions,
     ) -> Result<ArrayD<Self::Output>>;
 }
@@ -68,6 +70,23 @@ fn multiply_spectra<T: crate::fft::FftReal>(
     Ok(a)
 }
 
+/// The `window` (start and length per axis) of `full`, as a new array (`full` itself when
+/// the window is all of it).
+pub(crate) fn cut<T: Copy>(full: ArrayD<T>, window: &[(usize, usize)]) -> Result<ArrayD<T>> {
+    if window
+        .iter()
+        .zip(full.shape())
+        .all(|(&(s, l), &n)| s == 0 && l == n)
+    {
+        return Ok(full);
+    }
+    let view = full.slice_each_axis(|d| {
+        let (start, len) = window[d.axis.index()];
+        ndarray::Slice::from(start..start + len)
+    });
+    crate::alloc::try_to_owned(view)
+}
+
 /// Elements per piece of a parallel spectrum product.
 const PRODUCT_CHUNK: usize = 1 << 15;
 
@@ -83,12 +102,10 @@ macro_rules! real_pair {
                 b: ArrayViewD<'_, $t>,
                 axes: &[usize],
                 fshape: &[usize],
+                window: &[(usize, usize)],
                 options: &FftOptions,
             ) -> Result<ArrayD<$t>> {
-                let o = options.clone().axes(axes).s(fshape);
-                let product =
-                    multiply_spectra(fft::rfftn_with(&a, &o)?, &fft::rfftn_with(&b, &o)?, &o)?;
-                fft::irfftn_with(&product, &o)
+                fft::real_convolution(a, b, axes, fshape, window, options)
             }
         }
     };
@@ -106,12 +123,13 @@ macro_rules! complex_pair {
                 b: ArrayViewD<'_, $b>,
                 axes: &[usize],
                 fshape: &[usize],
+                window: &[(usize, usize)],
                 options: &FftOptions,
             ) -> Result<ArrayD<Complex<$t>>> {
                 let o = options.clone().axes(axes).s(fshape);
                 let product =
                     multiply_spectra(fft::fftn_with(&a, &o)?, &fft::fftn_with(&b, &o)?, &o)?;
-                fft::ifftn_with(&product, &o)
+                cut(fft::ifftn_with(&product, &o)?, window)
             }
         }
     };

@@ -54,7 +54,7 @@ use crate::error::{Error, Result};
 use crate::fft::{next_fast_len, next_fast_len_real, FftElement, FftOptions};
 use crate::shape::Shape;
 use crate::Target;
-use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IxDyn, Slice};
+use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use shapes::{conv_shapes, ConvShapes};
 
 /// Which part of the full convolution to return (SciPy's `mode`).
@@ -265,20 +265,20 @@ where
             full,
             window,
         } => {
-            let computed = match options.computation(s1, s2, &axes, swap) {
+            match options.computation(s1, s2, &axes, swap) {
                 // Nothing convolved: the direct sum is the broadcast product.
-                Computation::Product | Computation::Direct => direct::direct(a, b, &axes, &full),
-                Computation::OverlapAdd => overlap_add::overlap_add(a, b, &axes, &full, options)?,
+                Computation::Product | Computation::Direct => {
+                    element::cut(direct::direct(a, b, &axes, &full), &window)?
+                }
+                Computation::OverlapAdd => element::cut(
+                    overlap_add::overlap_add(a, b, &axes, &full, options)?,
+                    &window,
+                )?,
                 Computation::Fft => {
                     let fshape = fast_shape::<A::Output>(&full, &axes)?;
-                    A::spectrum_product(a, b, &axes, &fshape, &options.fft_options())?
+                    A::spectrum_product(a, b, &axes, &fshape, &window, &options.fft_options())?
                 }
-            };
-            let cut = computed.slice_each_axis(|d| {
-                let (start, len) = window[d.axis.index()];
-                Slice::from(start..start + len)
-            });
-            crate::alloc::try_to_owned(cut)?
+            }
         }
     };
     result

@@ -176,10 +176,11 @@ where
     let one = |pair: &OaPair| -> Result<ArrayD<A::Output>> {
         let x = a.slice_each_axis(|d| Slice::from(pair.x[d.axis.index()].clone()));
         let k = b.slice_each_axis(|d| Slice::from(pair.k[d.axis.index()].clone()));
-        let piece = full_shape_of(x.shape(), k.shape(), axes);
-        let r = A::spectrum_product(x, k, axes, &plan.fshape, &inner)?;
-        Ok(r.slice_each_axis(|d| Slice::from(..piece[d.axis.index()]))
-            .to_owned())
+        let piece: Vec<(usize, usize)> = full_shape_of(x.shape(), k.shape(), axes)
+            .into_iter()
+            .map(|n| (0, n))
+            .collect();
+        A::spectrum_product(x, k, axes, &plan.fshape, &piece, &inner)
     };
     let pieces: Vec<_> = match options.target {
         Target::Cpu => pairs.iter().map(one).collect::<Result<_>>()?,

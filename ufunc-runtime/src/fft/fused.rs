@@ -1,0 +1,367 @@
+//! A real convolution's transforms fused around the spectrum product.
+//!
+//! The plain route transforms both inputs completely, multiplies the spectra, transforms the
+//! product back and crops it: each full spectrum is written and read several times, and the
+//! padded result is copied into the window. Here the last forward pass of both inputs, the
+//! product and the first inverse pass run on one block of lanes at a time in cache (one
+//! pass over memory instead of five), the inverse writes only the points of the window, and
+//! the last pass writes the result directly. Over one axis the whole convolution of a lane
+//! (two real transforms, the product, the inverse) happens in cache.
+
+use super::pass::{self, drive, fit, gather_block, lane_pitch, work_of, LaneSpace, Lanes, Shared};
+use super::pass::{Workspace, COLUMN_BLOCK};
+use super::{FftOptions, FftPlan, FftReal, Norm, Pass, PassKind};
+use crate::error::Result;
+use crate::parallel::Threads;
+use crate::shape::Strides;
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Slice};
+use num_complex::Complex;
+use realfft::{ComplexToReal, RealToComplex};
+use rustfft::Fft;
+
+/// The convolution of `a` and `b` along `axes` (each input's length there, zero-padded to
+/// `fshape`), the other axes broadcast, keeping `window` (start, length per axis of the full
+/// result): SciPy's `fftconvolve` of real inputs, after its shape rules.
+pub(crate) fn real_convolution<T: FftReal>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+    axes: &[usize],
+    fshape: &[usize],
+    window: &[(usize, usize)],
+    options: &FftOptions,
+) -> Result<ArrayD<T>> {
+    let threads = options.threads()?;
+    // The axes not convolved are independent point by point: keep only the window there.
+    let narrow = |x: &mut ArrayViewD<'_, T>| {
+        x.slice_each_axis_inplace(|d| {
+            let ax = d.axis.index();
+            let (start, len) = window[ax];
+            if axes.contains(&ax) || d.len == 1 {
+                Slice::from(..)
+            } else {
+                Slice::from(start..start + len)
+            }
+        });
+    };
+    let (mut a, mut b) = (a, b);
+    narrow(&mut a);
+    narrow(&mut b);
+    let out_shape: Vec<usize> = window.iter().map(|w| w.1).collect();
+    let mut out = crate::alloc::try_uninit::<T, IxDyn>(&IxDyn(&out_shape))?;
+    let out_strides = Strides::from_slice(out.strides());
+    let out_ptr = out.as_mut_ptr() as *mut T;
+    let scale = T::of_f64(1.0 / fshape.iter().map(|&n| n as f64).product::<f64>());
+    let workspace = Workspace::new();
+    let (first, last) = (axes[0], axes[axes.len() - 1]);
+    if axes.len() == 1 {
+        let n = fshape[0];
+        let forward = super::cache::real_forward::<T>(n);
+        let inverse = super::cache::real_inverse::<T>(n);
+        let dst = Lanes {
+            ptr: out_ptr,
+            shape: &out_shape,
+            strides: &out_strides,
+        };
+        let (sa, sb) = (
+            broadcast_strides(a.shape(), a.strides(), first),
+            broadcast_strides(b.shape(), b.strides(), first),
+        );
+        let lanes = Lanes {
+            ptr: (a.as_ptr(), b.as_ptr()),
+            shape: &out_shape,
+            strides: &sa,
+        };
+        // SAFETY: `a` and `b` are valid views; `out` is fresh, and the pass writes every
+        // element of its window of each lane (the whole of `out`).
+        unsafe {
+            real_lanes(
+                (&*forward, &*inverse),
+                (first, n, window[first]),
+                scale,
+                (lanes, (a.shape()[first], b.shape()[first]), &sb),
+                dst,
+                threads,
+                &workspace,
+            );
+            return Ok(out.assume_init());
+        }
+    }
+    // The forward transforms of both inputs along every axis but the first.
+    let rest = options.clone().axes(&axes[1..]).s(&fshape[1..]);
+    let sa = FftPlan::<T, Complex<T>>::rfftn(a.shape(), &rest)?.execute(&a)?;
+    let sb = FftPlan::<T, Complex<T>>::rfftn(b.shape(), &rest)?.execute(&b)?;
+    // The product, transformed back along the first axis: the window's points there.
+    let mut pshape = out_shape.clone();
+    for (&ax, &n) in axes.iter().zip(fshape).skip(1) {
+        pshape[ax] = n;
+    }
+    pshape[last] = fshape[fshape.len() - 1] / 2 + 1;
+    let mut product = crate::alloc::try_uninit::<Complex<T>, IxDyn>(&IxDyn(&pshape))?;
+    let pstrides = Strides::from_slice(product.strides());
+    let n = fshape[0];
+    let forward = super::cache::complex::<T>(n, rustfft::FftDirection::Forward);
+    let inverse = super::cache::complex::<T>(n, rustfft::FftDirection::Inverse);
+    let (ab, bb) = (
+        broadcast_strides(sa.shape(), sa.strides(), first),
+        broadcast_strides(sb.shape(), sb.strides(), first),
+    );
+    // SAFETY: the spectra are fresh standard arrays; `product` is fresh, and the pass writes
+    // every element of it (the window's points of every lane).
+    let mut product = unsafe {
+        complex_lanes(
+            (&*forward, &*inverse),
+            (first, n, window[first]),
+            scale,
+            (
+                Lanes {
+                    ptr: (sa.as_ptr(), sb.as_ptr()),
+                    shape: &pshape,
+                    strides: &ab,
+                },
+                (sa.shape()[first], sb.shape()[first]),
+                &bb,
+            ),
+            Lanes {
+                ptr: product.as_mut_ptr() as *mut Complex<T>,
+                shape: &pshape,
+                strides: &pstrides,
+            },
+            threads,
+            &workspace,
+        );
+        product.assume_init()
+    };
+    drop((sa, sb));
+    // The middle axes back, in place, unscaled (the product carries the whole 1/N).
+    let middle = &axes[1..axes.len() - 1];
+    if !middle.is_empty() {
+        let o = options.clone().axes(middle).norm(Norm::Forward);
+        FftPlan::<Complex<T>, Complex<T>>::ifftn(&pshape, &o)?.execute_inplace(&mut product)?;
+    }
+    // The last axis back to real points, the window only, straight into the result.
+    let mut offset = 0isize;
+    let mut src_shape = out_shape.clone();
+    for &ax in middle {
+        offset += window[ax].0 as isize * pstrides[ax];
+    }
+    src_shape[last] = pshape[last];
+    let n = fshape[fshape.len() - 1];
+    let pass = Pass {
+        axis: last,
+        kind: PassKind::RealInverse,
+        len_in: pshape[last],
+        n,
+        len_out: window[last].1,
+        skip: window[last].0,
+        scale: 1.0,
+    };
+    let inverse = super::cache::real_inverse::<T>(n);
+    // SAFETY: `src` is the product restricted to the window on the middle axes (inside it);
+    // `out` is fresh and the pass writes every element of it.
+    unsafe {
+        pass::real_inverse(
+            &*inverse,
+            &pass,
+            Lanes {
+                ptr: product.as_ptr().offset(offset),
+                shape: &src_shape,
+                strides: &pstrides,
+            },
+            Lanes {
+                ptr: out_ptr,
+                shape: &out_shape,
+                strides: &out_strides,
+            },
+            threads,
+            &workspace,
+        );
+        Ok(out.assume_init())
+    }
+}
+
+/// An input's strides for walking the lanes of the (broadcast) result: 0 along the axes,
+/// other than `axis`, where the input has one point.
+fn broadcast_strides(shape: &[usize], strides: &[isize], axis: usize) -> Strides {
+    shape
+        .iter()
+        .zip(strides)
+        .enumerate()
+        .map(|(i, (&n, &s))| if n == 1 && i != axis { 0 } else { s })
+        .collect()
+}
+
+/// The two inputs' lanes: base pointers (in `ptr`), the result's shape, the first input's
+/// strides; then each input's length along the axis, and the second input's strides.
+type Inputs<'a, P> = (Lanes<'a, (P, P)>, (usize, usize), &'a [isize]);
+
+/// Along `axis`, for every lane: both inputs' lanes transformed forward (zero-padded to `n`
+/// points), multiplied and times `scale`, transformed back, and the points of `window`
+/// written to `dst`. Blocks of lanes are gathered and scattered a row at a time, as in the
+/// column pass.
+///
+/// # Safety
+/// The inputs address their lengths along `axis` at their strides for every lane of `dst`'s
+/// shape; `dst` is writable, its lanes hold `window.1` points, distinct from the inputs'.
+unsafe fn complex_lanes<T: FftReal>(
+    (forward, inverse): (&dyn Fft<T>, &dyn Fft<T>),
+    (axis, n, (skip, len)): (usize, usize, (usize, usize)),
+    scale: T,
+    (a, (len_a, len_b), b_strides): Inputs<'_, *const Complex<T>>,
+    dst: Lanes<'_, *mut Complex<T>>,
+    threads: Threads,
+    workspace: &Workspace<T>,
+) {
+    let space_a = LaneSpace::new((dst.shape, a.strides), dst.strides, axis);
+    let space_b = LaneSpace::new((dst.shape, b_strides), dst.strides, axis);
+    let (read_a, read_b) = (len_a.min(n), len_b.min(n));
+    let (pa, pb, dp) = (Shared(a.ptr.0), Shared(a.ptr.1), Shared(dst.ptr));
+    let block = if space_a.dst_axis == 1 {
+        1
+    } else {
+        COLUMN_BLOCK
+    };
+    let pitch = lane_pitch(n);
+    let scratch_len = forward
+        .get_inplace_scratch_len()
+        .max(inverse.get_inplace_scratch_len());
+    drive(
+        threads,
+        workspace,
+        space_a.count,
+        block,
+        3 * work_of(n),
+        |range, buf| {
+            let (pa, pb, dp) = (pa, pb, dp);
+            let scratch = fit(&mut buf.scratch, scratch_len);
+            let mut offsets_a = [(0isize, 0isize); COLUMN_BLOCK];
+            let mut offsets_b = [(0isize, 0isize); COLUMN_BLOCK];
+            let mut start = range.start;
+            while start < range.end {
+                let w = block.min(range.end - start);
+                for i in 0..w {
+                    offsets_a[i] = space_a.offsets(start + i);
+                    offsets_b[i] = space_b.offsets(start + i);
+                }
+                let lanes_a = fit(&mut buf.block, w * pitch);
+                let lanes_b = fit(&mut buf.other, w * pitch);
+                // SAFETY: the input lanes, per the contract.
+                unsafe {
+                    gather_block(
+                        lanes_a,
+                        (n, pitch),
+                        pa.0,
+                        &offsets_a[..w],
+                        space_a.src_axis,
+                        read_a,
+                    );
+                    gather_block(
+                        lanes_b,
+                        (n, pitch),
+                        pb.0,
+                        &offsets_b[..w],
+                        space_b.src_axis,
+                        read_b,
+                    );
+                }
+                for (x, y) in lanes_a
+                    .chunks_exact_mut(pitch)
+                    .zip(lanes_b.chunks_exact_mut(pitch))
+                {
+                    let (x, y) = (&mut x[..n], &mut y[..n]);
+                    forward.process_with_scratch(x, scratch);
+                    forward.process_with_scratch(y, scratch);
+                    x.iter_mut().zip(&*y).for_each(|(x, y)| *x = *x * *y);
+                    inverse.process_with_scratch(x, scratch);
+                }
+                // SAFETY: the block's destination lanes are this call's alone.
+                unsafe {
+                    pass::scatter_block(
+                        lanes_a,
+                        pitch,
+                        (skip, len),
+                        scale,
+                        dp.0,
+                        &offsets_a[..w],
+                        space_a.dst_axis,
+                    )
+                };
+                start += w;
+            }
+        },
+    );
+}
+
+/// [`complex_lanes`] for real inputs convolved along one axis only: each lane's two real
+/// transforms, product and real inverse, in cache.
+///
+/// # Safety
+/// As for [`complex_lanes`].
+unsafe fn real_lanes<T: FftReal>(
+    (forward, inverse): (&dyn RealToComplex<T>, &dyn ComplexToReal<T>),
+    (axis, n, (skip, len)): (usize, usize, (usize, usize)),
+    scale: T,
+    (a, (len_a, len_b), b_strides): Inputs<'_, *const T>,
+    dst: Lanes<'_, *mut T>,
+    threads: Threads,
+    workspace: &Workspace<T>,
+) {
+    let space_a = LaneSpace::new((dst.shape, a.strides), dst.strides, axis);
+    let space_b = LaneSpace::new((dst.shape, b_strides), dst.strides, axis);
+    let (read_a, read_b, m) = (len_a.min(n), len_b.min(n), n / 2 + 1);
+    let (pa, pb, dp) = (Shared(a.ptr.0), Shared(a.ptr.1), Shared(dst.ptr));
+    let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
+    drive(
+        threads,
+        workspace,
+        space_a.count,
+        1,
+        3 * work_of(n),
+        |range, buf| {
+            let (pa, pb, dp) = (pa, pb, dp);
+            let scratch = fit(&mut buf.scratch, scratch_len);
+            let line = fit(&mut buf.real, n);
+            let spectrum_a = fit(&mut buf.spectrum, m);
+            let spectrum_b = fit(&mut buf.other, m);
+            for k in range {
+                let (oa, d) = space_a.offsets(k);
+                let (ob, _) = space_b.offsets(k);
+                for (src, stride, read, spectrum) in [
+                    (
+                        pa.0.wrapping_offset(oa),
+                        space_a.src_axis,
+                        read_a,
+                        &mut *spectrum_a,
+                    ),
+                    (
+                        pb.0.wrapping_offset(ob),
+                        space_b.src_axis,
+                        read_b,
+                        &mut *spectrum_b,
+                    ),
+                ] {
+                    for (j, v) in line[..read].iter_mut().enumerate() {
+                        // SAFETY: the input lane holds `read` points, per the contract.
+                        *v = unsafe { *src.offset(j as isize * stride) };
+                    }
+                    line[read..].fill(T::zero());
+                    // The lengths are the plans' own: realfft's length errors cannot happen.
+                    let _ = forward.process_with_scratch(line, spectrum, scratch);
+                }
+                spectrum_a
+                    .iter_mut()
+                    .zip(&*spectrum_b)
+                    .for_each(|(x, y)| *x = *x * *y * scale);
+                // The product of real signals' spectra: its DC and Nyquist terms are real.
+                spectrum_a[0].im = T::zero();
+                if n % 2 == 0 {
+                    spectrum_a[m - 1].im = T::zero();
+                }
+                let _ = inverse.process_with_scratch(spectrum_a, line, scratch);
+                for (j, v) in line[skip..skip + len].iter().enumerate() {
+                    // SAFETY: element `j` of destination lane `k`, ours alone.
+                    unsafe { *dp.0.offset(d + j as isize * space_a.dst_axis) = *v };
+                }
+            }
+        },
+    );
+}
