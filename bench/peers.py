@@ -23,7 +23,8 @@ NE = {"SQRT_2PI": SQRT_2PI, "TINY": TINY, "HALF_NEG": HALF_NEG, "mean": MEAN, "s
 
 ELEMENTWISE = ["square_sum", "gaussian_pdf", "polar_distance", "hypot_like", "broadcast_add", "contiguous_add",
                "tiny_call"]
-METHODS = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate"]
+METHODS = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate",
+           "add_accumulate_l2"]
 GUFUNC = ["matmul_small", "matmul_4x4", "matmul_256", "polygon_mask"]
 _ap = argparse.ArgumentParser(description=__doc__)
 _ap.add_argument("--quick", action="store_true", help="small sizes and 3 reps: a smoke run")
@@ -370,6 +371,11 @@ def methods(data):
         out = np.empty_like(flat)
         emit("add_accumulate", flat.size, "numpy-out",
              ms=round(median_ms(lambda: np.add.accumulate(flat, out=out)), 4))
+    if want("add_accumulate_l2", False):
+        # 64K float32 in and out (512 KiB), in cache: the scan's own speed.
+        small, out = flat[:65_536].copy(), np.empty(65_536, dtype=F32)
+        emit("add_accumulate_l2", small.size, "numpy-out",
+             ms=round(median_ms(lambda: np.add.accumulate(small, out=out)), 4))
 
 
 def machine_info():

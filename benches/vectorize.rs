@@ -108,6 +108,19 @@ fn methods_on(b: &Bench, huge: bool) {
             }
         }
     }
+    if b.wanted("add_accumulate_l2") && !huge {
+        // 64K float32 in and out (512 KiB), in cache: the scan's own speed, not memory's.
+        let small = flat.slice(ndarray::s![..65_536]).to_owned();
+        let mut out = small.clone();
+        let calls = 100;
+        let ms = b.time(|| {
+            for _ in 0..calls {
+                add::accumulate_out_on(Target::Cpu, &small, 0, &mut out).unwrap();
+            }
+        }) / calls as f64;
+        let gbps = Some(8.0 * 65_536.0 / ms / 1e6);
+        b.report("add_accumulate_l2", 65_536, "ufunc-cpu-out", ms, gbps);
+    }
 }
 
 /// A copy of `a` in memory the kernel is asked to back with transparent huge pages (Linux's

@@ -60,6 +60,12 @@ fn add_i64_assoc(a: i64, b: i64) -> i64 {
     a.wrapping_add(b)
 }
 
+/// 4-byte elements: the scan's vector tiles (on x86-64 with AVX2).
+#[vectorize(targets = ["cpu", "parallel"], identity = 0, associative = true)]
+fn add_i32_assoc(a: i32, b: i32) -> i32 {
+    a.wrapping_add(b)
+}
+
 #[vectorize(targets = ["cpu", "parallel"], identity = 0.0, associative = true)]
 fn add_f32_assoc(a: f32, b: f32) -> f32 {
     a + b
@@ -441,12 +447,16 @@ fn running<T: Copy>(a: &ArrayD<T>, f: impl Fn(T, T) -> T) -> ArrayD<T> {
 }
 
 /// `add_i64_assoc::accumulate` along the last axis `axis` of `a` equals the running fold on
-/// both CPU targets.
+/// both CPU targets, and so does `add_i32_assoc`'s of `a` cut to 32 bits.
 fn scans_exactly(a: &ArrayD<i64>, axis: isize, label: usize) {
     let want = running(a, i64::wrapping_add);
+    let a32 = a.mapv(|v| ((v >> 40) as i32).wrapping_mul(1_000_003));
+    let want32 = running(&a32, i32::wrapping_add);
     for t in [Target::Cpu, Target::Parallel] {
         let got = add_i64_assoc::accumulate_on(t, a, axis).unwrap();
         assert_eq!(got, want, "{label} {t:?}");
+        let got = add_i32_assoc::accumulate_on(t, &a32, axis).unwrap();
+        assert_eq!(got, want32, "{label} {t:?} i32");
     }
 }
 
