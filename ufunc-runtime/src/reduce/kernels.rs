@@ -236,9 +236,27 @@ unsafe fn scan_run<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
             }
             start += CHAINS * SEGMENT;
         }
-        for i in start..n {
+        scan_tail::<B, T, M>(x, out, start..n, carry)
+    }
+}
+
+/// The elements `range` of a regrouped scan after its whole blocks, in order from `carry`;
+/// returns the last.
+///
+/// # Safety
+/// `x` and `out` address the range.
+#[inline(always)]
+unsafe fn scan_tail<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    x: *const T,
+    out: *mut T,
+    range: std::ops::Range<usize>,
+    mut carry: Option<T>,
+) -> T {
+    for i in range {
+        // SAFETY: the caller's contract.
+        unsafe {
             let v = x.add(i).read();
-            let v = carry.map_or(v, |c| f(c, v));
+            let v = carry.map_or(v, |c| B::call::<M>((c, v)));
             out.add(i).write(v);
             carry = Some(v);
         }
@@ -335,14 +353,8 @@ unsafe fn scan_run_tiles<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
             }
             start += SCAN_BLOCK;
         }
-        for i in start..n {
-            let v = x.add(i).read();
-            let v = carry.map_or(v, |c| f(c, v));
-            out.add(i).write(v);
-            carry = Some(v);
-        }
+        scan_tail::<B, T, M>(x, out, start..n, carry)
     }
-    carry.expect("a run of at least one element")
 }
 
 /// The transpose of an 8x8 tile of 32-bit lanes (row `i` of the result holds lane `i` of
