@@ -196,6 +196,25 @@ fn errors_name_the_shapes_and_axes() {
     let x = array![1.0f32, 2.0, 3.0];
     let y: ndarray::Array1<f32> = signal::oaconvolve(&x, &array![1.0f32], Mode::Full).unwrap();
     assert_eq!(y, x);
+    // The trait's own method checks what it is given rather than reading out of bounds.
+    let (a, b) = (
+        ArrayD::<f64>::zeros(IxDyn(&[4, 4])),
+        ArrayD::<f64>::zeros(IxDyn(&[3, 3])),
+    );
+    let o = ufunc::fft::FftOptions::new();
+    for (axes, fshape, window) in [
+        (vec![0, 0], vec![8, 8], vec![(0, 6), (0, 6)]),
+        (vec![0, 1], vec![8, 8], vec![(4, 6), (0, 6)]),
+        (vec![0, 1], vec![2, 8], vec![(0, 2), (0, 6)]),
+        (vec![0, 2], vec![8, 8], vec![(0, 6), (0, 6)]),
+        (vec![0, 1], vec![8, 8], vec![(0, 6)]),
+    ] {
+        let e = f64::spectrum_product(a.view(), b.view(), &axes, &fshape, &window, &o);
+        assert!(
+            matches!(e, Err(ufunc::Error::InvalidArgument { name: "window", .. })),
+            "{axes:?} {fshape:?} {window:?}"
+        );
+    }
 }
 
 #[test]
@@ -302,12 +321,43 @@ fn fused_real_path_matches_the_direct_sum_on_views_and_axis_orders() {
             }
         }
     }
+    // Four axes in a scrambled order (two middle axes inverted in place).
+    let a4 = ndarray::Array4::from_shape_simple_fn((5, 6, 4, 7), &mut next).into_dyn();
+    let b4 = ndarray::Array4::from_shape_simple_fn((2, 3, 3, 2), &mut next).into_dyn();
+    for mode in [Mode::Full, Mode::Same, Mode::Valid] {
+        let o = ConvOptions::new(mode).axes(&[3, 0, 2, 1]);
+        let want = signal::convolve_with(&a4, &b4, &o.clone().method(Method::Direct)).unwrap();
+        let got = signal::convolve_with(&a4, &b4, &o.method(Method::Fft)).unwrap();
+        let err = got
+            .iter()
+            .zip(&want)
+            .fold(0f64, |m, (g, w)| m.max((g - w).abs()));
+        assert!(err < 1e-12, "4-d {mode:?}: error {err}");
+    }
+    // Large enough to be split over the threads: one axis (each lane's convolution in cache)
+    // and two (the fused column pass and the cropped rows), odd lengths.
+    let rows = ndarray::Array2::from_shape_simple_fn((3001, 65), &mut next);
+    let row_kernel = ndarray::Array2::from_shape_simple_fn((1, 9), &mut next);
+    let image = ndarray::Array2::from_shape_simple_fn((301, 257), &mut next);
+    let kernel = ndarray::Array2::from_shape_simple_fn((15, 4), &mut next);
+    for mode in [Mode::Full, Mode::Same, Mode::Valid] {
+        for (x, k, axes) in [(&rows, &row_kernel, vec![1]), (&image, &kernel, vec![0, 1])] {
+            let o = ConvOptions::new(mode).axes(&axes);
+            let want = signal::convolve_with(x, k, &o.clone().method(Method::Direct)).unwrap();
+            let got = signal::convolve_with(x, k, &o.method(Method::Fft)).unwrap();
+            let err = got
+                .iter()
+                .zip(&want)
+                .fold(0f64, |m, (g, w)| m.max((g - w).abs()));
+            assert!(err < 1e-11, "{axes:?} {mode:?}: error {err}");
+        }
+    }
     // One axis, strided lanes (axis 0 of a 2-d view) and a long kernel swapped in `valid`.
     let x = a.index_axis(Axis(2), 3);
     let long = Array3::from_shape_simple_fn((20, 1, 1), &mut next)
         .into_shape_with_order((20, 1))
         .unwrap();
-    for mode in [Mode::Full, Mode::Same] {
+    for mode in [Mode::Full, Mode::Same, Mode::Valid] {
         let want = signal::convolve(&x, &long, mode, Method::Direct).unwrap();
         let got = signal::fftconvolve_axes(&x, &long, mode, &[0]).unwrap();
         let err = got

@@ -87,7 +87,11 @@ pub(crate) fn real_convolution<T: FftReal>(
         }
     }
     // The forward transforms of both inputs along every axis but the first.
-    let rest = options.clone().axes(&axes[1..]).s(&fshape[1..]);
+    let rest = options
+        .clone()
+        .axes(&axes[1..])
+        .s(&fshape[1..])
+        .norm(Norm::Backward);
     let sa = FftPlan::<T, Complex<T>>::rfftn(a.shape(), &rest)?.execute(&a)?;
     let sb = FftPlan::<T, Complex<T>>::rfftn(b.shape(), &rest)?.execute(&b)?;
     // The product, transformed back along the first axis: the window's points there.
@@ -121,6 +125,13 @@ pub(crate) fn real_convolution<T: FftReal>(
                 (sa.shape()[first], sb.shape()[first]),
                 &bb,
             ),
+            Between {
+                transform_b: true,
+                combine: |_, x: &mut [Complex<T>], y: &[Complex<T>]| {
+                    x.iter_mut().zip(y).for_each(|(x, y)| *x = *x * *y)
+                },
+                keep: None,
+            },
             Lanes {
                 ptr: product.as_mut_ptr() as *mut Complex<T>,
                 shape: &pshape,
@@ -194,25 +205,49 @@ fn broadcast_strides(shape: &[usize], strides: &[isize], axis: usize) -> Strides
 /// strides; then each input's length along the axis, and the second input's strides.
 type Inputs<'a, P> = (Lanes<'a, (P, P)>, (usize, usize), &'a [isize]);
 
-/// Along `axis`, for every lane: both inputs' lanes transformed forward (zero-padded to `n`
-/// points), multiplied and times `scale`, transformed back, and the points of `window`
-/// written to `dst`. Blocks of lanes are gathered and scattered a row at a time, as in the
-/// column pass.
+/// What happens to each lane between its forward and its inverse transform in
+/// [`complex_lanes`].
+struct Between<'a, T, F> {
+    /// Whether the second input's lanes are transformed too (else they are spectra already).
+    transform_b: bool,
+    /// `combine(lane, a, b)`: `a`, transformed, becomes the spectrum transformed back.
+    combine: F,
+    /// Where each lane's combined spectrum is also written (all `n` points; strides), if
+    /// anywhere.
+    keep: Option<(*mut Complex<T>, &'a [isize])>,
+}
+
+/// Along `axis`, for every lane: the first input's lane transformed forward (zero-padded to
+/// `n` points), and the second's where `between.transform_b`; the two combined; the result
+/// kept where asked, transformed back, times `scale`, and the points of `window` written to
+/// `dst`. Blocks of lanes are gathered and scattered a row at a time, as in the column pass.
 ///
 /// # Safety
 /// The inputs address their lengths along `axis` at their strides for every lane of `dst`'s
-/// shape; `dst` is writable, its lanes hold `window.1` points, distinct from the inputs'.
-unsafe fn complex_lanes<T: FftReal>(
+/// shape; `dst` and `keep` are writable, with `window.1` and `n` points a lane, and distinct
+/// from each other; `dst` may be the first input (each block is read before it is written),
+/// but is otherwise distinct from the inputs.
+#[allow(clippy::too_many_arguments)]
+unsafe fn complex_lanes<T: FftReal, F>(
     (forward, inverse): (&dyn Fft<T>, &dyn Fft<T>),
     (axis, n, (skip, len)): (usize, usize, (usize, usize)),
     scale: T,
     (a, (len_a, len_b), b_strides): Inputs<'_, *const Complex<T>>,
+    between: Between<'_, T, F>,
     dst: Lanes<'_, *mut Complex<T>>,
     threads: Threads,
     workspace: &Workspace<T>,
-) {
+) where
+    F: Fn(usize, &mut [Complex<T>], &[Complex<T>]) + Sync,
+{
     let space_a = LaneSpace::new((dst.shape, a.strides), dst.strides, axis);
     let space_b = LaneSpace::new((dst.shape, b_strides), dst.strides, axis);
+    let keep = between.keep.map(|(ptr, strides)| {
+        (
+            Shared(ptr),
+            LaneSpace::new((dst.shape, strides), strides, axis),
+        )
+    });
     let (read_a, read_b) = (len_a.min(n), len_b.min(n));
     let (pa, pb, dp) = (Shared(a.ptr.0), Shared(a.ptr.1), Shared(dst.ptr));
     let block = if space_a.dst_axis == 1 {
@@ -224,23 +259,28 @@ unsafe fn complex_lanes<T: FftReal>(
     let scratch_len = forward
         .get_inplace_scratch_len()
         .max(inverse.get_inplace_scratch_len());
+    let work = if between.transform_b { 3 } else { 2 } * work_of(n);
     drive(
         threads,
         workspace,
         space_a.count,
         block,
-        3 * work_of(n),
+        work,
         |range, buf| {
             let (pa, pb, dp) = (pa, pb, dp);
             let scratch = fit(&mut buf.scratch, scratch_len);
             let mut offsets_a = [(0isize, 0isize); COLUMN_BLOCK];
             let mut offsets_b = [(0isize, 0isize); COLUMN_BLOCK];
+            let mut offsets_keep = [(0isize, 0isize); COLUMN_BLOCK];
             let mut start = range.start;
             while start < range.end {
                 let w = block.min(range.end - start);
                 for i in 0..w {
                     offsets_a[i] = space_a.offsets(start + i);
                     offsets_b[i] = space_b.offsets(start + i);
+                    if let Some((_, space)) = &keep {
+                        offsets_keep[i] = space.offsets(start + i);
+                    }
                 }
                 let lanes_a = fit(&mut buf.block, w * pitch);
                 let lanes_b = fit(&mut buf.other, w * pitch);
@@ -263,15 +303,34 @@ unsafe fn complex_lanes<T: FftReal>(
                         read_b,
                     );
                 }
-                for (x, y) in lanes_a
+                for (i, (x, y)) in lanes_a
                     .chunks_exact_mut(pitch)
                     .zip(lanes_b.chunks_exact_mut(pitch))
+                    .enumerate()
                 {
                     let (x, y) = (&mut x[..n], &mut y[..n]);
                     forward.process_with_scratch(x, scratch);
-                    forward.process_with_scratch(y, scratch);
-                    x.iter_mut().zip(&*y).for_each(|(x, y)| *x = *x * *y);
-                    inverse.process_with_scratch(x, scratch);
+                    if between.transform_b {
+                        forward.process_with_scratch(y, scratch);
+                    }
+                    (between.combine)(start + i, x, y);
+                }
+                if let Some((kp, space)) = &keep {
+                    // SAFETY: the block's lanes of `keep`, this call's alone.
+                    unsafe {
+                        pass::scatter_block(
+                            lanes_a,
+                            pitch,
+                            (0, n),
+                            T::one(),
+                            kp.0,
+                            &offsets_keep[..w],
+                            space.dst_axis,
+                        )
+                    };
+                }
+                for x in lanes_a.chunks_exact_mut(pitch) {
+                    inverse.process_with_scratch(&mut x[..n], scratch);
                 }
                 // SAFETY: the block's destination lanes are this call's alone.
                 unsafe {
@@ -289,6 +348,86 @@ unsafe fn complex_lanes<T: FftReal>(
             }
         },
     );
+}
+
+/// The column pass of a 2-D cross-correlation, fused: for each column of `rows` (an image's
+/// half spectrum transformed along its rows only, `ny` by `m`), the column's forward
+/// transform, `combine(column, spectrum, other's column)`, the result kept in `keep`, its
+/// inverse transform times `scale` written back into `rows` (ready for the rows' real
+/// inverse). One pass over memory where the forward column pass, an element-wise product and
+/// the inverse column pass would read and write the spectrum three times. The transforms and
+/// per-thread buffers are planned once and kept.
+pub(crate) struct ColumnRoundTrip<T: FftReal> {
+    forward: std::sync::Arc<dyn Fft<T>>,
+    inverse: std::sync::Arc<dyn Fft<T>>,
+    workspace: Workspace<T>,
+}
+
+impl<T: FftReal> ColumnRoundTrip<T> {
+    /// The round trip of columns of `ny` points.
+    pub(crate) fn new(ny: usize) -> Self {
+        ColumnRoundTrip {
+            forward: super::cache::complex::<T>(ny, rustfft::FftDirection::Forward),
+            inverse: super::cache::complex::<T>(ny, rustfft::FftDirection::Inverse),
+            workspace: Workspace::new(),
+        }
+    }
+
+    /// Runs it (see the type). All three arrays have the same shape, `ny` rows, and standard
+    /// layout.
+    pub(crate) fn run(
+        &self,
+        rows: &mut ndarray::Array2<Complex<T>>,
+        other: &ndarray::Array2<Complex<T>>,
+        keep: &mut ndarray::Array2<Complex<T>>,
+        scale: T,
+        threads: Threads,
+        combine: impl Fn(usize, &mut [Complex<T>], &[Complex<T>]) + Sync,
+    ) {
+        let ny = self.forward.len();
+        assert!(
+            rows.nrows() == ny
+                && rows.shape() == other.shape()
+                && rows.shape() == keep.shape()
+                && rows.is_standard_layout()
+                && other.is_standard_layout()
+                && keep.is_standard_layout(),
+            "ColumnRoundTrip: arrays of {ny} rows and one shape"
+        );
+        let shape = rows.shape().to_vec();
+        let strides = Strides::from_slice(rows.strides());
+        let ptr = rows.as_mut_ptr();
+        // SAFETY: three standard arrays of one shape; `rows` is both the first input and the
+        // destination (each block is gathered before it is scattered), `keep` is distinct.
+        unsafe {
+            complex_lanes(
+                (&*self.forward, &*self.inverse),
+                (0, ny, (0, ny)),
+                scale,
+                (
+                    Lanes {
+                        ptr: (ptr as *const Complex<T>, other.as_ptr()),
+                        shape: &shape,
+                        strides: &strides,
+                    },
+                    (ny, ny),
+                    &strides,
+                ),
+                Between {
+                    transform_b: false,
+                    combine,
+                    keep: Some((keep.as_mut_ptr(), &strides)),
+                },
+                Lanes {
+                    ptr,
+                    shape: &shape,
+                    strides: &strides,
+                },
+                threads,
+                &self.workspace,
+            )
+        }
+    }
 }
 
 /// [`complex_lanes`] for real inputs convolved along one axis only: each lane's two real

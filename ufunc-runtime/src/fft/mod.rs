@@ -74,7 +74,7 @@ pub use options::{FftOptions, Norm};
 pub use plan::FftPlan;
 
 use crate::error::Result;
-pub(crate) use fused::real_convolution;
+pub(crate) use fused::{real_convolution, ColumnRoundTrip};
 use ndarray::{Array, ArrayBase, Data, Dimension};
 use num_complex::Complex;
 pub(crate) use options::{plan_recipe, DefaultAxes, Pass, PassKind, Recipe, Transform};

@@ -6,7 +6,7 @@
 use super::upsample::{upsampled_dft, upsampled_dft_half};
 use super::{Normalization, Pcc, PccOptions, Space};
 use crate::error::{Error, Result};
-use crate::fft::{FftElement, FftOptions, FftPlan, FftReal};
+use crate::fft::{ColumnRoundTrip, FftElement, FftOptions, FftPlan, FftReal};
 use crate::parallel::Threads;
 use crate::Target;
 use ndarray::{Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
@@ -128,12 +128,17 @@ fn complex_fftn_inplace<T: FftReal>(
 }
 
 /// The real 2-D transforms of one image shape, both ways, planned once for one thread and for
-/// all (frames transformed in parallel use the first, whole images the second).
+/// all (frames transformed in parallel use the first, whole images the second); and the same
+/// split for a cross-correlation: the rows' transforms, and the columns' round trip fused
+/// with the cross-power spectrum between them.
 pub(super) struct ImagePlan<T: FftReal> {
     ny: usize,
     nx: usize,
     forward: [FftPlan<T, Complex<T>>; 2],
     inverse: [FftPlan<Complex<T>, T>; 2],
+    rows_forward: [FftPlan<T, Complex<T>>; 2],
+    rows_inverse: [FftPlan<Complex<T>, T>; 2],
+    columns: ColumnRoundTrip<T>,
 }
 
 impl<T: FftReal> ImagePlan<T> {
@@ -142,6 +147,8 @@ impl<T: FftReal> ImagePlan<T> {
         let (one, all) = (options(Target::Cpu), options(Target::Parallel));
         let half = [ny, nx / 2 + 1];
         let full = options(Target::Cpu).s(&[ny, nx]);
+        let rows = |o: FftOptions| o.axis(1);
+        let row_length = |t| options(t).axis(1).n(nx);
         Ok(ImagePlan {
             ny,
             nx,
@@ -153,6 +160,15 @@ impl<T: FftReal> ImagePlan<T> {
                 FftPlan::irfftn(&half, &full)?,
                 FftPlan::irfftn(&half, &full.target(Target::Parallel))?,
             ],
+            rows_forward: [
+                FftPlan::rfftn(&[ny, nx], &rows(one.clone()))?,
+                FftPlan::rfftn(&[ny, nx], &rows(all.clone()))?,
+            ],
+            rows_inverse: [
+                FftPlan::irfftn(&half, &row_length(Target::Cpu))?,
+                FftPlan::irfftn(&half, &row_length(Target::Parallel))?,
+            ],
+            columns: ColumnRoundTrip::new(ny),
         })
     }
 
@@ -186,6 +202,45 @@ impl<T: FftReal> ImagePlan<T> {
         threads: Threads,
     ) -> Result<()> {
         self.inverse[slot(threads)].execute_into(spectrum, out)
+    }
+}
+
+impl<T: FftReal> ImagePlan<T> {
+    /// The cross-correlation of `moving` with the half spectrum `reference`, as
+    /// [`ImagePlan::forward`], a cross-power spectrum and [`ImagePlan::inverse`] would give
+    /// it: the cross-power spectrum (`R conj(M)`, normalised) in `scratch.product`, the
+    /// correlation image in `scratch.cc`; returns `Σ|M|²` over the full spectrum.
+    fn correlate(
+        &self,
+        moving: ArrayView2<'_, T>,
+        reference: &Array2<Complex<T>>,
+        scratch: &mut Scratch<T>,
+        normalization: Normalization,
+        threads: Threads,
+    ) -> Result<f64> {
+        let (ny, nx, m) = (self.ny, self.nx, self.half_width());
+        let Scratch { product, cc, rows } = scratch;
+        let rows = rows.get_or_insert_with(|| Array2::zeros((ny, m)));
+        self.rows_forward[slot(threads)].execute_into(&moving, rows)?;
+        // Each column's `Σ|M|²`, summed in column order afterwards (the same total whatever
+        // the threads did).
+        let powers: Vec<std::sync::atomic::AtomicU64> = (0..m).map(|_| 0.into()).collect();
+        let combine = |c: usize, column: &mut [Complex<T>], r: &[Complex<T>]| {
+            let power = column.iter().map(|z| z.to_f64_norm_sqr()).sum::<f64>() * mirrored(c, nx);
+            powers[c].store(power.to_bits(), std::sync::atomic::Ordering::Relaxed);
+            for (z, &r) in column.iter_mut().zip(r) {
+                *z = normalise(r * z.conj(), normalization);
+            }
+        };
+        // The rows' inverse divides by `nx`: the columns' round trip by `ny`.
+        let scale = T::of_f64(1.0 / ny as f64);
+        self.columns
+            .run(rows, reference, product, scale, threads, combine);
+        self.rows_inverse[slot(threads)].execute_into(&*rows, cc)?;
+        Ok(powers
+            .iter()
+            .map(|p| f64::from_bits(p.load(std::sync::atomic::Ordering::Relaxed)))
+            .sum())
     }
 }
 
@@ -461,6 +516,9 @@ struct HostCorrelator<T: FftReal> {
 pub(super) struct Scratch<T: FftReal> {
     product: Array2<Complex<T>>,
     cc: Array2<T>,
+    /// The moving image transformed along its rows, then the correlation's columns (made on
+    /// first use: only [`Correlator`] needs it).
+    rows: Option<Array2<Complex<T>>>,
 }
 
 impl<T: FftReal> Scratch<T> {
@@ -469,6 +527,7 @@ impl<T: FftReal> Scratch<T> {
         Scratch {
             product: Array2::zeros((ny, m)),
             cc: Array2::zeros((ny, nx)),
+            rows: None,
         }
     }
 
@@ -560,24 +619,21 @@ impl<T: FftReal> HostCorrelator<T> {
     }
 
     fn peak(&self, moving: ArrayView2<'_, T>, options: &PccOptions) -> Result<Peak> {
-        let nx = self.plan.width();
         let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
         let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
-        self.plan
-            .forward(moving, &mut scratch.product, self.threads)?;
-        let moving_power = cross_power(
+        let moving_power = self.plan.correlate(
+            moving,
             &self.reference,
-            &mut scratch.product,
-            nx,
+            &mut scratch,
             options.normalization,
             self.threads,
-        );
+        )?;
         let amplitudes = (self.reference_power, moving_power);
         let upsample = options.upsample_factor;
-        let peak = half_product_peak(&self.plan, &mut scratch, upsample, amplitudes, self.threads);
+        let peak = correlation_peak(&self.plan, &scratch, upsample, amplitudes, self.threads);
         pool().push(scratch);
-        peak
+        Ok(peak)
     }
 }
 
@@ -590,45 +646,19 @@ pub(super) fn half_power<T: FftReal>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
 }
 
 fn row_power<'a, T: FftReal>(row: impl Iterator<Item = &'a Complex<T>>, nx: usize) -> f64 {
-    let m = nx / 2 + 1;
     row.enumerate()
-        .map(|(c, z)| {
-            let twice = c > 0 && !(nx % 2 == 0 && c == m - 1);
-            z.to_f64_norm_sqr() * if twice { 2.0 } else { 1.0 }
-        })
+        .map(|(c, z)| z.to_f64_norm_sqr() * mirrored(c, nx))
         .sum()
 }
 
-/// Replaces the half spectrum `moving` by its cross-power spectrum with `reference`
-/// (`R conj(M)`, normalised), and returns `Σ|M|²` over the full spectrum; rows split across
-/// threads.
-fn cross_power<T: FftReal>(
-    reference: &Array2<Complex<T>>,
-    moving: &mut Array2<Complex<T>>,
-    nx: usize,
-    normalization: Normalization,
-    threads: Threads,
-) -> f64 {
-    let m = nx / 2 + 1;
-    let rows_per_piece = 64 * m;
-    let reference = reference.as_slice().expect("a standard-layout spectrum");
-    let moving = moving.as_slice_mut().expect("a standard-layout spectrum");
-    let piece = |(r, p): (&[Complex<T>], &mut [Complex<T>])| -> f64 {
-        let mut power = 0.0;
-        for (r_row, p_row) in r.chunks_exact(m).zip(p.chunks_exact_mut(m)) {
-            power += row_power(p_row.iter(), nx);
-            for (z, &r) in p_row.iter_mut().zip(r_row) {
-                *z = normalise(r * z.conj(), normalization);
-            }
-        }
-        power
-    };
-    let pieces = reference
-        .chunks(rows_per_piece)
-        .zip(moving.chunks_mut(rows_per_piece));
-    match threads {
-        Threads::One => pieces.map(piece).sum(),
-        Threads::All => pieces.par_bridge().map(piece).sum(),
+/// How many times column `c` of a half spectrum counts in the full one of `nx` columns: twice
+/// where it has a mirror image (all but the first, and the last for even `nx`).
+fn mirrored(c: usize, nx: usize) -> f64 {
+    let last = nx / 2;
+    if c > 0 && !(nx % 2 == 0 && c == last) {
+        2.0
+    } else {
+        1.0
     }
 }
 
@@ -685,19 +715,33 @@ pub(super) fn half_product_peak<T: FftReal>(
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Result<Peak> {
+    plan.inverse(&scratch.product, &mut scratch.cc, threads)?;
+    Ok(correlation_peak(
+        plan, scratch, upsample, amplitudes, threads,
+    ))
+}
+
+/// The peak of the correlation image `scratch.cc` of the cross-power half spectrum
+/// `scratch.product`, refined by the upsampled DFT of that spectrum.
+fn correlation_peak<T: FftReal>(
+    plan: &ImagePlan<T>,
+    scratch: &Scratch<T>,
+    upsample: u32,
+    amplitudes: (f64, f64),
+    threads: Threads,
+) -> Peak {
     let (ny, nx) = (plan.height(), plan.width());
-    let Scratch { product, cc } = scratch;
-    plan.inverse(product, cc, threads)?;
+    let Scratch { product, cc, .. } = scratch;
     let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let index = unravel(flat, &[ny, nx]);
     let value = Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0);
     let peak = Peak::whole(&index, &[ny, nx], value, amplitudes);
     if upsample == 1 {
-        return Ok(peak);
+        return peak;
     }
     let (region, _, offsets) = peak.refinement_grid(upsample);
     let offsets = [offsets[0], offsets[1]];
     let u = upsample as f64;
     let up = upsampled_dft_half(product.view(), nx, region, u, offsets, threads);
-    Ok(peak.refined(up.into_dyn().view(), upsample, amplitudes))
+    peak.refined(up.into_dyn().view(), upsample, amplitudes)
 }

@@ -70,6 +70,48 @@ fn multiply_spectra<T: crate::fft::FftReal>(
     Ok(a)
 }
 
+/// Checks what [`ConvElement::spectrum_product`] is given (the crate's callers derive it by
+/// SciPy's rules; the trait is public, so its method checks): distinct axes in range, one
+/// transform length of at least the longer input per axis, the other axes equal or 1, and a
+/// window inside the result.
+fn check_arguments(
+    s1: &[usize],
+    s2: &[usize],
+    axes: &[usize],
+    fshape: &[usize],
+    window: &[(usize, usize)],
+) -> Result<()> {
+    let ndim = s1.len();
+    let fits = s2.len() == ndim
+        && window.len() == ndim
+        && fshape.len() == axes.len()
+        && !axes.is_empty()
+        && axes
+            .iter()
+            .enumerate()
+            .all(|(i, &ax)| ax < ndim && !axes[..i].contains(&ax))
+        && (0..ndim).all(|ax| {
+            let (start, len) = window[ax];
+            match axes.iter().position(|&a| a == ax) {
+                Some(i) => fshape[i] >= s1[ax].max(s2[ax]) && start + len <= fshape[i],
+                None => {
+                    (s1[ax] == s2[ax] || s1[ax] == 1 || s2[ax] == 1)
+                        && start + len <= s1[ax].max(s2[ax])
+                }
+            }
+        });
+    if fits {
+        return Ok(());
+    }
+    Err(crate::Error::InvalidArgument {
+        name: "window",
+        message: format!(
+            "a spectrum product of shapes {s1:?} and {s2:?} along axes {axes:?} with \
+             transform lengths {fshape:?} cannot give the window {window:?}"
+        ),
+    })
+}
+
 /// The `window` (start and length per axis) of `full`, as a new array (`full` itself when
 /// the window is all of it).
 pub(crate) fn cut<T: Copy>(full: ArrayD<T>, window: &[(usize, usize)]) -> Result<ArrayD<T>> {
@@ -105,6 +147,7 @@ macro_rules! real_pair {
                 window: &[(usize, usize)],
                 options: &FftOptions,
             ) -> Result<ArrayD<$t>> {
+                check_arguments(a.shape(), b.shape(), axes, fshape, window)?;
                 fft::real_convolution(a, b, axes, fshape, window, options)
             }
         }
@@ -126,6 +169,7 @@ macro_rules! complex_pair {
                 window: &[(usize, usize)],
                 options: &FftOptions,
             ) -> Result<ArrayD<Complex<$t>>> {
+                check_arguments(a.shape(), b.shape(), axes, fshape, window)?;
                 let o = options.clone().axes(axes).s(fshape);
                 let product =
                     multiply_spectra(fft::fftn_with(&a, &o)?, &fft::fftn_with(&b, &o)?, &o)?;
