@@ -486,11 +486,19 @@ fn an_associative_accumulate_is_exact_for_integers_at_every_length() {
         let stepped =
             a.slice_each_axis(|ax| Slice::new(0, None, if ax.axis.0 == 1 { -3 } else { 1 }));
         let want = running(&stepped.to_owned(), i64::wrapping_add);
+        let stepped32 = stepped.mapv(|v| ((v >> 40) as i32).wrapping_mul(1_000_003));
+        let want32 = running(&stepped32, i32::wrapping_add);
         for t in [Target::Cpu, Target::Parallel] {
             assert_eq!(
                 add_i64_assoc::accumulate_on(t, &stepped, -1).unwrap(),
                 want,
                 "{t:?}"
+            );
+            // Gathered and scanned in place in the buffer (4-byte elements: in tiles).
+            assert_eq!(
+                add_i32_assoc::accumulate_on(t, &stepped32, -1).unwrap(),
+                want32,
+                "{t:?} i32"
             );
         }
     }
@@ -529,10 +537,15 @@ fn an_associative_accumulate_splits_over_any_number_of_threads() {
                 .unwrap();
             // Into a contiguous `out` too: the same split scan.
             let mut out = Array::zeros(len);
+            let a32 = a.mapv(|v| v as i32 * 40_503);
+            let want32 = running(&a32.clone().into_dyn(), i32::wrapping_add);
             pool.install(|| {
                 let got = add_i64_assoc::accumulate_on(Target::Parallel, &a, 0).unwrap();
                 assert_eq!(got.into_dyn(), want, "{len} on {threads} threads");
                 add_i64_assoc::accumulate_out_on(Target::Parallel, &a, 0, &mut out).unwrap();
+                // Pieces after the first start from a carry (4-byte elements: in tiles).
+                let got = add_i32_assoc::accumulate_on(Target::Parallel, &a32, 0).unwrap();
+                assert_eq!(got.into_dyn(), want32, "{len} on {threads} threads, i32");
             });
             assert_eq!(out.into_dyn(), want, "{len} into out on {threads} threads");
         }

@@ -144,6 +144,7 @@ fn noisy_images_still_register() {
 /// The real 2-d path (half spectra) and the general complex path agree on everything.
 #[test]
 fn the_real_path_agrees_with_the_general_path() {
+    let mut cases = Vec::new();
     for shape in [[32, 32], [31, 45], [30, 17]] {
         let a: Array2<f64> = image(&shape, &[0.0, 0.0], 21)
             .into_dimensionality()
@@ -151,11 +152,21 @@ fn the_real_path_agrees_with_the_general_path() {
         let b: Array2<f64> = image(&shape, &[4.2, -3.3], 21)
             .into_dimensionality()
             .unwrap();
-        let want = [-4.2, 3.3];
         // Make the images different in more than a shift, so that the error is not trivial.
         let other: Array2<f64> = image(&shape, &[0.0, 0.0], 99)
             .into_dimensionality()
             .unwrap();
+        cases.push((a, b, other, [-4.2, 3.3]));
+    }
+    // Large enough for the fused column pass to split over the threads (odd width): noise,
+    // and the same moved by a whole (5, -7), quicker to make than band-limited images.
+    let mut rng = Lcg(5);
+    let a = Array2::from_shape_simple_fn((128, 67), || rng.next());
+    let b = Array2::from_shape_fn((128, 67), |(i, j)| a[[(i + 128 - 5) % 128, (j + 7) % 67]]);
+    let other = Array2::from_shape_simple_fn((128, 67), || rng.next());
+    cases.push((a, b, other, [-5.0, 7.0]));
+    for (a, b, other, want) in cases {
+        let shape = a.dim();
         let b = b.mapv(|v| 1.3 * v + 2.0) + other.mapv(|v| 0.2 * v);
         for normalization in [Normalization::Phase, Normalization::Off] {
             for u in [1, 7, 20] {
