@@ -226,7 +226,7 @@ impl<T: FftReal> ImagePlan<T> {
         // the threads did).
         let powers: Vec<std::sync::atomic::AtomicU64> = (0..m).map(|_| 0.into()).collect();
         let combine = |c: usize, column: &mut [Complex<T>], r: &[Complex<T>]| {
-            let power = column.iter().map(|z| z.to_f64_norm_sqr()).sum::<f64>() * mirrored(c, nx);
+            let power = norm_sqr_sum(column) * mirrored(c, nx);
             powers[c].store(power.to_bits(), std::sync::atomic::Ordering::Relaxed);
             for (z, &r) in column.iter_mut().zip(r) {
                 *z = normalise(r * z.conj(), normalization);
@@ -649,6 +649,20 @@ fn row_power<'a, T: FftReal>(row: impl Iterator<Item = &'a Complex<T>>, nx: usiz
     row.enumerate()
         .map(|(c, z)| z.to_f64_norm_sqr() * mirrored(c, nx))
         .sum()
+}
+
+/// `Σ|z|²` in f64, in four interleaved sums (one running sum is a chain of dependent
+/// additions, which held up the fused column pass).
+fn norm_sqr_sum<T: FftReal>(values: &[Complex<T>]) -> f64 {
+    let mut sums = [0.0f64; 4];
+    let mut fours = values.chunks_exact(4);
+    for four in &mut fours {
+        for (s, z) in sums.iter_mut().zip(four) {
+            *s += z.to_f64_norm_sqr();
+        }
+    }
+    let rest: f64 = fours.remainder().iter().map(|z| z.to_f64_norm_sqr()).sum();
+    (sums[0] + sums[1]) + (sums[2] + sums[3]) + rest
 }
 
 /// How many times column `c` of a half spectrum counts in the full one of `nx` columns: twice
