@@ -13,6 +13,10 @@
 //!   result complex ([`ConvElement`] gives the types: `f32` with `Complex<f32>` gives
 //!   `Complex<f32>`). Transform lengths are padded to [`next_fast_len`]
 //!   (its real variant for real results).
+//! - For real inputs the transforms along the first convolved axis, the product and the
+//!   inverse along that axis run together on blocks of lanes in cache, and only the kept
+//!   window is transformed back into the result: one pass over the spectra rather than five,
+//!   and no padded result to crop.
 //!
 //! [`device`] has every function here on device arrays, with the same rules, through cuFFT, a
 //! `#[vectorize(target = "cuda")]` spectrum product and kernels for the direct sum and the
