@@ -14,7 +14,7 @@ use super::{FftOptions, FftPlan, FftReal, Norm, Pass, PassKind};
 use crate::error::Result;
 use crate::parallel::Threads;
 use crate::shape::Strides;
-use ndarray::{ArrayD, ArrayViewD, IxDyn, Slice};
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use num_complex::Complex;
 use realfft::{ComplexToReal, RealToComplex};
 use rustfft::Fft;
@@ -29,7 +29,10 @@ pub(crate) fn real_convolution<T: FftReal>(
     fshape: &[usize],
     window: &[(usize, usize)],
     options: &FftOptions,
-) -> Result<ArrayD<T>> {
+) -> Result<ArrayD<T>>
+where
+    Complex<T>: crate::Element,
+{
     let threads = options.threads()?;
     // The axes not convolved are independent point by point: keep only the window there.
     let narrow = |x: &mut ArrayViewD<'_, T>| {
@@ -92,7 +95,7 @@ pub(crate) fn real_convolution<T: FftReal>(
         .axes(&axes[1..])
         .s(&fshape[1..])
         .norm(Norm::Backward);
-    let sa = FftPlan::<T, Complex<T>>::rfftn(a.shape(), &rest)?.execute(&a)?;
+    let plan_a = FftPlan::<T, Complex<T>>::rfftn(a.shape(), &rest)?;
     let sb = FftPlan::<T, Complex<T>>::rfftn(b.shape(), &rest)?.execute(&b)?;
     // The product, transformed back along the first axis: the window's points there.
     let mut pshape = out_shape.clone();
@@ -100,29 +103,53 @@ pub(crate) fn real_convolution<T: FftReal>(
         pshape[ax] = n;
     }
     pshape[last] = fshape[fshape.len() - 1] / 2 + 1;
-    let mut product = crate::alloc::try_uninit::<Complex<T>, IxDyn>(&IxDyn(&pshape))?;
-    let pstrides = Strides::from_slice(product.strides());
+    // Where the first axis is the outermost and the first input's spectrum has the product's
+    // shape on the other axes, the two share one buffer: each block of lanes is read before
+    // it is written, and a lane is at the same place in both (one fresh array fewer to fault
+    // in and zero).
+    let a_rows = a.shape()[first];
+    let shared = first == 0 && plan_a.output_shape()[1..] == pshape[1..];
+    let mut buffer_shape = pshape.clone();
+    if shared {
+        buffer_shape[0] = pshape[0].max(a_rows);
+    }
+    let mut buffer = crate::alloc::try_zeroed::<Complex<T>, IxDyn>(&IxDyn(&buffer_shape))?;
+    let separate = if shared {
+        let mut rows = buffer.slice_axis_mut(Axis(0), Slice::from(..a_rows));
+        plan_a.execute_into(&a, &mut rows)?;
+        None
+    } else {
+        Some(plan_a.execute(&a)?)
+    };
+    let pstrides = Strides::from_slice(buffer.strides());
+    // Both the first spectrum's lanes (where `shared`) and the product's from one pointer.
+    let base = buffer.as_mut_ptr();
+    let (sa_ptr, ab) = match &separate {
+        Some(sa) => (
+            sa.as_ptr(),
+            broadcast_strides(sa.shape(), sa.strides(), first),
+        ),
+        None => (base as *const Complex<T>, pstrides.clone()),
+    };
+    let bb = broadcast_strides(sb.shape(), sb.strides(), first);
     let n = fshape[0];
     let forward = super::cache::complex::<T>(n, rustfft::FftDirection::Forward);
     let inverse = super::cache::complex::<T>(n, rustfft::FftDirection::Inverse);
-    let (ab, bb) = (
-        broadcast_strides(sa.shape(), sa.strides(), first),
-        broadcast_strides(sb.shape(), sb.strides(), first),
-    );
-    // SAFETY: the spectra are fresh standard arrays; `product` is fresh, and the pass writes
-    // every element of it (the window's points of every lane).
-    let mut product = unsafe {
+    // SAFETY: the spectra are valid arrays; the product's lanes (the first `pshape[0]` rows of
+    // `buffer`) are written only by this pass, each block after it has read its lanes of the
+    // first spectrum, which is `buffer` itself where `shared` and is otherwise distinct.
+    unsafe {
         complex_lanes(
             (&*forward, &*inverse),
             (first, n, window[first]),
             scale,
             (
                 Lanes {
-                    ptr: (sa.as_ptr(), sb.as_ptr()),
+                    ptr: (sa_ptr, sb.as_ptr()),
                     shape: &pshape,
                     strides: &ab,
                 },
-                (sa.shape()[first], sb.shape()[first]),
+                (a_rows, sb.shape()[first]),
                 &bb,
             ),
             Between {
@@ -133,16 +160,16 @@ pub(crate) fn real_convolution<T: FftReal>(
                 keep: None,
             },
             Lanes {
-                ptr: product.as_mut_ptr() as *mut Complex<T>,
+                ptr: base,
                 shape: &pshape,
                 strides: &pstrides,
             },
             threads,
             &workspace,
         );
-        product.assume_init()
-    };
-    drop((sa, sb));
+    }
+    drop((separate, sb));
+    let mut product = buffer.slice_axis_mut(Axis(0), Slice::from(..pshape[0]));
     // The middle axes back, in place, unscaled (the product carries the whole 1/N).
     let middle = &axes[1..axes.len() - 1];
     if !middle.is_empty() {
