@@ -505,11 +505,8 @@ unsafe fn real_lanes<T: FftReal>(
                         &mut *spectrum_b,
                     ),
                 ] {
-                    for (j, v) in line[..read].iter_mut().enumerate() {
-                        // SAFETY: the input lane holds `read` points, per the contract.
-                        *v = unsafe { *src.offset(j as isize * stride) };
-                    }
-                    line[read..].fill(T::zero());
+                    // SAFETY: the input lane holds `read` points, per the contract.
+                    unsafe { pass::gather_real(line, src, stride, read) };
                     // The lengths are the plans' own: realfft's length errors cannot happen.
                     let _ = forward.process_with_scratch(line, spectrum, scratch);
                 }
@@ -518,10 +515,7 @@ unsafe fn real_lanes<T: FftReal>(
                     .zip(&*spectrum_b)
                     .for_each(|(x, y)| *x = *x * *y * scale);
                 // The product of real signals' spectra: its DC and Nyquist terms are real.
-                spectrum_a[0].im = T::zero();
-                if n % 2 == 0 {
-                    spectrum_a[m - 1].im = T::zero();
-                }
+                pass::real_ends(spectrum_a, n);
                 let _ = inverse.process_with_scratch(spectrum_a, line, scratch);
                 for (j, v) in line[skip..skip + len].iter().enumerate() {
                     // SAFETY: element `j` of destination lane `k`, ours alone.

@@ -200,6 +200,33 @@ unsafe fn gather<A: FftElement>(
     dst[len..].fill(Complex::default());
 }
 
+/// [`gather`] for a real lane: `len` elements at `stride` from `src` into `dst`, the rest of
+/// `dst` zero.
+///
+/// # Safety
+/// `src` addresses `len` readable elements at `stride`.
+pub(super) unsafe fn gather_real<T: FftReal>(
+    dst: &mut [T],
+    src: *const T,
+    stride: isize,
+    len: usize,
+) {
+    for (j, d) in dst[..len].iter_mut().enumerate() {
+        // SAFETY: `j < len`, per the contract.
+        *d = unsafe { *src.offset(j as isize * stride) };
+    }
+    dst[len..].fill(T::zero());
+}
+
+/// Makes the half `spectrum` of a real signal of `n` points real at DC and Nyquist: their
+/// imaginary parts are ignored, as NumPy does (realfft would flag them).
+pub(super) fn real_ends<T: FftReal>(spectrum: &mut [Complex<T>], n: usize) {
+    spectrum[0].im = T::zero();
+    if n % 2 == 0 {
+        spectrum[n / 2].im = T::zero();
+    }
+}
+
 /// How many rows ahead the column gather and scatter prefetch: rows of a large array are
 /// pages apart, which the hardware prefetchers do not follow, so without it every row of a
 /// block costs a full memory latency.
@@ -409,11 +436,8 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
             let spectrum = fit(&mut buf.spectrum, m);
             for k in range {
                 let (so, d) = space.offsets(k);
-                for (j, v) in line[..read].iter_mut().enumerate() {
-                    // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
-                    *v = unsafe { *sp.0.offset(so + j as isize * space.src_axis) };
-                }
-                line[read..].fill(T::zero());
+                // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
+                unsafe { gather_real(line, sp.0.offset(so), space.src_axis, read) };
                 let out: &mut [Complex<T>] = if rows {
                     // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
                     unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), m) }
@@ -469,12 +493,7 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
                 let (so, d) = space.offsets(k);
                 // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
                 unsafe { gather(spectrum, sp.0.offset(so), space.src_axis, read) };
-                // A real signal's DC and Nyquist terms are real: their imaginary parts are ignored,
-                // as NumPy does (realfft would flag them).
-                spectrum[0].im = T::zero();
-                if n % 2 == 0 {
-                    spectrum[m - 1].im = T::zero();
-                }
+                real_ends(spectrum, n);
                 let out: &mut [T] = if rows {
                     // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
                     unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) }
