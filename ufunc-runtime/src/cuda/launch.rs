@@ -49,9 +49,9 @@ pub(crate) fn module(queue: &Queue, kernel: &CudaKernel) -> Result<ModuleHandle>
 }
 
 /// Queues `entry` of a hand-written support source (FFT gathers, registration reductions) over
-/// `items` grid-stride items. Support kernels cannot panic: their status words are never read
-/// (on any queue; the memory is freed in stream order), so a stream's `synchronize` reads back
-/// only the words of kernels that can.
+/// `items` grid-stride items. Support kernels cannot panic: they share one status word per
+/// queue that is never read, so a stream's `synchronize` reads back only the words of kernels
+/// that can.
 pub(crate) fn launch_support(
     queue: &Queue,
     kernel: &CudaKernel,
@@ -63,15 +63,16 @@ pub(crate) fn launch_support(
         return Ok(());
     }
     let module = module(queue, kernel)?;
-    let mut status = queue.status_word()?;
     let shape = LaunchShape {
         items,
         threads: 256,
         cooperative: false,
     };
-    queue
-        .backend
-        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)
+    queue.with_support_status(|status| {
+        queue
+            .backend
+            .launch(&queue.stream, &module, entry, shape, &mut args, status)
+    })
 }
 
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last

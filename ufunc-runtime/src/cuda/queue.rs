@@ -59,6 +59,9 @@ pub(crate) struct Queue {
     /// The FFT plans made for this stream, by layout (a cuFFT plan owns a work area, so
     /// streams do not share plans); dropped with the stream.
     fft_plans: Mutex<HashMap<FftLayout, FftPlanHandle>>,
+    /// The status word of the support kernels, which never write it: made once, not per
+    /// launch (an allocation and a clear fewer on every launch).
+    support_status: Mutex<Option<Buffer>>,
 }
 
 impl Queue {
@@ -71,6 +74,7 @@ impl Queue {
             stream: backend.default_stream(),
             deferred: None,
             fft_plans: Mutex::default(),
+            support_status: Mutex::default(),
         }))
     }
 
@@ -82,6 +86,7 @@ impl Queue {
             stream: backend.new_stream()?,
             deferred: Some(Mutex::new(Vec::new())),
             fft_plans: Mutex::default(),
+            support_status: Mutex::default(),
         })
     }
 
@@ -153,6 +158,22 @@ impl Queue {
     }
 
     /// A zeroed status word for one launch (see the prelude's `__ufunc_panic` and `panics`).
+    /// Runs `launch` with the status word of kernels that never write theirs.
+    pub(crate) fn with_support_status<R>(
+        &self,
+        launch: impl FnOnce(&mut Buffer) -> Result<R>,
+    ) -> Result<R> {
+        let mut word = self
+            .support_status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let word = match &mut *word {
+            Some(word) => word,
+            empty => empty.insert(self.status_word()?),
+        };
+        launch(word)
+    }
+
     pub(crate) fn status_word(&self) -> Result<Buffer> {
         self.backend.alloc_zeroed(&self.stream, STATUS_BYTES)
     }
