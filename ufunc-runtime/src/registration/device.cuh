@@ -56,25 +56,34 @@ extern "C" __global__ void ufunc_reg_argmax(long long n, long long slots, const 
     }
 }
 
+// An argmax candidate: the value kept (signed), its index (-1: none yet).
+struct ufunc_reg_candidate {
+    float top, value;
+    long long where;
+};
+
+// `c` with the candidate (`value` at `index`) folded in: the larger |value|, the smaller index
+// on ties; an index below 0 is no candidate.
+__device__ inline void ufunc_reg_fold(ufunc_reg_candidate& c, float value, long long index) {
+    if (index < 0) return;
+    float a = fabsf(value);
+    if (a > c.top || (a == c.top && index < c.where)) {
+        c.top = a;
+        c.value = value;
+        c.where = index;
+    }
+}
+
 // The next stage of an argmax: the largest |value| of `n` candidates, the smallest index on
 // ties.
 extern "C" __global__ void ufunc_reg_argmax_pairs(long long n, long long slots, const f32* in_best,
                                                   const long long* in_at, f32* best,
                                                   long long* at, int* status) {
     __UFUNC_REG_GRID(slot, slots) {
-        float top = -1.0f, value = 0.0f;
-        long long where = -1;
-        for (long long i = slot; i < n; i += slots) {
-            if (in_at[i] < 0) continue;
-            float a = fabsf(in_best[i]);
-            if (a > top || (a == top && in_at[i] < where)) {
-                top = a;
-                value = in_best[i];
-                where = in_at[i];
-            }
-        }
-        best[slot] = value;
-        at[slot] = where;
+        ufunc_reg_candidate c = {-1.0f, 0.0f, -1};
+        for (long long i = slot; i < n; i += slots) ufunc_reg_fold(c, in_best[i], in_at[i]);
+        best[slot] = c.value;
+        at[slot] = c.where;
     }
 }
 
@@ -89,15 +98,17 @@ extern "C" __global__ void ufunc_reg_crop(long long ny, long long cols, long lon
     }
 }
 
-// kernel[r, k] = exp(2πi (r - offset) f(k) / (n U)), f(k) the signed frequency of bin k.
-// `upsample` and `offset` are whole numbers (the offset is the grid's centre less the rounded
+// kernel[r, k] = exp(2πi (r - offset) f(k) / (n U)), f(k) the signed frequency of bin k, the
+// offset the frame's `state[2 + axis]` (a whole number: the grid's centre less the rounded
 // coarse peak times U).
 extern "C" __global__ void ufunc_reg_dft_kernel(long long n, long long region, long long upsample,
-                                                long long offset, c64* kernel, int* status) {
+                                                long long axis, const double* state, c64* kernel,
+                                                int* status) {
+    const double offset = state[2 + axis];
     __UFUNC_REG_GRID(i, region * n) {
         long long r = i / n, k = i % n;
         double f = k <= (n - 1) / 2 ? (double)k : (double)k - (double)n;
-        double phase = 2.0 * 3.141592653589793 * ((double)r - (double)offset) * f /
+        double phase = 2.0 * 3.141592653589793 * ((double)r - offset) * f /
                        ((double)n * (double)upsample);
         kernel[i].re = cos(phase);
         kernel[i].im = sin(phase);
@@ -189,4 +200,105 @@ extern "C" __global__ void ufunc_reg_upsampled(long long ny, long long nx, long 
 extern "C" __global__ void ufunc_reg_sum_parts_c64(long long n, long long nparts, const c64* parts,
                                                    c64* out, int* status) {
     ufunc_reg_add_parts<c64, double>(n, nparts, parts, out);
+}
+
+// A frame's registration, kept on the device (`state`, doubles): [0, 2) the coarse peak as a
+// signed shift (y, x), [2, 4) the upsampled grid's offsets, [4, 6) the refinement's offset from
+// the coarse peak in pixels, [6, 8) the peak's value (re, im), [8, 10) Σ|S|² of the reference
+// and the moving spectrum (unscaled). The host's `Peak`, field for field.
+
+// The total of `n` partial sums, in order, into `state[slot]`.
+extern "C" __global__ void ufunc_reg_total(long long n, long long slot, const double* partial,
+                                           double* state, int* status) {
+    __UFUNC_REG_GRID(one, 1) {
+        double acc = 0.0;
+        for (long long i = 0; i < n; ++i) acc += partial[i];
+        state[slot] = acc;
+    }
+}
+
+// The coarse peak from `n` argmax candidates (the largest |value|, the smallest index on ties;
+// none, as for an all-NaN input: index 0 and NaN), wrapped to (-n/2, n/2] per axis of a
+// (ny, nx) image, and the grid of the upsampled DFT around it: `region` points per axis,
+// centred at trunc(region / 2).
+extern "C" __global__ void ufunc_reg_peak(long long n, long long ny, long long nx,
+                                          long long upsample, long long region,
+                                          const f32* best, const long long* at, double* state,
+                                          int* status) {
+    __UFUNC_REG_GRID(one, 1) {
+        ufunc_reg_candidate c = {-1.0f, 0.0f, -1};
+        for (long long i = 0; i < n; ++i) ufunc_reg_fold(c, best[i], at[i]);
+        double v = (double)c.value;
+        long long where = c.where;
+        if (where < 0) {
+            where = 0;
+            v = nan("");
+        }
+        long long iy = where / nx, ix = where % nx;
+        double cy = iy > ny / 2 ? (double)iy - (double)ny : (double)iy;
+        double cx = ix > nx / 2 ? (double)ix - (double)nx : (double)ix;
+        double u = (double)upsample, centre = trunc((double)region / 2.0);
+        state[0] = cy;
+        state[1] = cx;
+        state[2] = centre - round(cy * u);
+        state[3] = centre - round(cx * u);
+        state[4] = 0.0;
+        state[5] = 0.0;
+        state[6] = v;
+        state[7] = 0.0;
+    }
+}
+
+// The refinement: the largest |up| of the (region x region) upsampled DFT (the first on ties,
+// the first NaN before any number, as NumPy's argmax), its offset from the grid's centre in
+// pixels, and its value.
+extern "C" __global__ void ufunc_reg_refine(long long region, long long upsample, const c64* up,
+                                            double* state, int* status) {
+    __UFUNC_REG_GRID(one, 1) {
+        double top = hypot(up[0].re, up[0].im);
+        long long at = 0;
+        for (long long i = 1; i < region * region; ++i) {
+            double a = hypot(up[i].re, up[i].im);
+            if (a > top || (isnan(a) && !isnan(top))) {
+                top = a;
+                at = i;
+            }
+        }
+        double u = (double)upsample, centre = trunc((double)region / 2.0);
+        state[4] = ((double)(at / region) - centre) / u;
+        state[5] = ((double)(at % region) - centre) / u;
+        state[6] = up[at].re;
+        state[7] = up[at].im;
+    }
+}
+
+// The phase ramps that move an image (ny, nx), half spectrum (ny, cols), by a shift: py[k] =
+// exp(-2πi f(k) dy / ny) over the rows' signed frequencies, px[k] = exp(-2πi k dx / nx). The
+// shift is a frame's registration (`state`, with `upsample`; an axis of length 1 moves by 0)
+// or, with `upsample` 0, the two doubles at `state`. In double, rounded to float, as the host.
+extern "C" __global__ void ufunc_reg_phases(long long ny, long long nx, long long cols,
+                                            long long upsample, const double* state, c32* py,
+                                            c32* px, int* status) {
+    double dy = state[0], dx = state[1];
+    if (upsample > 0) {
+        double u = (double)upsample;
+        dy = round(dy * u) / u + state[4];
+        dx = round(dx * u) / u + state[5];
+        if (ny == 1) dy = 0.0;
+        if (nx == 1) dx = 0.0;
+    }
+    __UFUNC_REG_GRID(i, ny + cols) {
+        double phase;
+        c32* out;
+        if (i < ny) {
+            double f = i <= (ny - 1) / 2 ? (double)i : (double)i - (double)ny;
+            phase = -2.0 * 3.141592653589793 * f * dy / (double)ny;
+            out = py + i;
+        } else {
+            phase = -2.0 * 3.141592653589793 * (double)(i - ny) * dx / (double)nx;
+            out = px + (i - ny);
+        }
+        out->re = (float)cos(phase);
+        out->im = (float)sin(phase);
+    }
 }

@@ -11,13 +11,13 @@ use super::align::{
     bfactor_weights, check, largest_change, read_one, relative_to_first, shift_phases,
     spectra_bytes, Taper,
 };
-use super::pcc::{unravel, Peak};
+use super::pcc::Peak;
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
 use crate::cuda::{launch_support, queue_of, wrap, Arg, Buffer, PinnedImage, Queue};
 use crate::error::{Error, Result};
 use crate::fft::{device as dfft, FftOptions, FftReal};
 use crate::{to_device_on, DeviceArray, DeviceBuffer, Stream};
-use ndarray::{Array2, ArrayView2, Ix1, Ix2, IxDyn};
+use ndarray::{Array2, ArrayView2, Ix1, Ix2};
 use num_complex::Complex;
 use ufunc_macros::vectorize;
 
@@ -66,13 +66,20 @@ fn moved(spectrum: Complex<f32>, py: Complex<f32>, px: Complex<f32>) -> Complex<
 
 crate::cuda::support_kernels!(KERNELS, "ufunc_registration", include_str!("device.cuh"));
 
-/// Slots of the two reduction stages: the first reads the data, the second its partials; the
-/// host adds up the second's. Enough slots to fill a GPU: with 4096, a frame's three
-/// reductions took a millisecond on an H200 (each thread's loads one after another).
-const SLOTS: [usize; 2] = [65536, 2048];
+/// Slots of the reduction stages: the first reads the data, the others the partials before
+/// them; a single thread takes the last stage's. Enough slots to fill a GPU: with 4096, a
+/// frame's three reductions took a millisecond on an H200 (each thread's loads one after
+/// another).
+const SLOTS: [usize; 3] = [65536, 2048, 32];
 
 /// Terms per part of the upsampled DFT's sums (parts added in order afterwards).
 const SUM_CHUNK: usize = 128;
+
+/// Doubles in a frame's registration state on the device (`device.cuh` says what each holds).
+const STATE: usize = 10;
+
+/// Where the state keeps `Σ|S|²` of the reference and of the moving spectrum.
+const POWER_SLOTS: [usize; 2] = [8, 9];
 
 fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
     launch_support(queue, &KERNELS, entry, items, args)
@@ -91,26 +98,41 @@ fn i64s(v: &[usize]) -> Vec<Arg<'static>> {
     v.iter().map(|&x| Arg::I64(x as i64)).collect()
 }
 
-/// `Σ|S|²` over the full spectrum of an image `nx` wide, from its half: queued, the partial
-/// sums left on the device.
-fn queue_power(queue: &Queue, s: &Spectrum, nx: usize) -> Result<DeviceArray<f64, Ix1>> {
+/// Queues `Σ|S|²` over the full spectrum of an image `nx` wide, from its half, into
+/// `state[slot]`.
+fn queue_power(
+    queue: &Queue,
+    s: &Spectrum,
+    nx: usize,
+    state: &mut Buffer,
+    slot: usize,
+) -> Result<()> {
     let (rows, cols) = (s.shape()[0], s.shape()[1]);
-    let mut first = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
+    let mut partial = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
     let mut args = i64s(&[rows, cols, nx, SLOTS[0]]);
-    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut first.buf.0)]);
+    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut partial.buf.0)]);
     launch(queue, "ufunc_reg_power", SLOTS[0], args)?;
-    let mut second = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[1]))?;
-    let mut args = i64s(&[SLOTS[0], SLOTS[1]]);
-    args.extend([Arg::In(&first.buf.0, 0), Arg::Out(&mut second.buf.0)]);
-    launch(queue, "ufunc_reg_sum", SLOTS[1], args)?;
-    Ok(second)
+    for w in SLOTS.windows(2) {
+        let mut next = scratch::<f64, _>(queue, ndarray::Ix1(w[1]))?;
+        let mut args = i64s(&[w[0], w[1]]);
+        args.extend([Arg::In(&partial.buf.0, 0), Arg::Out(&mut next.buf.0)]);
+        launch(queue, "ufunc_reg_sum", w[1], args)?;
+        partial = next;
+    }
+    let mut args = i64s(&[SLOTS[2], slot]);
+    args.extend([Arg::In(&partial.buf.0, 0), Arg::Out(state)]);
+    launch(queue, "ufunc_reg_total", 1, args)
 }
 
-/// The largest `|cc|` and its first index: queued, the candidates left on the device.
-fn queue_argmax(
+/// Queues the coarse peak of `cc` (the largest `|cc|`, its first index) into `state`, with the
+/// grid of the upsampled DFT around it (`region` points per axis).
+fn queue_peak(
     queue: &Queue,
     cc: &DeviceArray<f32, Ix2>,
-) -> Result<(DeviceArray<f32, Ix1>, DeviceArray<i64, Ix1>)> {
+    upsample: u32,
+    region: usize,
+    state: &mut Buffer,
+) -> Result<()> {
     let mut best = scratch::<f32, _>(queue, ndarray::Ix1(SLOTS[0]))?;
     let mut at = scratch::<i64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
     let mut args = i64s(&[cc.len(), SLOTS[0]]);
@@ -120,24 +142,33 @@ fn queue_argmax(
         Arg::Out(&mut at.buf.0),
     ]);
     launch(queue, "ufunc_reg_argmax", SLOTS[0], args)?;
-    let mut best2 = scratch::<f32, _>(queue, ndarray::Ix1(SLOTS[1]))?;
-    let mut at2 = scratch::<i64, _>(queue, ndarray::Ix1(SLOTS[1]))?;
-    let mut args = i64s(&[SLOTS[0], SLOTS[1]]);
+    for w in SLOTS.windows(2) {
+        let mut next_best = scratch::<f32, _>(queue, ndarray::Ix1(w[1]))?;
+        let mut next_at = scratch::<i64, _>(queue, ndarray::Ix1(w[1]))?;
+        let mut args = i64s(&[w[0], w[1]]);
+        args.extend([
+            Arg::In(&best.buf.0, 0),
+            Arg::In(&at.buf.0, 0),
+            Arg::Out(&mut next_best.buf.0),
+            Arg::Out(&mut next_at.buf.0),
+        ]);
+        launch(queue, "ufunc_reg_argmax_pairs", w[1], args)?;
+        (best, at) = (next_best, next_at);
+    }
+    let (ny, nx) = (cc.shape()[0], cc.shape()[1]);
+    let mut args = i64s(&[SLOTS[2], ny, nx, upsample as usize, region]);
     args.extend([
         Arg::In(&best.buf.0, 0),
         Arg::In(&at.buf.0, 0),
-        Arg::Out(&mut best2.buf.0),
-        Arg::Out(&mut at2.buf.0),
+        Arg::Out(state),
     ]);
-    launch(queue, "ufunc_reg_argmax_pairs", SLOTS[1], args)?;
-    Ok((best2, at2))
+    launch(queue, "ufunc_reg_peak", 1, args)
 }
 
-/// The registration of one frame, queued on a stream: what `finish` reads back.
+/// The registration of one frame, queued on a stream: its state on the device, which
+/// `finish` reads back.
 pub(super) struct Queued {
-    product: Spectrum,
-    powers: [DeviceArray<f64, Ix1>; 2],
-    peak: (DeviceArray<f32, Ix1>, DeviceArray<i64, Ix1>),
+    state: DeviceArray<f64, Ix1>,
 }
 
 /// The shapes and options of registering images of one shape on the device.
@@ -189,22 +220,30 @@ impl DevicePlan {
         Ok(out)
     }
 
-    /// Queues the registration of `moving` onto `reference`, or, with `leave_out =
-    /// Some(shift)`, onto `reference` less `moving` moved by `shift`.
+    /// Points per axis of the upsampled DFT's grid (as `Peak::refinement_grid`).
+    fn region(&self) -> usize {
+        (1.5 * self.upsample as f64).ceil() as usize
+    }
+
+    /// Queues the registration of `moving` onto `reference`, or, with `leave_out` (the two
+    /// doubles at a byte offset of a buffer), onto `reference` less `moving` moved by that
+    /// shift. Nothing is read back: the coarse peak and the grid of the refinement around it
+    /// are chosen on the device.
     fn queue(
         &self,
         stream: &Stream,
         reference: &Spectrum,
-        leave_out: Option<[f64; 2]>,
+        leave_out: Option<(&Buffer, usize)>,
         moving: &Spectrum,
         weights: &Weights,
     ) -> Result<Queued> {
         let queue = queue_of(Some(stream))?;
         let (ny, nx) = self.shape;
+        let mut state = scratch::<f64, _>(queue, ndarray::Ix1(STATE))?;
         let others;
         let reference = match leave_out {
             Some(shift) => {
-                let (py, px) = self.phases(stream, shift)?;
+                let (py, px) = self.phases_on_device(queue, shift, 0)?;
                 others = self::leave_out::on_stream(
                     stream,
                     reference.view(),
@@ -216,10 +255,8 @@ impl DevicePlan {
             }
             None => reference,
         };
-        let powers = [
-            queue_power(queue, reference, nx)?,
-            queue_power(queue, moving, nx)?,
-        ];
+        queue_power(queue, reference, nx, &mut state.buf.0, POWER_SLOTS[0])?;
+        queue_power(queue, moving, nx, &mut state.buf.0, POWER_SLOTS[1])?;
         let (r, m, wy, wx) = (
             reference.view(),
             moving.view(),
@@ -231,76 +268,55 @@ impl DevicePlan {
             Normalization::Off => plain_cross_power::on_stream(stream, r, m, wy, wx)?,
         };
         let cc = dfft::irfft2_on(stream, &product, &FftOptions::new().s(&[ny, nx]))?;
-        let peak = queue_argmax(queue, &cc)?;
-        Ok(Queued {
-            product,
-            powers,
-            peak,
+        queue_peak(queue, &cc, self.upsample, self.region(), &mut state.buf.0)?;
+        if self.upsample > 1 {
+            self.queue_refinement(queue, &product, &mut state.buf.0)?;
+        }
+        Ok(Queued { state })
+    }
+
+    /// Reads back a queued registration: the host's `Peak`, from the state the device chose.
+    fn finish(&self, stream: &Stream, queued: Queued) -> Result<Peak> {
+        let state = queued.state.copy_to_host()?;
+        // Reads the status words of the element-wise kernels queued so far, so that a stream's
+        // list of them stays short.
+        stream.synchronize()?;
+        let (ny, nx) = self.shape;
+        let amplitudes = (state[POWER_SLOTS[0]], state[POWER_SLOTS[1]]);
+        let coarse = vec![state[0], state[1]];
+        let value = Complex::new(state[6], state[7]);
+        Ok(if self.upsample == 1 {
+            let size = (ny * nx) as f64;
+            Peak::new(
+                coarse,
+                None,
+                value,
+                (amplitudes.0 / size, amplitudes.1 / size),
+            )
+        } else {
+            Peak::new(coarse, Some(vec![state[4], state[5]]), value, amplitudes)
         })
     }
 
-    /// Reads back the peak of a queued registration (and the upsampled DFT around it).
-    fn finish(&self, stream: &Stream, queued: Queued) -> Result<Peak> {
-        let (ny, nx) = self.shape;
-        let sum = |a: &DeviceArray<f64, Ix1>| -> Result<f64> { Ok(a.copy_to_host()?.sum()) };
-        let amplitudes = (sum(&queued.powers[0])?, sum(&queued.powers[1])?);
-        let (best, at) = (queued.peak.0.copy_to_host()?, queued.peak.1.copy_to_host()?);
-        let mut top: Option<(i64, f32)> = None;
-        for (&i, &v) in at.iter().zip(&best) {
-            let better = match top {
-                None => i >= 0,
-                Some((j, w)) => i >= 0 && (v.abs() > w.abs() || (v.abs() == w.abs() && i < j)),
-            };
-            if better {
-                top = Some((i, v));
-            }
-        }
-        // Every value NaN: the host's argmax gives index 0, and its NaN is reported by `finish`.
-        let (flat, value) = top.map_or((0, f32::NAN), |(i, v)| (i as usize, v));
-        let index = unravel(flat, &[ny, nx]);
-        let peak = Peak::whole(
-            &index,
-            &[ny, nx],
-            Complex::new(value as f64, 0.0),
-            amplitudes,
-        );
-        let result = if self.upsample == 1 {
-            Ok(peak)
-        } else {
-            let up = self.upsampled(stream, &queued.product, &peak)?;
-            Ok(peak.refined(up.view(), self.upsample, amplitudes))
-        };
-        // Reads the status words of the frame's element-wise kernels, so that a stream's list
-        // of them stays short.
-        stream.synchronize()?;
-        result
-    }
-
-    /// The upsampled DFT of the cross-power half spectrum `product` around `peak`.
-    fn upsampled(
+    /// Queues the upsampled DFT of the cross-power half spectrum `product` on the grid that
+    /// `state` holds, and its peak into `state`.
+    fn queue_refinement(
         &self,
-        stream: &Stream,
+        queue: &Queue,
         product: &Spectrum,
-        peak: &Peak,
-    ) -> Result<ndarray::ArrayD<Complex<f64>>> {
-        let queue = queue_of(Some(stream))?;
+        state: &mut Buffer,
+    ) -> Result<()> {
         let (ny, nx) = self.shape;
         let m = self.half_width();
-        let (region, _, offsets) = peak.refinement_grid(self.upsample);
-        let dft_kernel = |n: usize, offset: f64| -> Result<DeviceArray<Complex<f64>, Ix2>> {
+        let region = self.region();
+        let dft_kernel = |n: usize, axis: usize| -> Result<DeviceArray<Complex<f64>, Ix2>> {
             let mut k = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, n))?;
-            // Kernel parameters are integers (the simulator passes them so); the offset is one.
-            let args = vec![
-                Arg::I64(n as i64),
-                Arg::I64(region as i64),
-                Arg::I64(self.upsample as i64),
-                Arg::I64(offset as i64),
-                Arg::Out(&mut k.buf.0),
-            ];
+            let mut args = i64s(&[n, region, self.upsample as usize, axis]);
+            args.extend([Arg::In(state, 0), Arg::Out(&mut k.buf.0)]);
             launch(queue, "ufunc_reg_dft_kernel", region * n, args)?;
             Ok(k)
         };
-        let (ey, ex) = (dft_kernel(ny, offsets[0])?, dft_kernel(nx, offsets[1])?);
+        let (ey, ex) = (dft_kernel(ny, 0)?, dft_kernel(nx, 1)?);
         // Each contraction in parts over chunks of its sum, then the parts added in order.
         let add_parts = |entry, parts: &Buffer, count: usize, (rows, cols): (usize, usize)| {
             let mut sum = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(rows, cols))?;
@@ -341,10 +357,9 @@ impl DevicePlan {
             parts,
             (region, region),
         )?;
-        Ok(up
-            .copy_to_host()?
-            .into_dimensionality::<IxDyn>()
-            .expect("2-d"))
+        let mut args = i64s(&[region, self.upsample as usize]);
+        args.extend([Arg::In(&up.buf.0, 0), Arg::Out(state)]);
+        launch(queue, "ufunc_reg_refine", 1, args)
     }
 
     /// The phase ramps that move an image of this plan's shape by `shift`, as `(rows, 1)` and
@@ -355,6 +370,42 @@ impl DevicePlan {
         let py = Array2::from_shape_vec((self.shape.0, 1), py).expect("rows");
         let px = Array2::from_shape_vec((1, m), px).expect("cols");
         Ok((to_device_on(stream, &py)?, to_device_on(stream, &px)?))
+    }
+
+    /// The same ramps made on the device from a shift that is already there: a frame's
+    /// registration state (`upsample` > 0: its shift as `Peak::shift` makes it) or, with
+    /// `upsample` 0, two doubles (dy, dx); each at a byte offset of a buffer.
+    fn phases_on_device(
+        &self,
+        queue: &Queue,
+        (shift, offset): (&Buffer, usize),
+        upsample: u32,
+    ) -> Result<(Spectrum, Spectrum)> {
+        let (ny, nx) = self.shape;
+        let m = self.half_width();
+        let mut py = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(ny, 1))?;
+        let mut px = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(1, m))?;
+        let mut args = i64s(&[ny, nx, m, upsample as usize]);
+        args.extend([
+            Arg::In(shift, offset),
+            Arg::Out(&mut py.buf.0),
+            Arg::Out(&mut px.buf.0),
+        ]);
+        launch(queue, "ufunc_reg_phases", ny + m, args)?;
+        Ok((py, px))
+    }
+
+    /// `total + spectrum` moved by the shift of the queued registration `by`.
+    fn add_moved_by(
+        &self,
+        stream: &Stream,
+        total: &Spectrum,
+        spectrum: &Spectrum,
+        by: &Queued,
+    ) -> Result<Spectrum> {
+        let queue = queue_of(Some(stream))?;
+        let (py, px) = self.phases_on_device(queue, (&by.state.buf.0, 0), self.upsample)?;
+        add_moved::on_stream(stream, total.view(), spectrum.view(), py.view(), px.view())
     }
 
     /// `total + spectrum` moved by `shift`.
@@ -620,63 +671,67 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
     }
 
     /// Registers every frame (where `against` is given) and adds it, moved by its shift, to a
-    /// new total. Frame `i` is queued on stream `i % 2` before frame `i - 1` is read back.
+    /// new total. Frame `i` goes on stream `i % 2`, and nothing is read back until every frame
+    /// is queued: each frame's shift moves it into the total on the device, so the host only
+    /// reads the frames while the device works.
     fn pass(&mut self, against: Option<Against<'_>>) -> Result<Pass> {
         let n = self.frames.len();
         let plan = self.plan;
         let mut total: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
-        let mut found = Vec::with_capacity(n);
-        let mut pending: Option<(usize, Option<Spectrum>, Option<Queued>)> = None;
-        for i in 0..=n {
-            if i < n {
-                let owned = match self.kept.as_ref().and_then(|k| k.get(i)) {
-                    Some(_) => None,
-                    None => Some(self.spectrum(i, i % 2)?),
-                };
-                let stream = &self.streams[i % 2];
-                let s = self.spectrum_of(i, &owned)?;
-                let queued = match against {
-                    Some((reference, previous, weights)) => {
-                        let leave_out = previous.map(|p| p[i]);
-                        Some(plan.queue(stream, reference, leave_out, s, weights)?)
-                    }
-                    None => None,
-                };
-                let next = pending.replace((i, owned, queued));
-                if let Some(previous) = next {
-                    self.finish(previous, &mut total, &mut found)?;
-                }
-            } else if let Some(last) = pending.take() {
-                self.finish(last, &mut total, &mut found)?;
+        // The previous pass's shifts, for leaving each frame out of the sum it is registered on.
+        let previous = match against {
+            Some((_, Some(shifts), _)) => {
+                let flat: Vec<f64> = shifts.iter().flatten().copied().collect();
+                Some(to_device_on(
+                    &self.streams[0],
+                    &ndarray::Array1::from(flat),
+                )?)
             }
+            _ => None,
+        };
+        let mut queued = Vec::with_capacity(n);
+        for i in 0..n {
+            let owned = match self.kept.as_ref().and_then(|k| k.get(i)) {
+                Some(_) => None,
+                None => Some(self.spectrum(i, i % 2)?),
+            };
+            let stream = &self.streams[i % 2];
+            let s = self.spectrum_of(i, &owned)?;
+            match against {
+                Some((reference, _, weights)) => {
+                    let leave_out = previous
+                        .as_ref()
+                        .map(|p| (&p.buf.0, i * 2 * size_of::<f64>()));
+                    let q = plan.queue(stream, reference, leave_out, s, weights)?;
+                    total = plan.add_moved_by(stream, &total, s, &q)?;
+                    queued.push(Some(q));
+                }
+                None => {
+                    total = plan.add_moved(stream, &total, s, [0.0, 0.0])?;
+                    queued.push(None);
+                }
+            }
+            if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {
+                kept.push(s);
+            }
+        }
+        let (ny, nx) = plan.shape;
+        let found = queued
+            .into_iter()
+            .enumerate()
+            .map(|(i, q)| match q {
+                Some(q) => {
+                    let peak = plan.finish(&self.streams[i % 2], q)?;
+                    let s = peak.shift(&[ny, nx], plan.upsample);
+                    Ok(([s[0], s[1]], peak.correlation()))
+                }
+                None => Ok(([0.0, 0.0], 0.0)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for stream in &self.streams {
+            stream.synchronize()?;
         }
         Ok(Pass { found, total })
-    }
-
-    /// Reads back frame `i`'s registration and adds the frame, moved, to `total`.
-    fn finish(
-        &mut self,
-        (i, owned, queued): (usize, Option<Spectrum>, Option<Queued>),
-        total: &mut Spectrum,
-        found: &mut Vec<([f64; 2], f64)>,
-    ) -> Result<()> {
-        let stream = &self.streams[i % 2];
-        let (ny, nx) = self.plan.shape;
-        let result = match queued {
-            Some(q) => {
-                let peak = self.plan.finish(stream, q)?;
-                let s = peak.shift(&[ny, nx], self.plan.upsample);
-                ([s[0], s[1]], peak.correlation())
-            }
-            None => ([0.0, 0.0], 0.0),
-        };
-        let s = self.spectrum_of(i, &owned)?;
-        *total = self.plan.add_moved(stream, total, s, result.0)?;
-        if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {
-            kept.push(s);
-        }
-        found.push(result);
-        Ok(())
     }
 }
 

@@ -301,6 +301,22 @@ impl Peak {
         self.value.norm() / (a * b).sqrt()
     }
 
+    /// A peak from its parts (the device's registration state): `amplitudes` scaled as
+    /// `value` is.
+    pub(super) fn new(
+        coarse: Vec<f64>,
+        refinement: Option<Vec<f64>>,
+        value: Complex<f64>,
+        amplitudes: (f64, f64),
+    ) -> Peak {
+        Peak {
+            coarse,
+            refinement,
+            value,
+            amplitudes,
+        }
+    }
+
     /// The integer peak at `index` of a cross-correlation of `shape` holding `value` there
     /// (`amplitudes` unscaled: `Σ|S|²` of each input, scaled here as the inverse FFT is).
     pub(super) fn whole(
