@@ -94,6 +94,17 @@ fn cpu_and_parallel_agree() {
     )
     .unwrap();
     assert_eq!(view, cpu);
+    // Frames that are not contiguous (every other column, reversed) are read element by element
+    // instead of in pieces: the same result as their contiguous copy.
+    let strided = m.slice(ndarray::s![.., .., ..;-2]);
+    let options = AlignOptions {
+        target: Target::Parallel,
+        ..Default::default()
+    };
+    assert_eq!(
+        align_movie(&mut strided.clone(), &options).unwrap(),
+        align_movie(&mut strided.to_owned(), &options).unwrap()
+    );
 }
 
 /// A source that fails on one frame.
@@ -179,6 +190,19 @@ fn bad_movies_and_options_are_errors() {
         align_movie(&mut m, &AlignOptions::default()).unwrap_err(),
         Error::NotFinite { .. }
     ));
+    // Frames are checked in pieces of 65536 values: a NaN in the last piece of a large frame,
+    // and in a frame read element by element (a strided view), is found too.
+    let mut large = Array3::<f32>::ones((2, 300, 301));
+    large[[1, 299, 300]] = f32::NAN;
+    for e in [
+        align_movie(&mut large.clone(), &AlignOptions::default()),
+        align_movie(
+            &mut large.slice(ndarray::s![.., .., ..;-1]),
+            &AlignOptions::default(),
+        ),
+    ] {
+        assert!(matches!(e.unwrap_err(), Error::NotFinite { .. }));
+    }
     // One frame: nothing to align, frame 0 is the origin.
     let a = align_movie(
         &mut Array3::<f32>::ones((1, 8, 8)),
