@@ -200,18 +200,38 @@ impl Sample {
     }
 }
 
-/// Decodes `bytes` (samples of type `sample`, little- or big-endian, row-major) into `out`.
+/// Decodes `bytes` (samples of type `sample`, little- or big-endian, row-major) into `out`:
+/// a contiguous `out` in pieces side by side (a frame of a large movie is 16 MB or more).
 pub fn decode(bytes: &[u8], sample: Sample, little: bool, out: &mut ArrayViewMut2<'_, f32>) {
+    use rayon::prelude::*;
     debug_assert_eq!(bytes.len(), out.len() * sample.size());
-    // One sample's bytes to f32, for each type; `N` is the sample size. `iter_mut` walks `out`
-    // in row-major order whatever its strides, the order of the samples on disk.
-    fn each<const N: usize>(
+    const PIECE: usize = 1 << 16;
+    match out.as_slice_mut() {
+        Some(out) => out
+            .par_chunks_mut(PIECE)
+            .zip(bytes.par_chunks(PIECE * sample.size()))
+            .for_each(|(out, bytes)| decode_into(bytes, sample, little, out.iter_mut())),
+        // `iter_mut` walks `out` in row-major order whatever its strides, the order of the
+        // samples on disk.
+        None => decode_into(bytes, sample, little, out.iter_mut()),
+    }
+}
+
+/// Decodes `bytes` into the samples `out` yields, in order.
+fn decode_into<'a>(
+    bytes: &[u8],
+    sample: Sample,
+    little: bool,
+    out: impl Iterator<Item = &'a mut f32>,
+) {
+    // One sample's bytes to f32, for each type; `N` is the sample size.
+    fn each<'a, const N: usize>(
         bytes: &[u8],
         little: bool,
-        out: &mut ArrayViewMut2<'_, f32>,
+        out: impl Iterator<Item = &'a mut f32>,
         f: impl Fn([u8; N]) -> f32,
     ) {
-        for (o, chunk) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+        for (o, chunk) in out.zip(bytes.chunks_exact(N)) {
             let mut b = [0u8; N];
             b.copy_from_slice(chunk);
             if !little {
@@ -230,6 +250,28 @@ pub fn decode(bytes: &[u8], sample: Sample, little: bool, out: &mut ArrayViewMut
         Sample::F16 => each::<2>(bytes, little, out, |b| half::f16::from_le_bytes(b).to_f32()),
         Sample::F32 => each::<4>(bytes, little, out, f32::from_le_bytes),
         Sample::F64 => each::<8>(bytes, little, out, |b| f64::from_le_bytes(b) as f32),
+    }
+}
+
+/// Fills `buffer` from `file` at `offset`, in pieces read side by side: one reader copies a
+/// frame out of the page cache at a few GB/s, several at many.
+pub fn read_at(file: &std::fs::File, offset: u64, buffer: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rayon::prelude::*;
+        use std::os::unix::fs::FileExt;
+        const PIECE: usize = 1 << 20;
+        buffer
+            .par_chunks_mut(PIECE)
+            .enumerate()
+            .try_for_each(|(i, piece)| file.read_exact_at(piece, offset + (i * PIECE) as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = file;
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_exact(buffer)
     }
 }
 

@@ -8,11 +8,11 @@
 //! 92, EXTTYP at 104, NVERSION at 108, MAP ("MAP ") at 208, MACHST at 212, RMS at 216, NLABL at
 //! 220, then ten 80-character labels from 224.
 
-use super::{decode, file_len, FrameReader, Sample};
+use super::{decode, file_len, read_at, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 const HEADER: usize = 1024;
@@ -106,10 +106,8 @@ impl FrameReader for MrcReader {
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
         let frame_bytes = self.shape.0 * self.shape.1 * self.sample.size();
         self.buffer.resize(frame_bytes, 0);
-        self.file.seek(SeekFrom::Start(
-            self.data_offset + (index * frame_bytes) as u64,
-        ))?;
-        self.file.read_exact(&mut self.buffer)?;
+        let offset = self.data_offset + (index * frame_bytes) as u64;
+        read_at(&self.file, offset, &mut self.buffer)?;
         decode(&self.buffer, self.sample, self.little, &mut out);
         Ok(())
     }

@@ -2,12 +2,12 @@
 //! integer or float type up to 32 bits (and float64), either byte order. ndarray-npy parses the
 //! header; frames are then read one at a time by seeking into the data.
 
-use super::{decode, file_len, FrameReader, Sample};
+use super::{decode, file_len, read_at, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use ndarray_npy::npy::header::Header;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Seek};
 use std::path::Path;
 
 /// Reads the frames of an `.npy` file.
@@ -99,10 +99,8 @@ impl FrameReader for NpyReader {
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
         let frame_bytes = self.shape.0 * self.shape.1 * self.sample.size();
         self.buffer.resize(frame_bytes, 0);
-        self.file.seek(SeekFrom::Start(
-            self.data_offset + (index * frame_bytes) as u64,
-        ))?;
-        self.file.read_exact(&mut self.buffer)?;
+        let offset = self.data_offset + (index * frame_bytes) as u64;
+        read_at(&self.file, offset, &mut self.buffer)?;
         decode(&self.buffer, self.sample, self.little, &mut out);
         Ok(())
     }
