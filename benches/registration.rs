@@ -14,7 +14,7 @@ use std::time::Instant;
 use ufunc::cuda::{to_device_on, Stream};
 use ufunc::fft::{device, FftOptions};
 use ufunc::prelude::*;
-use ufunc::registration::{Correlator, PccOptions};
+use ufunc::registration::{align_movie, AlignOptions, Correlator, PccOptions, Reference};
 
 /// A deterministic image with structure at every scale, and the same moved by `(dy, dx)`.
 fn images(n: usize) -> (Array2<f32>, Array2<f32>) {
@@ -88,6 +88,37 @@ fn steps(reference: &Array2<f32>, moving: &Array2<f32>, reps: usize) {
     });
 }
 
+/// The cost of a frame inside a movie: `align_movie` over `frames` copies of `moving` held in
+/// host memory (no file to read), U = 20, the median of `reps` runs after a warm-up; with the
+/// first frame as the reference (one pass) and with the iterated sum (its passes counted).
+fn movie_rows(moving: &Array2<f32>, target: Target, frames: usize, reps: usize, json: bool) -> f64 {
+    let (ny, nx) = moving.dim();
+    let movie = ndarray::Array3::from_shape_fn((frames, ny, nx), |(_, y, x)| moving[[y, x]]);
+    let imp = format!("ufunc {}", target.name());
+    let mut first_ms = f64::NAN;
+    for (name, reference) in [("first", Reference::First), ("sum", Reference::Sum)] {
+        let options = AlignOptions {
+            reference,
+            target,
+            upsample_factor: 20,
+            ..Default::default()
+        };
+        let iterations = align_movie(&mut movie.view(), &options).unwrap().iterations;
+        let ms = common::median_ms(reps, || {
+            black_box(align_movie(&mut movie.view(), &options).unwrap());
+        }) / frames as f64;
+        if reference == Reference::First {
+            first_ms = ms;
+        }
+        if json {
+            println!("{{\"case\": \"movie_frame_2048_u20_{name}\", \"n\": {ny}, \"impl\": \"{imp}\", \"ms\": {ms:.3}, \"frames\": {frames}, \"iterations\": {iterations}}}");
+        } else {
+            println!("{imp:16} per frame of a {frames}-frame movie in memory, reference {name:5} {ms:8.2} ms ({iterations} iterations)");
+        }
+    }
+    first_ms
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let json = args.iter().any(|a| a == "--json");
@@ -158,11 +189,13 @@ fn main() {
                 println!("{imp:16} per frame without refinement (upsample 1) {coarse_ms:8.2} ms");
             }
             steps(&reference, &moving, reps);
+            let in_movie = movie_rows(&moving, target, 24, reps.min(5), json);
             let ratio = ms / copy_ms;
+            let movie_ratio = in_movie / copy_ms;
             if json {
                 println!("{{\"case\": \"frame_copy_2048\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {copy_ms:.3}}}");
             } else {
-                println!("{imp:16} frame copy {copy_ms:8.2} ms   registration / copy {ratio:.2}x");
+                println!("{imp:16} frame copy {copy_ms:8.2} ms   registration / copy {ratio:.2}x   in a movie (reference first) / copy {movie_ratio:.2}x");
             }
         }
     }

@@ -26,6 +26,8 @@ cp bench/peers_fft.py bench/peers_registration.py bench/seed_movie.py .gpu/
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
+#   bash .gpu/run.sh [STEP...]   steps: tests bench fft registration seed (default: all, about
+#                                8 minutes on an H200; a lent session has 15 in all)
 # Every step runs even when one before it failed; each step's output is also kept in
 # $OUT (the device tool's folder) or ./logs, and the exit status is that of the tests.
 set -uo pipefail
@@ -46,20 +48,29 @@ step() { # step NAME SECONDS COMMAND...: runs COMMAND under a time limit, its ou
     echo "== $name: exit $rc"
     return "$rc"
 }
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=(tests bench fft registration seed)
+wanted() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step tests 240 ./cuda-tests --test-threads=1
-status=$?
-step cuda-bench 90 ./cuda-bench
+status=0
+if wanted tests; then
+    UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step tests 180 ./cuda-tests --test-threads=1
+    status=$?
+fi
+wanted bench && step cuda-bench 60 ./cuda-bench
 # Device FFTs on device data, then cuFFT's own time through CuPy where it is installed (the
 # goal: the 2048x2048 c2c row within 10% of CuPy's).
-step fft 90 sh -c './fft-bench --device-only --json; python3 peers_fft.py --cupy-only'
-# Registration per frame on the device against the frame's copy (goal: within 1.2x) and the
-# CPU peers on this host's cores; then the seed job end to end (89 frames of 2048x2048 from a
-# 1.4 GiB .npy) on cuda and on all cores.
-step registration 150 sh -c './registration-bench --device-only; python3 peers_registration.py --quick'
-if step seed-movie 90 python3 seed_movie.py seed.npy; then
-    for target in cuda parallel; do
-        step "seed-$target" 120 ./phase_correlation seed.npy --target "$target" --out "out-$target" --force
+wanted fft && step fft 60 sh -c './fft-bench --device-only --json; python3 peers_fft.py --cupy-only'
+# Registration per frame on the device against the frame's copy (goal: within 1.2x), alone and
+# inside a movie held in memory, and the CPU peers on this host's cores; then the seed job end
+# to end (89 frames of 2048x2048 from a 1.4 GiB .npy) on cuda (both references) and on all cores.
+wanted registration &&
+    step registration 120 sh -c './registration-bench --device-only; python3 peers_registration.py --quick'
+if wanted seed && step seed-movie 90 python3 seed_movie.py seed.npy; then
+    for run in "cuda sum" "cuda first" "parallel sum"; do
+        set -- $run
+        step "seed-$1-$2" 60 ./phase_correlation seed.npy --target "$1" --reference "$2" \
+            --out "out-$1-$2" --force
     done
 fi
 exit "$status"
