@@ -128,6 +128,13 @@ fn align_movie_on_cuda_matches_parallel() {
                     ..Default::default()
                 },
             ),
+            (
+                "sum, whole pixels",
+                AlignOptions {
+                    upsample_factor: 1,
+                    ..Default::default()
+                },
+            ),
         ] {
             let on = |target| {
                 let options = AlignOptions { target, ..options };
@@ -165,6 +172,20 @@ fn align_movie_on_cuda_matches_parallel() {
                 err <= 1e-4 * scale,
                 "{what}: sum differs by {err} of {scale}"
             );
+        }
+        // Frames one row high: no shift along the rows, on the device as on the host.
+        let rows = frames((1, 64), 4, 9);
+        let on = |target| {
+            let options = AlignOptions {
+                target,
+                ..Default::default()
+            };
+            align_movie(&mut rows.clone(), &options).unwrap().shifts
+        };
+        let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g[0], 0.0, "one row: frame {i}");
+            same_shift(&format!("one row: frame {i}"), g, w, 0.05 + 1e-9);
         }
     });
 }

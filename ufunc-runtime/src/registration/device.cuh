@@ -251,7 +251,8 @@ extern "C" __global__ void ufunc_reg_peak(long long n, long long ny, long long n
 
 // The refinement: the largest |up| of the (region x region) upsampled DFT (the first on ties,
 // the first NaN before any number, as NumPy's argmax), its offset from the grid's centre in
-// pixels, and its value.
+// pixels, and its value. The host reports the shift this chose (CUDA's hypot may break a
+// near-tie differently from the host's), so the reported shift is the one the sum moved by.
 extern "C" __global__ void ufunc_reg_refine(long long region, long long upsample, const c64* up,
                                             double* state, int* status) {
     __UFUNC_REG_GRID(one, 1) {
@@ -275,7 +276,8 @@ extern "C" __global__ void ufunc_reg_refine(long long region, long long upsample
 // The phase ramps that move an image (ny, nx), half spectrum (ny, cols), by a shift: py[k] =
 // exp(-2πi f(k) dy / ny) over the rows' signed frequencies, px[k] = exp(-2πi k dx / nx). The
 // shift is a frame's registration (`state`, with `upsample`; an axis of length 1 moves by 0)
-// or, with `upsample` 0, the two doubles at `state`. In double, rounded to float, as the host.
+// or, with `upsample` 0, the two doubles at `state`. In double, rounded to float, as the host
+// (CUDA's cos and sin are within 2 ulp of the host's: a ramp may differ in its last bit).
 extern "C" __global__ void ufunc_reg_phases(long long ny, long long nx, long long cols,
                                             long long upsample, const double* state, c32* py,
                                             c32* px, int* status) {

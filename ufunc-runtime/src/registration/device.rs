@@ -1,11 +1,11 @@
 //! The `cuda` target of registration: every step of a frame's registration on the device, in
 //! the host's order and precision (real FFTs, the cross-power spectrum as
 //! `#[vectorize(target = "cuda")]` complex kernels, the inverse, the integer peak, the upsampled
-//! DFT around it), so that only a few numbers come back per frame: the spectra's powers, the
-//! peak's index and value, and the `region x region` upsampled neighbourhood of the peak.
-//! Frames are read into page-locked buffers and uploaded on two streams in turn, so that one
-//! frame's upload overlaps the other's kernels. Reductions (powers, the peak) run over a fixed number of slots, so a result does
-//! not depend on the device's grid: the simulator's and the GPU's agree.
+//! DFT around it, the coarse and refined peaks chosen there), so that one state of ten numbers
+//! comes back per frame (`device.cuh` says which). Frames are read into page-locked buffers and
+//! uploaded on two streams in turn, so that one frame's upload and kernels overlap the other's.
+//! Reductions (powers, the peak) run over a fixed number of slots, so a result does not depend
+//! on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
     bfactor_weights, check, largest_change, read_one, relative_to_first, shift_phases,
@@ -278,8 +278,8 @@ impl DevicePlan {
     /// Reads back a queued registration: the host's `Peak`, from the state the device chose.
     fn finish(&self, stream: &Stream, queued: Queued) -> Result<Peak> {
         let state = queued.state.copy_to_host()?;
-        // Reads the status words of the element-wise kernels queued so far, so that a stream's
-        // list of them stays short.
+        // Reports a panic of the element-wise kernels queued so far (their status words wait on
+        // the stream until it is synchronised).
         stream.synchronize()?;
         let (ny, nx) = self.shape;
         let amplitudes = (state[POWER_SLOTS[0]], state[POWER_SLOTS[1]]);
@@ -395,17 +395,17 @@ impl DevicePlan {
         Ok((py, px))
     }
 
-    /// `total + spectrum` moved by the shift of the queued registration `by`.
-    fn add_moved_by(
+    /// `total + spectrum` moved by the phase ramps `(py, px)`, into `out`.
+    fn add_moved_into(
         &self,
         stream: &Stream,
         total: &Spectrum,
         spectrum: &Spectrum,
-        by: &Queued,
-    ) -> Result<Spectrum> {
-        let queue = queue_of(Some(stream))?;
-        let (py, px) = self.phases_on_device(queue, (&by.state.buf.0, 0), self.upsample)?;
-        add_moved::on_stream(stream, total.view(), spectrum.view(), py.view(), px.view())
+        (py, px): (&Spectrum, &Spectrum),
+        out: &mut Spectrum,
+    ) -> Result<()> {
+        let (t, s) = (total.view(), spectrum.view());
+        add_moved::out_stream(stream, t, s, py.view(), px.view(), out)
     }
 
     /// `total + spectrum` moved by `shift`.
@@ -536,7 +536,8 @@ impl DeviceCorrelator {
 }
 
 /// [`super::align_movie`] on the device: the same passes as the host's, each frame's
-/// registration queued on one of two streams while the previous frame's is read back. The
+/// registration queued on one of two streams in turn, a whole pass before its results are
+/// read back. The
 /// spectra stay in device memory between passes when they fit in `memory_limit`; otherwise
 /// every pass reads and uploads the frames again.
 pub(super) fn align_on_device<S: FrameSource + ?Sized>(
@@ -677,7 +678,11 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
     fn pass(&mut self, against: Option<Against<'_>>) -> Result<Pass> {
         let n = self.frames.len();
         let plan = self.plan;
+        // The sum is added up in two buffers in turn, each frame reading one and writing the
+        // other: no buffer is dropped during the pass (freeing one that the other stream has
+        // read would make its stream wait for that read, and the streams would take turns).
         let mut total: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
+        let mut next: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
         // The previous pass's shifts, for leaving each frame out of the sum it is registered on.
         let previous = match against {
             Some((_, Some(shifts), _)) => {
@@ -689,6 +694,8 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
             }
             _ => None,
         };
+        // The ramps of no shift, for a pass that only adds the frames up.
+        let unmoved = plan.phases(&self.streams[0], [0.0, 0.0])?;
         let mut queued = Vec::with_capacity(n);
         for i in 0..n {
             let owned = match self.kept.as_ref().and_then(|k| k.get(i)) {
@@ -697,20 +704,27 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
             };
             let stream = &self.streams[i % 2];
             let s = self.spectrum_of(i, &owned)?;
-            match against {
+            let q = match against {
                 Some((reference, _, weights)) => {
                     let leave_out = previous
                         .as_ref()
                         .map(|p| (&p.buf.0, i * 2 * size_of::<f64>()));
-                    let q = plan.queue(stream, reference, leave_out, s, weights)?;
-                    total = plan.add_moved_by(stream, &total, s, &q)?;
-                    queued.push(Some(q));
+                    Some(plan.queue(stream, reference, leave_out, s, weights)?)
                 }
-                None => {
-                    total = plan.add_moved(stream, &total, s, [0.0, 0.0])?;
-                    queued.push(None);
+                None => None,
+            };
+            let ramps;
+            let moved_by = match &q {
+                Some(q) => {
+                    let queue = queue_of(Some(stream))?;
+                    ramps = plan.phases_on_device(queue, (&q.state.buf.0, 0), plan.upsample)?;
+                    (&ramps.0, &ramps.1)
                 }
-            }
+                None => (&unmoved.0, &unmoved.1),
+            };
+            plan.add_moved_into(stream, &total, s, moved_by, &mut next)?;
+            std::mem::swap(&mut total, &mut next);
+            queued.push(q);
             if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {
                 kept.push(s);
             }

@@ -62,7 +62,7 @@ pub struct PccOptions {
     /// Images (default) or spectra.
     pub space: Space,
     /// `Cpu`, `Parallel` (default) or `Cuda` (real 2-d `f32` images: the whole per-image
-    /// chain on the GPU, only the peak's neighbourhood read back).
+    /// chain on the GPU, the peak and its refinement found there: one small read per image).
     pub target: Target,
 }
 
