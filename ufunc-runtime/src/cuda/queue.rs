@@ -157,7 +157,6 @@ impl Queue {
         self.backend.synchronize(&self.stream)
     }
 
-    /// A zeroed status word for one launch (see the prelude's `__ufunc_panic` and `panics`).
     /// Runs `launch` with the status word of kernels that never write theirs.
     pub(crate) fn with_support_status<R>(
         &self,
@@ -174,6 +173,7 @@ impl Queue {
         launch(word)
     }
 
+    /// A zeroed status word for one launch (see the prelude's `__ufunc_panic` and `panics`).
     pub(crate) fn status_word(&self) -> Result<Buffer> {
         self.backend.alloc_zeroed(&self.stream, STATUS_BYTES)
     }
