@@ -388,6 +388,48 @@ mod tests {
         assert!(format!("{err:#}").contains("expected a single image, found 3 frames"));
     }
 
+    /// Frames larger than the pieces they are read (1 MiB) and decoded (65536 samples) in:
+    /// every sample lands where it belongs, big-endian ones swapped.
+    #[test]
+    fn large_frames_are_read_and_decoded_whole() {
+        let dir = std::env::temp_dir().join(format!("ufunc-io-large-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (frames, ny, nx) = (2, 700, 800);
+        let value = |f: usize, y: usize, x: usize| ((f * 7919 + y * 613 + x * 31) % 65521) as u16;
+        // An .npy of big-endian uint16 (1.1 MB a frame), written by hand.
+        let dict = format!(
+            "{{'descr': '>u2', 'fortran_order': False, 'shape': ({frames}, {ny}, {nx}), }}"
+        );
+        let mut header = dict.into_bytes();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(b' ');
+        }
+        header.push(b'\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header);
+        for f in 0..frames {
+            for y in 0..ny {
+                for x in 0..nx {
+                    bytes.extend(value(f, y, x).to_be_bytes());
+                }
+            }
+        }
+        let npy = dir.join("large.npy");
+        std::fs::write(&npy, bytes).unwrap();
+        let read = Movie::open(&npy).and_then(|mut m| m.read_all()).unwrap();
+        let want = Array3::from_shape_fn((frames, ny, nx), |(f, y, x)| value(f, y, x) as f32);
+        assert_eq!(read, want);
+        // An MRC of one float32 image (2.2 MB).
+        let image = want.index_axis(ndarray::Axis(0), 1).mapv(|v| v * 0.5 - 7.0);
+        let mrc = dir.join("large.mrc");
+        let mut file = std::fs::File::create(&mrc).unwrap();
+        crate::io::mrc::write_mrc(&mut file, image.view(), 1.0, "large").unwrap();
+        drop(file);
+        assert_eq!(read_image(&mrc).unwrap(), image);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn bad_files_are_errors_naming_the_file_and_the_problem() {
         let cases = [
