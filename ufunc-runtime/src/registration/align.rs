@@ -118,6 +118,9 @@ pub trait FrameSource {
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
 }
 
+/// Values per piece where a frame is copied or checked in pieces side by side.
+const FRAME_PIECE: usize = 1 << 16;
+
 impl FrameSource for ArrayView3<'_, f32> {
     fn frame_shape(&self) -> (usize, usize) {
         (self.shape()[1], self.shape()[2])
@@ -135,9 +138,8 @@ impl FrameSource for ArrayView3<'_, f32> {
             // One core copies a large frame at a fraction of the memory's (and the device
             // upload's) speed: pieces side by side.
             (Some(to), Some(from)) if to.len() == from.len() => {
-                const PIECE: usize = 1 << 16;
-                to.par_chunks_mut(PIECE)
-                    .zip(from.par_chunks(PIECE))
+                to.par_chunks_mut(FRAME_PIECE)
+                    .zip(from.par_chunks(FRAME_PIECE))
                     .for_each(|(to, from)| to.copy_from_slice(from));
             }
             _ => out.assign(&frame),
@@ -484,7 +486,7 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
     // each folded without an early exit (so that it vectorises).
     let has_nan = match image.as_slice() {
         Some(values) => values
-            .par_chunks(1 << 16)
+            .par_chunks(FRAME_PIECE)
             .any(|piece| piece.iter().fold(false, |nan, v| nan | v.is_nan())),
         None => image.iter().any(|v| v.is_nan()),
     };

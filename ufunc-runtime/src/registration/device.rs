@@ -11,7 +11,7 @@ use super::align::{
     bfactor_weights, check, largest_change, read_one, relative_to_first, shift_phases,
     spectra_bytes, Taper,
 };
-use super::pcc::Peak;
+use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
 use crate::cuda::{launch_support, queue_of, wrap, Arg, Buffer, PinnedImage, Queue};
 use crate::error::{Error, Result};
@@ -220,11 +220,6 @@ impl DevicePlan {
         Ok(out)
     }
 
-    /// Points per axis of the upsampled DFT's grid (as `Peak::refinement_grid`).
-    fn region(&self) -> usize {
-        (1.5 * self.upsample as f64).ceil() as usize
-    }
-
     /// Queues the registration of `moving` onto `reference`, or, with `leave_out` (the two
     /// doubles at a byte offset of a buffer), onto `reference` less `moving` moved by that
     /// shift. Nothing is read back: the coarse peak and the grid of the refinement around it
@@ -268,7 +263,13 @@ impl DevicePlan {
             Normalization::Off => plain_cross_power::on_stream(stream, r, m, wy, wx)?,
         };
         let cc = dfft::irfft2_on(stream, &product, &FftOptions::new().s(&[ny, nx]))?;
-        queue_peak(queue, &cc, self.upsample, self.region(), &mut state.buf.0)?;
+        queue_peak(
+            queue,
+            &cc,
+            self.upsample,
+            refinement_region(self.upsample),
+            &mut state.buf.0,
+        )?;
         if self.upsample > 1 {
             self.queue_refinement(queue, &product, &mut state.buf.0)?;
         }
@@ -308,7 +309,7 @@ impl DevicePlan {
     ) -> Result<()> {
         let (ny, nx) = self.shape;
         let m = self.half_width();
-        let region = self.region();
+        let region = refinement_region(self.upsample);
         let dft_kernel = |n: usize, axis: usize| -> Result<DeviceArray<Complex<f64>, Ix2>> {
             let mut k = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, n))?;
             let mut args = i64s(&[n, region, self.upsample as usize, axis]);
@@ -406,18 +407,6 @@ impl DevicePlan {
     ) -> Result<()> {
         let (t, s) = (total.view(), spectrum.view());
         add_moved::out_stream(stream, t, s, py.view(), px.view(), out)
-    }
-
-    /// `total + spectrum` moved by `shift`.
-    fn add_moved(
-        &self,
-        stream: &Stream,
-        total: &Spectrum,
-        spectrum: &Spectrum,
-        shift: [f64; 2],
-    ) -> Result<Spectrum> {
-        let (py, px) = self.phases(stream, shift)?;
-        add_moved::on_stream(stream, total.view(), spectrum.view(), py.view(), px.view())
     }
 
     /// The image of the half spectrum `total` moved by `shift`, back on the host.
@@ -609,10 +598,13 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
             ..plan
         };
         let mut total = crate::device_array((ny, full.half_width()))?;
+        let mut next = crate::device_array((ny, full.half_width()))?;
         for (i, &shift) in shifts.iter().enumerate() {
             read_one(movie.frames, i, movie.images[0].view_mut(stream)?)?;
             let s = full.spectrum(stream, &movie.images[0].upload(stream)?)?;
-            total = full.add_moved(stream, &total, &s, shift)?;
+            let (py, px) = full.phases(stream, shift)?;
+            full.add_moved_into(stream, &total, &s, (&py, &px), &mut next)?;
+            std::mem::swap(&mut total, &mut next);
         }
         full.image(stream, &total, [0.0, 0.0])?
     };

@@ -338,7 +338,7 @@ impl Peak {
     /// index of the centre, and per axis the offset the DFT takes.
     pub(super) fn refinement_grid(&self, upsample: u32) -> (usize, f64, Vec<f64>) {
         let u = upsample as f64;
-        let region = (1.5 * u).ceil() as usize;
+        let region = refinement_region(upsample);
         let centre = (region as f64 / 2.0).trunc();
         let offsets = self
             .coarse
@@ -383,6 +383,11 @@ impl Peak {
             phasediff: self.value.im.atan2(self.value.re),
         })
     }
+}
+
+/// Points per axis of the upsampled DFT's grid around a peak: `ceil(1.5 U)`.
+pub(super) fn refinement_region(upsample: u32) -> usize {
+    (1.5 * upsample as f64).ceil() as usize
 }
 
 /// Index of the largest `|value|` in C order, the first one on ties (NumPy's `argmax`).
