@@ -553,6 +553,36 @@ fn an_associative_accumulate_splits_over_any_number_of_threads() {
 }
 
 #[test]
+fn a_large_associative_accumulate_streams_its_output_with_the_same_result() {
+    // Outputs of 16 MiB or more are written with non-temporal stores, in whole lines: odd
+    // lengths, an `out` one element off a line, several rows, 4- and 8-byte elements.
+    let value = |i: usize| ((i * 40_503) % 65_521) as i32 - 30_000;
+    let len = 4_200_007;
+    let a = Array::from_shape_fn(len, value);
+    let want = running(&a.clone().into_dyn(), i32::wrapping_add);
+    let a64 = a.mapv(|v| v as i64 * 40_503);
+    let want64 = running(&a64.clone().into_dyn(), i64::wrapping_add);
+    let rows = Array::from_shape_fn((4, 1_100_003), |(i, j)| value(i * 7 + j));
+    let want_rows = running(&rows.clone().into_dyn(), i32::wrapping_add);
+    for t in [Target::Cpu, Target::Parallel] {
+        let got = add_i32_assoc::accumulate_on(t, &a, 0).unwrap();
+        assert_eq!(got.into_dyn(), want, "{t:?}");
+        let mut wider = Array::zeros(len + 1);
+        add_i32_assoc::accumulate_out_on(t, &a, 0, wider.slice_mut(ndarray::s![1..])).unwrap();
+        assert_eq!(wider[0], 0, "{t:?}");
+        assert_eq!(
+            wider.slice(ndarray::s![1..]).into_dyn(),
+            want,
+            "{t:?}, out off a line"
+        );
+        let got = add_i64_assoc::accumulate_on(t, &a64, 0).unwrap();
+        assert_eq!(got.into_dyn(), want64, "{t:?}, i64");
+        let got = add_i32_assoc::accumulate_on(t, &rows, 1).unwrap();
+        assert_eq!(got.into_dyn(), want_rows, "{t:?}, rows");
+    }
+}
+
+#[test]
 fn an_associative_float_accumulate_is_deterministic_and_as_accurate() {
     let n = 3_000_001;
     let a = Array::from_shape_fn(n, |i| 1.0f32 + ((i * 7919) % 1000) as f32 * 1e-3);
