@@ -27,6 +27,7 @@ mod reduce;
 pub mod registration;
 mod shape;
 pub mod signal;
+mod stream;
 mod target;
 
 pub use body::{

@@ -1,7 +1,9 @@
 //! The process-wide plan cache: one rustfft and one realfft planner per float type, behind a
-//! mutex. The planners keep every plan they made, keyed by length and direction, so the plain
-//! functions plan each length once per process.
+//! mutex, and the real transforms of even length made here on the complex ones. Every plan is
+//! kept, keyed by length and direction, so the plain functions plan each length once per
+//! process.
 
+use super::real::{Forward, Inverse};
 use super::FftReal;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::{Fft, FftDirection, FftPlanner};
@@ -11,7 +13,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 struct Planners<T: FftReal> {
     complex: FftPlanner<T>,
+    /// The real transforms of odd length.
     real: RealFftPlanner<T>,
+    forward: HashMap<usize, Arc<dyn RealToComplex<T>>>,
+    inverse: HashMap<usize, Arc<dyn ComplexToReal<T>>>,
 }
 
 /// The planners of every float type, found by the type's id.
@@ -25,6 +30,8 @@ fn with_planners<T: FftReal, R>(f: impl FnOnce(&mut Planners<T>) -> R) -> R {
         Box::new(Planners::<T> {
             complex: FftPlanner::new(),
             real: RealFftPlanner::new(),
+            forward: HashMap::new(),
+            inverse: HashMap::new(),
         })
     });
     match entry.downcast_mut::<Planners<T>>() {
@@ -40,10 +47,30 @@ pub(crate) fn complex<T: FftReal>(n: usize, direction: FftDirection) -> Arc<dyn 
 
 /// The real-to-complex transform of `n` real points.
 pub(crate) fn real_forward<T: FftReal>(n: usize) -> Arc<dyn RealToComplex<T>> {
-    with_planners::<T, _>(|p| p.real.plan_fft_forward(n))
+    with_planners::<T, _>(|p| {
+        if n % 2 == 1 || n == 0 {
+            return p.real.plan_fft_forward(n);
+        }
+        let complex = &mut p.complex;
+        let plan = p
+            .forward
+            .entry(n)
+            .or_insert_with(|| Arc::new(Forward::new(n, complex.plan_fft_forward(n / 2))));
+        Arc::clone(plan)
+    })
 }
 
 /// The complex-to-real transform giving `n` real points.
 pub(crate) fn real_inverse<T: FftReal>(n: usize) -> Arc<dyn ComplexToReal<T>> {
-    with_planners::<T, _>(|p| p.real.plan_fft_inverse(n))
+    with_planners::<T, _>(|p| {
+        if n % 2 == 1 || n == 0 {
+            return p.real.plan_fft_inverse(n);
+        }
+        let complex = &mut p.complex;
+        let plan = p
+            .inverse
+            .entry(n)
+            .or_insert_with(|| Arc::new(Inverse::new(n, complex.plan_fft_inverse(n / 2))));
+        Arc::clone(plan)
+    })
 }

@@ -64,6 +64,7 @@ mod fused;
 mod options;
 mod pass;
 mod plan;
+mod real;
 
 pub use element::{FftElement, FftReal};
 pub use freq::{

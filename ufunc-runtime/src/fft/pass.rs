@@ -10,6 +10,7 @@ use super::options::{Pass, PassKind};
 use super::{FftElement, FftReal};
 use crate::parallel::Threads;
 use crate::shape::{Shape, Strides};
+use crate::stream::{stream_fence, stream_out, STREAM_MIN_BYTES, STREAM_STORES};
 use num_complex::Complex;
 use rayon::prelude::*;
 use realfft::{ComplexToReal, RealToComplex};
@@ -406,7 +407,8 @@ pub(super) unsafe fn scatter_block<T: FftReal>(
     }
 }
 
-/// A real-to-half-spectrum pass from the real array `src` to `dst`.
+/// A real-to-half-spectrum pass from the real array `src` to `dst`; `may_stream` when no
+/// other pass reads `dst` after it.
 ///
 /// # Safety
 /// As for [`complex`], never in place.
@@ -415,6 +417,7 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
     pass: &Pass,
     src: Lanes<'_, *const T>,
     dst: Lanes<'_, *mut Complex<T>>,
+    may_stream: bool,
     threads: Threads,
     workspace: &Workspace<T>,
 ) {
@@ -423,6 +426,12 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
     let scale = T::of_f64(pass.scale);
     let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
     let rows = space.dst_axis == 1 || m == 1;
+    // Rows of a large output that nothing reads next (`may_stream`) are made in the buffer
+    // and streamed out: realfft writes a row from both ends, each line read from memory first.
+    let stream = may_stream
+        && rows
+        && STREAM_STORES
+        && space.count * m * size_of::<Complex<T>>() >= STREAM_MIN_BYTES;
     drive(
         threads,
         workspace,
@@ -438,7 +447,7 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                 let (so, d) = space.offsets(k);
                 // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
                 unsafe { gather_real(line, sp.0.offset(so), space.src_axis, read) };
-                let out: &mut [Complex<T>] = if rows {
+                let out: &mut [Complex<T>] = if rows && !stream {
                     // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
                     unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), m) }
                 } else {
@@ -447,12 +456,18 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                 // The lengths are the plan's own: realfft's length errors cannot happen.
                 let _ = fft.process_with_scratch(line, out, scratch);
                 scale_all(out, scale);
-                if !rows {
+                if stream {
+                    // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
+                    unsafe { stream_out(dp.0.offset(d), out.as_ptr(), m) };
+                } else if !rows {
                     for (j, v) in out.iter().enumerate() {
                         // SAFETY: element `j` of destination lane `k`, ours alone.
                         unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
                     }
                 }
+            }
+            if stream {
+                stream_fence();
             }
         },
     );

@@ -339,7 +339,9 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
                             shape: src_shape,
                             strides: src_strides,
                         };
-                        pass::real_forward(&**f, pass, s, dst_lanes(), threads, ws)
+                        // Only the last pass's output goes unread after it.
+                        let stream = i == last;
+                        pass::real_forward(&**f, pass, s, dst_lanes(), stream, threads, ws)
                     }
                     (Op::RealInverse(f), loc) => {
                         let d = Lanes {

@@ -19,6 +19,7 @@ use crate::body::Body;
 use crate::element::Element;
 use crate::parallel::{Split, Threads};
 use crate::shape::{byte_strides, copy_strided, walk_rows, Shape, Strides};
+use crate::stream::STREAM_MIN_BYTES;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -58,10 +59,6 @@ const SCAN_SPLIT_MIN: usize = 1 << 17;
 /// second time from L2 or L3. Two parallel phases per stretch of pieces: 128 KiB to 8 MiB
 /// measured 13.6 to 8 ms for 16M f32 on a 2-core AMD EPYC, flat from 2 MiB on.
 const SCAN_PIECE_BYTES: usize = 2 << 20;
-/// Accumulations whose output is this large (bytes) or larger write it with non-temporal
-/// stores: it would not stay in cache anyway, and the stores then skip reading each line
-/// first (16M f32 into `out` on a 2-core AMD EPYC: 9.7-11.1 ms before, 7.2-8.8 after).
-const STREAM_MIN_BYTES: usize = 16 << 20;
 /// The largest output (bytes) for which outer reductions split the reduced rows.
 const OUTER_ROWS_MAX_BYTES: usize = 8 << 20;
 /// Otherwise each output's reduced elements are, in pieces of whole blocks, combined in order.
@@ -309,6 +306,7 @@ impl<T: Element> Job<T> {
         let n_kept = self.kept.len();
         // Split a run only where each thread gets several blocks of it.
         let split_min = SCAN_SPLIT_MIN.max(nthreads * 4 * SCAN_BLOCK);
+        // 16M f32 into `out` on a 2-core AMD EPYC: 9.7-11.1 ms with plain stores, 7.2-8.8 streamed.
         let stream = n_kept * n_red * size_of::<T>() >= STREAM_MIN_BYTES;
         if self.inner && regroup && nthreads > 1 && n_kept < 2 * nthreads && n_red >= split_min {
             self.walk_kept_rows(0..n_kept, |p, j, len| {
