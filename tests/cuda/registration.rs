@@ -50,7 +50,9 @@ fn correlator_on_cuda_matches_parallel() {
                 let frame = m.index_axis(Axis(0), i);
                 let before = cuda_counters();
                 let got = cuda.register(&frame).unwrap();
-                let reads = cuda_counters().device_to_host - before.device_to_host;
+                let after = cuda_counters();
+                let reads = after.device_to_host - before.device_to_host;
+                let allocations = after.allocations - before.allocations;
                 let want = host.register(&frame).unwrap();
                 let what = format!("{shape:?} U={upsample} {normalization:?} frame {i}");
                 same_shift(&what, &got.shift, &want.shift, 1e-9);
@@ -61,6 +63,15 @@ fn correlator_on_cuda_matches_parallel() {
                 assert!((got.phasediff - want.phasediff).abs() < 1e-4, "{what}");
                 // The peak, its refinement and the powers are chosen on the device: one read.
                 assert_eq!(reads, 1, "{what}: {reads} reads from the device");
+                // The reductions and the refinement reuse the lane's workspace (they made
+                // eighteen allocations a frame). Left: the frame, its spectrum, the state,
+                // the product with its status word and two shape and stride arrays, the
+                // inverse's copy of its input and its output; the stream's first support
+                // kernel makes the word those share.
+                assert!(
+                    allocations <= 10,
+                    "{what}: {allocations} device allocations"
+                );
             }
         }
     });

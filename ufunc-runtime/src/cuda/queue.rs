@@ -14,6 +14,7 @@ use std::sync::{Mutex, OnceLock};
 
 static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
 static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts of what the `cuda` target did in this process, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,6 +27,9 @@ pub struct CudaCounters {
     /// Kernel compilations: NVRTC (or, under the simulator, the host C++ compiler) runs that
     /// neither the in-memory nor the disk cache could spare.
     pub compiles: usize,
+    /// Device allocations: outputs, uploads, scratch and status words (each a few driver
+    /// calls on a GPU, so a pipeline that reuses its memory makes few).
+    pub allocations: usize,
 }
 
 /// The counters so far.
@@ -39,6 +43,7 @@ pub fn cuda_counters() -> CudaCounters {
         host_to_device: HOST_TO_DEVICE.load(Ordering::Relaxed),
         device_to_host: DEVICE_TO_HOST.load(Ordering::Relaxed),
         compiles: COMPILES.load(Ordering::Relaxed),
+        allocations: ALLOCATIONS.load(Ordering::Relaxed),
     }
 }
 
@@ -93,6 +98,7 @@ impl Queue {
     /// Copies `bytes` to new device memory (one counted transfer).
     pub(crate) fn upload(&self, bytes: &[u8]) -> Result<Buffer> {
         HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         self.backend.upload(&self.stream, bytes)
     }
 
@@ -110,22 +116,26 @@ impl Queue {
     /// waiting (one counted transfer).
     pub(crate) fn upload_pinned(&self, host: &HostBuffer) -> Result<Buffer> {
         HOST_TO_DEVICE.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         self.backend.upload_host(&self.stream, host)
     }
 
     /// Copies shapes or strides to the device (uncounted: the counters are for operand data).
     pub(crate) fn upload_i64(&self, values: &[i64]) -> Result<Buffer> {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         self.backend.upload(&self.stream, &bytes)
     }
 
     /// Zeroed device memory of `bytes` bytes.
     pub(crate) fn alloc_zeroed(&self, bytes: usize) -> Result<Buffer> {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         self.backend.alloc_zeroed(&self.stream, bytes)
     }
 
     /// Device memory of `bytes` bytes, for an output written whole before it is read.
     pub(crate) fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         self.backend.alloc(&self.stream, bytes)
     }
 
@@ -175,7 +185,7 @@ impl Queue {
 
     /// A zeroed status word for one launch (see the prelude's `__ufunc_panic` and `panics`).
     pub(crate) fn status_word(&self) -> Result<Buffer> {
-        self.backend.alloc_zeroed(&self.stream, STATUS_BYTES)
+        self.alloc_zeroed(STATUS_BYTES)
     }
 
     /// After a launch with `status`: a waiting queue waits and reports a panic of the body; a

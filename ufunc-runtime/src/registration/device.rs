@@ -99,70 +99,119 @@ fn i64s(v: &[usize]) -> Vec<Arg<'static>> {
 }
 
 /// Queues `Σ|S|²` over the full spectrum of an image `nx` wide, from its half, into
-/// `state[slot]`.
+/// `state[slot]`, through the stages' partial sums `sums`.
 fn queue_power(
     queue: &Queue,
     s: &Spectrum,
     nx: usize,
-    state: &mut Buffer,
-    slot: usize,
+    (state, slot): (&mut Buffer, usize),
+    sums: &mut [Buffer; 3],
 ) -> Result<()> {
     let (rows, cols) = (s.shape()[0], s.shape()[1]);
-    let mut partial = scratch::<f64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
     let mut args = i64s(&[rows, cols, nx, SLOTS[0]]);
-    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut partial.buf.0)]);
+    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut sums[0])]);
     launch(queue, "ufunc_reg_power", SLOTS[0], args)?;
-    for w in SLOTS.windows(2) {
-        let mut next = scratch::<f64, _>(queue, ndarray::Ix1(w[1]))?;
-        let mut args = i64s(&[w[0], w[1]]);
-        args.extend([Arg::In(&partial.buf.0, 0), Arg::Out(&mut next.buf.0)]);
-        launch(queue, "ufunc_reg_sum", w[1], args)?;
-        partial = next;
+    for stage in 1..SLOTS.len() {
+        let (done, next) = sums.split_at_mut(stage);
+        let mut args = i64s(&[SLOTS[stage - 1], SLOTS[stage]]);
+        args.extend([Arg::In(&done[stage - 1], 0), Arg::Out(&mut next[0])]);
+        launch(queue, "ufunc_reg_sum", SLOTS[stage], args)?;
     }
     let mut args = i64s(&[SLOTS[2], slot]);
-    args.extend([Arg::In(&partial.buf.0, 0), Arg::Out(state)]);
+    args.extend([Arg::In(&sums[2], 0), Arg::Out(state)]);
     launch(queue, "ufunc_reg_total", 1, args)
 }
 
 /// Queues the coarse peak of `cc` (the largest `|cc|`, its first index) into `state`, with the
-/// grid of the upsampled DFT around it (`region` points per axis).
+/// grid of the upsampled DFT around it (`region` points per axis), through the stages'
+/// candidates `best` and `at`.
 fn queue_peak(
     queue: &Queue,
     cc: &DeviceArray<f32, Ix2>,
-    upsample: u32,
-    region: usize,
+    (upsample, region): (u32, usize),
     state: &mut Buffer,
+    (best, at): (&mut [Buffer; 3], &mut [Buffer; 3]),
 ) -> Result<()> {
-    let mut best = scratch::<f32, _>(queue, ndarray::Ix1(SLOTS[0]))?;
-    let mut at = scratch::<i64, _>(queue, ndarray::Ix1(SLOTS[0]))?;
     let mut args = i64s(&[cc.len(), SLOTS[0]]);
     args.extend([
         Arg::In(&cc.buf.0, 0),
-        Arg::Out(&mut best.buf.0),
-        Arg::Out(&mut at.buf.0),
+        Arg::Out(&mut best[0]),
+        Arg::Out(&mut at[0]),
     ]);
     launch(queue, "ufunc_reg_argmax", SLOTS[0], args)?;
-    for w in SLOTS.windows(2) {
-        let mut next_best = scratch::<f32, _>(queue, ndarray::Ix1(w[1]))?;
-        let mut next_at = scratch::<i64, _>(queue, ndarray::Ix1(w[1]))?;
-        let mut args = i64s(&[w[0], w[1]]);
+    for stage in 1..SLOTS.len() {
+        let ((best_done, best_next), (at_done, at_next)) =
+            (best.split_at_mut(stage), at.split_at_mut(stage));
+        let mut args = i64s(&[SLOTS[stage - 1], SLOTS[stage]]);
         args.extend([
-            Arg::In(&best.buf.0, 0),
-            Arg::In(&at.buf.0, 0),
-            Arg::Out(&mut next_best.buf.0),
-            Arg::Out(&mut next_at.buf.0),
+            Arg::In(&best_done[stage - 1], 0),
+            Arg::In(&at_done[stage - 1], 0),
+            Arg::Out(&mut best_next[0]),
+            Arg::Out(&mut at_next[0]),
         ]);
-        launch(queue, "ufunc_reg_argmax_pairs", w[1], args)?;
-        (best, at) = (next_best, next_at);
+        launch(queue, "ufunc_reg_argmax_pairs", SLOTS[stage], args)?;
     }
     let (ny, nx) = (cc.shape()[0], cc.shape()[1]);
     let mut args = i64s(&[SLOTS[2], ny, nx, upsample as usize, region]);
-    args.extend([
-        Arg::In(&best.buf.0, 0),
-        Arg::In(&at.buf.0, 0),
-        Arg::Out(state),
-    ]);
+    args.extend([Arg::In(&best[2], 0), Arg::In(&at[2], 0), Arg::Out(state)]);
     launch(queue, "ufunc_reg_peak", 1, args)
+}
+
+/// The device memory of one stream's registrations, made once and reused frame after frame
+/// (each allocation is a few driver calls on a GPU, and a frame used to make some twenty):
+/// the reductions' stages, the upsampled DFT's kernels and partial sums, a frame's phase
+/// ramps. Frames on one stream run in its order, so they can share it.
+struct Workspace {
+    sums: [Buffer; 3],
+    best: [Buffer; 3],
+    at: [Buffer; 3],
+    /// The DFT kernels of the rows and the columns, `region` x `ny` and `region` x `nx`.
+    dft: [DeviceArray<Complex<f64>, Ix2>; 2],
+    /// The row contraction in parts, then summed; the upsampled grid in parts, then summed.
+    g_parts: Buffer,
+    g: Buffer,
+    up_parts: Buffer,
+    up: Buffer,
+    /// Phase ramps `(rows, 1)` and `(1, cols)`: leaving a frame out, then moving it.
+    ramps: (Spectrum, Spectrum),
+}
+
+impl Workspace {
+    fn new(stream: &Stream, plan: &DevicePlan) -> Result<Self> {
+        let queue = queue_of(Some(stream))?;
+        let (ny, nx) = plan.shape;
+        let m = plan.half_width();
+        let region = refinement_region(plan.upsample);
+        let alloc = |elements: usize, size: usize| queue.alloc(elements * size);
+        let stages = |size: usize| -> Result<[Buffer; 3]> {
+            Ok([
+                alloc(SLOTS[0], size)?,
+                alloc(SLOTS[1], size)?,
+                alloc(SLOTS[2], size)?,
+            ])
+        };
+        let c64 = size_of::<Complex<f64>>();
+        Ok(Workspace {
+            sums: stages(size_of::<f64>())?,
+            best: stages(size_of::<f32>())?,
+            at: stages(size_of::<i64>())?,
+            dft: [
+                scratch(queue, ndarray::Ix2(region, ny))?,
+                scratch(queue, ndarray::Ix2(region, nx))?,
+            ],
+            g_parts: alloc(
+                ny.div_ceil(SUM_CHUNK) * region * m,
+                size_of::<Complex<f32>>(),
+            )?,
+            g: alloc(region * m, c64)?,
+            up_parts: alloc(nx.div_ceil(SUM_CHUNK) * region * region, c64)?,
+            up: alloc(region * region, c64)?,
+            ramps: (
+                scratch(queue, ndarray::Ix2(ny, 1))?,
+                scratch(queue, ndarray::Ix2(1, m))?,
+            ),
+        })
+    }
 }
 
 /// The registration of one frame, queued on a stream: its state on the device, which
@@ -231,6 +280,7 @@ impl DevicePlan {
         leave_out: Option<(&Buffer, usize)>,
         moving: &Spectrum,
         weights: &Weights,
+        ws: &mut Workspace,
     ) -> Result<Queued> {
         let queue = queue_of(Some(stream))?;
         let (ny, nx) = self.shape;
@@ -238,7 +288,8 @@ impl DevicePlan {
         let others;
         let reference = match leave_out {
             Some(shift) => {
-                let (py, px) = self.phases_on_device(queue, shift, 0)?;
+                self.phases_on_device(queue, shift, 0, &mut ws.ramps)?;
+                let (py, px) = &ws.ramps;
                 others = self::leave_out::on_stream(
                     stream,
                     reference.view(),
@@ -250,8 +301,15 @@ impl DevicePlan {
             }
             None => reference,
         };
-        queue_power(queue, reference, nx, &mut state.buf.0, POWER_SLOTS[0])?;
-        queue_power(queue, moving, nx, &mut state.buf.0, POWER_SLOTS[1])?;
+        let state_buf = &mut state.buf.0;
+        queue_power(
+            queue,
+            reference,
+            nx,
+            (state_buf, POWER_SLOTS[0]),
+            &mut ws.sums,
+        )?;
+        queue_power(queue, moving, nx, (state_buf, POWER_SLOTS[1]), &mut ws.sums)?;
         let (r, m, wy, wx) = (
             reference.view(),
             moving.view(),
@@ -263,15 +321,11 @@ impl DevicePlan {
             Normalization::Off => plain_cross_power::on_stream(stream, r, m, wy, wx)?,
         };
         let cc = dfft::irfft2_on(stream, &product, &FftOptions::new().s(&[ny, nx]))?;
-        queue_peak(
-            queue,
-            &cc,
-            self.upsample,
-            refinement_region(self.upsample),
-            &mut state.buf.0,
-        )?;
+        let region = refinement_region(self.upsample);
+        let candidates = (&mut ws.best, &mut ws.at);
+        queue_peak(queue, &cc, (self.upsample, region), state_buf, candidates)?;
         if self.upsample > 1 {
-            self.queue_refinement(queue, &product, &mut state.buf.0)?;
+            self.queue_refinement(queue, &product, state_buf, ws)?;
         }
         Ok(Queued { state })
     }
@@ -306,60 +360,59 @@ impl DevicePlan {
         queue: &Queue,
         product: &Spectrum,
         state: &mut Buffer,
+        ws: &mut Workspace,
     ) -> Result<()> {
         let (ny, nx) = self.shape;
         let m = self.half_width();
         let region = refinement_region(self.upsample);
-        let dft_kernel = |n: usize, axis: usize| -> Result<DeviceArray<Complex<f64>, Ix2>> {
-            let mut k = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(region, n))?;
+        for (axis, (k, n)) in ws.dft.iter_mut().zip([ny, nx]).enumerate() {
             let mut args = i64s(&[n, region, self.upsample as usize, axis]);
             args.extend([Arg::In(state, 0), Arg::Out(&mut k.buf.0)]);
             launch(queue, "ufunc_reg_dft_kernel", region * n, args)?;
-            Ok(k)
-        };
-        let (ey, ex) = (dft_kernel(ny, 0)?, dft_kernel(nx, 1)?);
+        }
+        let [ey, ex] = &ws.dft;
         // Each contraction in parts over chunks of its sum, then the parts added in order.
-        let add_parts = |entry, parts: &Buffer, count: usize, (rows, cols): (usize, usize)| {
-            let mut sum = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(rows, cols))?;
-            let mut args = i64s(&[rows * cols, count]);
-            args.extend([Arg::In(parts, 0), Arg::Out(&mut sum.buf.0)]);
-            launch(queue, entry, rows * cols, args)?;
-            Ok::<_, Error>(sum)
+        let add_parts = |entry, parts: &Buffer, count: usize, cells: usize, sum: &mut Buffer| {
+            let mut args = i64s(&[cells, count]);
+            args.extend([Arg::In(parts, 0), Arg::Out(sum)]);
+            launch(queue, entry, cells, args)
         };
         let parts = ny.div_ceil(SUM_CHUNK);
-        let mut g_parts = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(parts, region * m))?;
         let mut args = i64s(&[ny, m, region, SUM_CHUNK]);
         args.extend([
             Arg::In(&ey.buf.0, 0),
             Arg::In(&product.buf.0, 0),
-            Arg::Out(&mut g_parts.buf.0),
+            Arg::Out(&mut ws.g_parts),
         ]);
         launch(queue, "ufunc_reg_rows_times_half", parts * region * m, args)?;
-        let g = add_parts(
+        let cells = region * m;
+        add_parts(
             "ufunc_reg_sum_parts_c32",
-            &g_parts.buf.0,
+            &ws.g_parts,
             parts,
-            (region, m),
+            cells,
+            &mut ws.g,
         )?;
         let parts = nx.div_ceil(SUM_CHUNK);
-        let mut up_parts = scratch::<Complex<f64>, _>(queue, ndarray::Ix2(parts, region * region))?;
         let mut args = i64s(&[ny, nx, m, region, SUM_CHUNK]);
         args.extend([
-            Arg::In(&g.buf.0, 0),
+            Arg::In(&ws.g, 0),
             Arg::In(&ey.buf.0, 0),
             Arg::In(&ex.buf.0, 0),
             Arg::In(&product.buf.0, 0),
-            Arg::Out(&mut up_parts.buf.0),
+            Arg::Out(&mut ws.up_parts),
         ]);
         launch(queue, "ufunc_reg_upsampled", parts * region * region, args)?;
-        let up = add_parts(
+        let cells = region * region;
+        add_parts(
             "ufunc_reg_sum_parts_c64",
-            &up_parts.buf.0,
+            &ws.up_parts,
             parts,
-            (region, region),
+            cells,
+            &mut ws.up,
         )?;
         let mut args = i64s(&[region, self.upsample as usize]);
-        args.extend([Arg::In(&up.buf.0, 0), Arg::Out(state)]);
+        args.extend([Arg::In(&ws.up, 0), Arg::Out(state)]);
         launch(queue, "ufunc_reg_refine", 1, args)
     }
 
@@ -373,27 +426,25 @@ impl DevicePlan {
         Ok((to_device_on(stream, &py)?, to_device_on(stream, &px)?))
     }
 
-    /// The same ramps made on the device from a shift that is already there: a frame's
-    /// registration state (`upsample` > 0: its shift as `Peak::shift` makes it) or, with
-    /// `upsample` 0, two doubles (dy, dx); each at a byte offset of a buffer.
+    /// The same ramps made on the device, into `ramps`, from a shift that is already there: a
+    /// frame's registration state (`upsample` > 0: its shift as `Peak::shift` makes it) or,
+    /// with `upsample` 0, two doubles (dy, dx); each at a byte offset of a buffer.
     fn phases_on_device(
         &self,
         queue: &Queue,
         (shift, offset): (&Buffer, usize),
         upsample: u32,
-    ) -> Result<(Spectrum, Spectrum)> {
+        (py, px): &mut (Spectrum, Spectrum),
+    ) -> Result<()> {
         let (ny, nx) = self.shape;
         let m = self.half_width();
-        let mut py = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(ny, 1))?;
-        let mut px = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(1, m))?;
         let mut args = i64s(&[ny, nx, m, upsample as usize]);
         args.extend([
             Arg::In(shift, offset),
             Arg::Out(&mut py.buf.0),
             Arg::Out(&mut px.buf.0),
         ]);
-        launch(queue, "ufunc_reg_phases", ny + m, args)?;
-        Ok((py, px))
+        launch(queue, "ufunc_reg_phases", ny + m, args)
     }
 
     /// `total + spectrum` moved by the phase ramps `(py, px)`, into `out`.
@@ -425,10 +476,13 @@ pub(super) struct DeviceCorrelator {
     plan: DevicePlan,
     reference: Spectrum,
     weights: Weights,
-    /// Streams and page-locked frames of finished calls, reused by the next ones (one per
-    /// concurrent caller).
-    lanes: std::sync::Mutex<Vec<(Stream, PinnedImage)>>,
+    /// Streams, page-locked frames and workspaces of finished calls, reused by the next ones
+    /// (one per concurrent caller).
+    lanes: std::sync::Mutex<Vec<Lane>>,
 }
+
+/// What one registration at a time needs: a stream, a page-locked frame, a workspace.
+type Lane = (Stream, PinnedImage, Workspace);
 
 /// `Ok` for `f32` images, or why the `cuda` target cannot take others.
 fn require_f32<T: FftReal>() -> Result<()> {
@@ -485,24 +539,26 @@ impl DeviceCorrelator {
         fill(&mut frame, &stream, reference)?;
         let reference = plan.spectrum(&stream, &frame.upload(&stream)?)?;
         let weights = plan.weights(&stream, 0.0)?;
+        let workspace = Workspace::new(&stream, &plan)?;
         stream.synchronize()?;
         Ok(DeviceCorrelator {
             plan,
             reference,
             weights,
-            lanes: std::sync::Mutex::new(vec![(stream, frame)]),
+            lanes: std::sync::Mutex::new(vec![(stream, frame, workspace)]),
         })
     }
 
     pub(super) fn peak<T: FftReal>(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
         let pool = || self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
-        let (stream, mut frame) = match taken {
+        let (stream, mut frame, mut workspace) = match taken {
             Some(lane) => lane,
             None => {
                 let stream = Stream::new()?;
                 let frame = PinnedImage::new(&stream, self.plan.frame)?;
-                (stream, frame)
+                let workspace = Workspace::new(&stream, &self.plan)?;
+                (stream, frame, workspace)
             }
         };
         // A contiguous `f32` frame is copied by the driver straight from the caller's memory
@@ -515,11 +571,17 @@ impl DeviceCorrelator {
         let peak = image
             .and_then(|image| self.plan.spectrum(&stream, &image))
             .and_then(|s| {
-                self.plan
-                    .queue(&stream, &self.reference, None, &s, &self.weights)
+                self.plan.queue(
+                    &stream,
+                    &self.reference,
+                    None,
+                    &s,
+                    &self.weights,
+                    &mut workspace,
+                )
             })
             .and_then(|q| self.plan.finish(&stream, q));
-        pool().push((stream, frame));
+        pool().push((stream, frame, workspace));
         peak
     }
 }
@@ -555,6 +617,10 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         images: [
             PinnedImage::new(&streams[0], (ny, nx))?,
             PinnedImage::new(&streams[1], (ny, nx))?,
+        ],
+        workspaces: [
+            Workspace::new(&streams[0], &plan)?,
+            Workspace::new(&streams[1], &plan)?,
         ],
         streams,
     };
@@ -627,6 +693,8 @@ struct Movie<'a, S: FrameSource + ?Sized> {
     /// Page-locked frames, one per stream: frame `i + 1` is read into one while frame `i`
     /// is still being copied from the other.
     images: [PinnedImage; 2],
+    /// Each stream's workspace, and its ramps that move a frame into the sum.
+    workspaces: [Workspace; 2],
     streams: [Stream; 2],
 }
 
@@ -653,11 +721,15 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
         self.plan.spectrum(stream, &self.images[k].upload(stream)?)
     }
 
-    /// Frame `i`'s spectrum: `owned`, or kept from an earlier pass.
-    fn spectrum_of<'s>(&'s self, i: usize, owned: &'s Option<Spectrum>) -> Result<&'s Spectrum> {
+    /// Frame `i`'s spectrum: `owned`, or `kept` from an earlier pass.
+    fn spectrum_in<'s>(
+        kept: &'s Option<Vec<Spectrum>>,
+        i: usize,
+        owned: &'s Option<Spectrum>,
+    ) -> Result<&'s Spectrum> {
         owned
             .as_ref()
-            .or_else(|| self.kept.as_ref().and_then(|k| k.get(i)))
+            .or_else(|| kept.as_ref().and_then(|k| k.get(i)))
             .ok_or_else(|| Error::Cuda {
                 what: format!("the spectrum of frame {i} was neither kept nor made"),
             })
@@ -695,22 +767,23 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
                 None => Some(self.spectrum(i, i % 2)?),
             };
             let stream = &self.streams[i % 2];
-            let s = self.spectrum_of(i, &owned)?;
+            let s = Self::spectrum_in(&self.kept, i, &owned)?;
+            let ws = &mut self.workspaces[i % 2];
             let q = match against {
                 Some((reference, _, weights)) => {
                     let leave_out = previous
                         .as_ref()
                         .map(|p| (&p.buf.0, i * 2 * size_of::<f64>()));
-                    Some(plan.queue(stream, reference, leave_out, s, weights)?)
+                    Some(plan.queue(stream, reference, leave_out, s, weights, ws)?)
                 }
                 None => None,
             };
-            let ramps;
             let moved_by = match &q {
                 Some(q) => {
                     let queue = queue_of(Some(stream))?;
-                    ramps = plan.phases_on_device(queue, (&q.state.buf.0, 0), plan.upsample)?;
-                    (&ramps.0, &ramps.1)
+                    let state = (&q.state.buf.0, 0);
+                    plan.phases_on_device(queue, state, plan.upsample, &mut ws.ramps)?;
+                    (&ws.ramps.0, &ws.ramps.1)
                 }
                 None => (&unmoved.0, &unmoved.1),
             };
