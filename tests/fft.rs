@@ -417,3 +417,46 @@ fn plans_are_reusable_into_and_in_place() -> Result<(), Error> {
     assert!(cropping.execute_inplace(&mut c).is_err());
     Ok(())
 }
+
+/// A real-input plan whose output is over 16 MiB writes its rows with non-temporal stores:
+/// the same values as the plan of half the rows (whose output is not streamed), also into an
+/// output of `Complex<f64>` that starts 8 bytes past 16, inside a cache line's element.
+#[test]
+fn a_large_real_output_is_streamed_with_the_same_values() -> Result<(), Error> {
+    let n = 4096;
+    let mut rng = Lcg(41);
+    let rows32 = Array2::from_shape_fn((1100, n), |_| rng.next() as f32);
+    let plan = FftPlan::rfftn(&[1100, n], &FftOptions::new().axis(1))?;
+    let mut out = Array2::<Complex<f32>>::zeros((1100, n / 2 + 1));
+    plan.execute_into(&rows32, &mut out)?;
+    let half = FftPlan::rfftn(&[550, n], &FftOptions::new().axis(1))?;
+    for k in 0..2 {
+        let mut part = Array2::<Complex<f32>>::zeros((550, n / 2 + 1));
+        half.execute_into(&rows32.slice(s![550 * k..550 * (k + 1), ..]), &mut part)?;
+        assert_eq!(part, out.slice(s![550 * k..550 * (k + 1), ..]), "f32, half {k}");
+    }
+
+    let rows64 = rows32.slice(s![..600, ..]).mapv(f64::from);
+    let plan = FftPlan::rfftn(&[600, n], &FftOptions::new().axis(1))?;
+    let len = 600 * (n / 2 + 1);
+    let mut storage = vec![0.0f64; 2 * len + 3];
+    let start = storage.as_mut_ptr();
+    // One f64 in from a 16-byte boundary: aligned for `Complex<f64>` (8), not for 16.
+    let skip = if start as usize % 16 == 0 { 1 } else { 0 };
+    // SAFETY: `2 * len` f64s from `start + skip` lie inside `storage`, aligned for
+    // `Complex<f64>` (a pair of f64), and nothing else uses them while the view lives.
+    let mut out = unsafe {
+        ndarray::ArrayViewMut2::from_shape_ptr(
+            (600, n / 2 + 1),
+            start.add(skip) as *mut Complex<f64>,
+        )
+    };
+    plan.execute_into(&rows64, &mut out)?;
+    let half = FftPlan::rfftn(&[300, n], &FftOptions::new().axis(1))?;
+    for k in 0..2 {
+        let mut part = Array2::<Complex<f64>>::zeros((300, n / 2 + 1));
+        half.execute_into(&rows64.slice(s![300 * k..300 * (k + 1), ..]), &mut part)?;
+        assert_eq!(part, out.slice(s![300 * k..300 * (k + 1), ..]), "f64, half {k}");
+    }
+    Ok(())
+}

@@ -11,34 +11,34 @@ pub(crate) const STREAM_MIN_BYTES: usize = 16 << 20;
 pub(crate) const STREAM_STORES: bool = cfg!(target_arch = "x86_64");
 
 /// `n` elements from `src` to `dst` with non-temporal stores, whole 64-byte lines of `dst`
-/// at a time (the partial lines at either end with plain stores): the lines are not read
-/// first nor kept in cache, which saves a third of the traffic of a scan from memory to
-/// memory. Visible to other threads after [`stream_fence`].
+/// at a time (the bytes of partial lines at either end with plain stores, which may split an
+/// element: nothing reads it before [`stream_fence`]): the lines are not read first nor kept
+/// in cache, which saves a third of the traffic of a scan from memory to memory.
 ///
 /// # Safety
 /// `src` and `dst` address `n` elements each and do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn stream_out<T: Copy>(dst: *mut T, src: *const T, n: usize) {
-    // SAFETY (whole body): the caller's contract; `dst` is aligned for `T`, whose size
-    // divides 64, so the head is whole elements.
+    // SAFETY (whole body): the caller's contract, byte for byte; the streamed lines start at
+    // a multiple of 64 bytes, as the stores need (16).
     unsafe {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-            let size = size_of::<T>();
-            let head = ((64 - dst as usize % 64) % 64 / size).min(n);
+            let bytes = n * size_of::<T>();
+            let (src, dst) = (src as *const u8, dst as *mut u8);
+            let head = ((64 - dst as usize % 64) % 64).min(bytes);
             std::ptr::copy_nonoverlapping(src, dst, head);
-            let (mut s, mut d) = (src.add(head) as *const u8, dst.add(head) as *mut u8);
-            let lines = (n - head) * size / 64;
-            for _ in 0..lines {
+            let lines = (bytes - head) / 64;
+            for l in 0..lines {
+                let (s, d) = (src.add(head + 64 * l), dst.add(head + 64 * l));
                 for q in 0..4 {
                     let v = _mm_loadu_si128(s.add(16 * q) as *const __m128i);
                     _mm_stream_si128(d.add(16 * q) as *mut __m128i, v);
                 }
-                (s, d) = (s.add(64), d.add(64));
             }
-            let done = head + lines * 64 / size;
-            std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), n - done);
+            let done = head + 64 * lines;
+            std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), bytes - done);
         }
         #[cfg(not(target_arch = "x86_64"))]
         std::ptr::copy_nonoverlapping(src, dst, n);
@@ -54,4 +54,50 @@ pub(crate) fn stream_fence() {
     unsafe {
         std::arch::x86_64::_mm_sfence()
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_complex::Complex;
+
+    /// Every start of `dst` that `T`'s alignment allows within a line, and lengths around a
+    /// few lines: the copy is exact, and nothing beyond it is written.
+    fn copies_exactly<T: Copy + PartialEq + std::fmt::Debug>(make: impl Fn(usize) -> T) {
+        let (size, align) = (size_of::<T>(), align_of::<T>());
+        let src: Vec<T> = (0..300).map(&make).collect();
+        for offset in (0..64).step_by(align) {
+            for n in [0, 1, 3, 7, 8, 16, 17, 63, 64, 65, 130, 299] {
+                // A byte buffer with room for the offset, aligned for `T` via `u64` storage.
+                let mut storage = vec![0u64; (offset + (n + 2) * size) / 8 + 16];
+                let base = storage.as_mut_ptr() as *mut u8;
+                let pad = (64 - base as usize % 64) % 64;
+                // SAFETY: `pad + offset + (n + 1) * size` lies inside `storage`, and the start
+                // is aligned for `T` (a multiple of `align` from a 64-byte boundary).
+                unsafe {
+                    let dst = base.add(pad + offset) as *mut T;
+                    let guard = make(999);
+                    dst.add(n).write(guard);
+                    stream_out(dst, src.as_ptr(), n);
+                    stream_fence();
+                    let got = std::slice::from_raw_parts(dst, n);
+                    assert_eq!(got, &src[..n], "offset {offset}, n {n}");
+                    assert_eq!(
+                        dst.add(n).read(),
+                        guard,
+                        "offset {offset}, n {n}: past the end"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stream_out_copies_any_element_at_any_allowed_offset() {
+        copies_exactly(|i| i as f32);
+        copies_exactly(|i| i as f64);
+        copies_exactly(|i| Complex::new(i as f32, -(i as f32)));
+        // 16 bytes aligned to 8: a line can start inside an element.
+        copies_exactly(|i| Complex::new(i as f64, 0.5 * i as f64));
+    }
 }

@@ -47,14 +47,17 @@
 //! module's transforms on the simulated device memory), with results left on the device.
 //!
 //! **Plans.** Each call resolves its transform into an [`FftPlan`] whose 1-D transforms come
-//! from a process-wide cache (rustfft's and realfft's planners, one per float type, behind a
-//! mutex), so a length is planned once per process. Hold an `FftPlan` to transform many arrays
+//! from a process-wide cache (rustfft's planner, realfft's for odd real lengths, one per float
+//! type, behind a mutex), so a length is planned once per process. Hold an `FftPlan` to transform many arrays
 //! of one shape with no allocation beyond the output, or none at all with `execute_into`.
 //!
 //! **Speed.** Lanes along the last axis are transformed in place in the output; lanes along
 //! other axes are gathered a block at a time into contiguous scratch, transformed together and
 //! scattered, so memory is read a row at a time. Lanes are split across rayon's pool.
-//! rustfft picks AVX/SSE/NEON code at run time; real transforms go through realfft.
+//! rustfft picks AVX/SSE/NEON code at run time. Real transforms of even length are a complex
+//! transform of half the length and realfft's twist, here in AVX vectors (odd lengths go
+//! through realfft itself). An output over 16 MiB that no later pass reads is written with
+//! non-temporal stores.
 
 mod cache;
 pub mod device;

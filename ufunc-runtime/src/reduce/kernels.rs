@@ -305,7 +305,9 @@ unsafe fn scan_run_tiles<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     // `buf[j][k]`: element `j` of segment `k`, scanned.
     let mut buf = [[T::default(); CHAINS]; SEGMENT];
     // The block in order, when streamed: one sequential store stream rather than eight.
-    let mut streamed = [T::default(); SCAN_BLOCK];
+    // Uninitialised (zeroing 8 KiB a call would cost short runs): each block writes it whole
+    // before it is read.
+    let mut streamed = [const { std::mem::MaybeUninit::<T>::uninit() }; SCAN_BLOCK];
     // Lines of the next block's input (and output) to prefetch per tile.
     let lines_per_tile = (SCAN_BLOCK * size_of::<T>())
         .div_ceil(64)
@@ -355,7 +357,11 @@ unsafe fn scan_run_tiles<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
                 // The same expression as the segment's last element written below.
                 carry = Some(carry.map_or(total, |c| f(c, total)));
             }
-            let dst = if stream { streamed.as_mut_ptr() } else { ob };
+            let dst = if stream {
+                streamed.as_mut_ptr() as *mut T
+            } else {
+                ob
+            };
             for (tile, j0) in (0..SEGMENT).step_by(8).enumerate() {
                 if ahead && !stream {
                     fetch(next_out, tile);
@@ -371,7 +377,7 @@ unsafe fn scan_run_tiles<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
                 }
             }
             if stream {
-                stream_out(ob, streamed.as_ptr(), SCAN_BLOCK);
+                stream_out(ob, streamed.as_ptr() as *const T, SCAN_BLOCK);
             }
             start += SCAN_BLOCK;
         }
