@@ -53,6 +53,7 @@ fn correlator_on_cuda_matches_parallel() {
                 let after = cuda_counters();
                 let reads = after.device_to_host - before.device_to_host;
                 let allocations = after.allocations - before.allocations;
+                let launches = after.launches - before.launches;
                 let want = host.register(&frame).unwrap();
                 let what = format!("{shape:?} U={upsample} {normalization:?} frame {i}");
                 same_shift(&what, &got.shift, &want.shift, 1e-9);
@@ -72,6 +73,11 @@ fn correlator_on_cuda_matches_parallel() {
                     allocations <= 10,
                     "{what}: {allocations} device allocations"
                 );
+                // The transforms (two stages each, and the inverse's copy of its input) and the
+                // product: six; the two powers side by side and the peak: four each; the
+                // refinement: seven.
+                let most = if upsample > 1 { 21 } else { 14 };
+                assert!(launches <= most, "{what}: {launches} launches, over {most}");
             }
         }
     });

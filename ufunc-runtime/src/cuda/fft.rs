@@ -218,13 +218,7 @@ pub(crate) fn run_recipe<I: FftElement>(
         let exec = |src: Option<(&Buffer, usize)>, dst: &mut Buffer| -> Result<()> {
             for &(i, o) in &runs {
                 let src = src.map(|(b, off)| (b, off + i * in_elem));
-                queue.backend.fft_exec(
-                    &queue.stream,
-                    &plan,
-                    src,
-                    (dst, o * out_elem),
-                    stage.inverse,
-                )?;
+                queue.fft_exec(&plan, src, (dst, o * out_elem), stage.inverse)?;
             }
             Ok(())
         };

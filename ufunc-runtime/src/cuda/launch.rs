@@ -68,11 +68,7 @@ pub(crate) fn launch_support(
         threads: 256,
         cooperative: false,
     };
-    queue.with_support_status(|status| {
-        queue
-            .backend
-            .launch(&queue.stream, &module, entry, shape, &mut args, status)
-    })
+    queue.with_support_status(|status| queue.launch(&module, entry, shape, &mut args, status))
 }
 
 /// Launches `entry` of `kernel` on `queue` with `args` and a status word of its own (the last
@@ -87,9 +83,7 @@ pub(super) fn run(
 ) -> Result<()> {
     let module = module(queue, kernel)?;
     let mut status = queue.status_word()?;
-    queue
-        .backend
-        .launch(&queue.stream, &module, entry, shape, &mut args, &mut status)?;
+    queue.launch(&module, entry, shape, &mut args, &mut status)?;
     queue.finish_launch(function, kernel.panics, status)
 }
 

@@ -3,7 +3,9 @@
 //! and reports it exactly once, to its own call or stream. Every copy of operand data between
 //! host and device goes through here and is counted.
 
-use super::args::{Buffer, FftLayout, FftPlanHandle, HostBuffer, StreamHandle};
+use super::args::{
+    Arg, Buffer, FftLayout, FftPlanHandle, HostBuffer, LaunchShape, ModuleHandle, StreamHandle,
+};
 use super::backend::{backend, Backend};
 use super::cache::COMPILES;
 use super::panics::{record_message, PanicTable, STATUS_BYTES};
@@ -15,6 +17,7 @@ use std::sync::{Mutex, OnceLock};
 static HOST_TO_DEVICE: AtomicUsize = AtomicUsize::new(0);
 static DEVICE_TO_HOST: AtomicUsize = AtomicUsize::new(0);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts of what the `cuda` target did in this process, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,6 +33,8 @@ pub struct CudaCounters {
     /// Device allocations: outputs, uploads, scratch and status words (each a few driver
     /// calls on a GPU, so a pipeline that reuses its memory makes few).
     pub allocations: usize,
+    /// Kernel launches and FFT executions queued.
+    pub launches: usize,
 }
 
 /// The counters so far.
@@ -44,6 +49,7 @@ pub fn cuda_counters() -> CudaCounters {
         device_to_host: DEVICE_TO_HOST.load(Ordering::Relaxed),
         compiles: COMPILES.load(Ordering::Relaxed),
         allocations: ALLOCATIONS.load(Ordering::Relaxed),
+        launches: LAUNCHES.load(Ordering::Relaxed),
     }
 }
 
@@ -148,6 +154,33 @@ impl Queue {
         let plan = self.backend.fft_plan(&self.stream, layout)?;
         plans.insert(layout.clone(), plan.clone());
         Ok(plan)
+    }
+
+    /// Queues `entry` of `module` over `shape` with `args` and the status word `status`.
+    pub(crate) fn launch(
+        &self,
+        module: &ModuleHandle,
+        entry: &str,
+        shape: LaunchShape,
+        args: &mut [Arg<'_>],
+        status: &mut Buffer,
+    ) -> Result<()> {
+        LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        self.backend
+            .launch(&self.stream, module, entry, shape, args, status)
+    }
+
+    /// Queues the FFT `plan` from `input` (in place without one) into `output`.
+    pub(crate) fn fft_exec(
+        &self,
+        plan: &FftPlanHandle,
+        input: Option<(&Buffer, usize)>,
+        output: (&mut Buffer, usize),
+        inverse: bool,
+    ) -> Result<()> {
+        LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        self.backend
+            .fft_exec(&self.stream, plan, input, output, inverse)
     }
 
     /// Copies `src` over `dst` on the device (not counted as a transfer).

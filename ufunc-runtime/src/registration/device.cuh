@@ -8,13 +8,16 @@
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
          i += (long long)gridDim.x * blockDim.x)
 
-// Σ|s|² over the full spectrum of an image `nx` wide, from its half `s` (rows x cols): the
-// columns that have a mirror count twice. Partial sums per slot, in double.
+// Σ|s|² over the full spectrum of an image `nx` wide, from its half (rows x cols), for two
+// spectra `a` and `b` at once: the columns that have a mirror count twice. Partial sums per
+// slot, in double: `a`'s in `partial[0, slots)`, `b`'s in `partial[slots, 2 slots)`.
 extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long long nx,
-                                           long long slots, const c32* s, double* partial,
-                                           int* status) {
+                                           long long slots, const c32* a, const c32* b,
+                                           double* partial, int* status) {
     long long n = rows * cols;
-    __UFUNC_REG_GRID(slot, slots) {
+    __UFUNC_REG_GRID(item, 2 * slots) {
+        const c32* s = item < slots ? a : b;
+        long long slot = item % slots;
         double acc = 0.0;
         for (long long i = slot; i < n; i += slots) {
             long long c = i % cols;
@@ -22,17 +25,19 @@ extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long 
             double re = s[i].re, im = s[i].im;
             acc += (re * re + im * im) * (twice ? 2.0 : 1.0);
         }
-        partial[slot] = acc;
+        partial[item] = acc;
     }
 }
 
-// The next stage of a sum: `slots` partial sums of `n`.
-extern "C" __global__ void ufunc_reg_sum(long long n, long long slots, const double* in,
-                                         double* out, int* status) {
-    __UFUNC_REG_GRID(slot, slots) {
+// The next stage of `batches` sums side by side: `slots` partial sums of each one's `n`
+// (batch `k` at `in[k n, (k + 1) n)`, its partials at `out[k slots, (k + 1) slots)`).
+extern "C" __global__ void ufunc_reg_sum(long long n, long long slots, long long batches,
+                                         const double* in, double* out, int* status) {
+    __UFUNC_REG_GRID(item, batches * slots) {
+        const double* batch = in + (item / slots) * n;
         double acc = 0.0;
-        for (long long i = slot; i < n; i += slots) acc += in[i];
-        out[slot] = acc;
+        for (long long i = item % slots; i < n; i += slots) acc += batch[i];
+        out[item] = acc;
     }
 }
 
@@ -207,13 +212,14 @@ extern "C" __global__ void ufunc_reg_sum_parts_c64(long long n, long long nparts
 // the coarse peak in pixels, [6, 8) the peak's value (re, im), [8, 10) Σ|S|² of the reference
 // and the moving spectrum (unscaled). The host's `Peak`, field for field.
 
-// The total of `n` partial sums, in order, into `state[slot]`.
+// The totals of two sums' `n` partial sums each (side by side), in order, into `state[slot]`
+// and `state[slot + 1]`.
 extern "C" __global__ void ufunc_reg_total(long long n, long long slot, const double* partial,
                                            double* state, int* status) {
-    __UFUNC_REG_GRID(one, 1) {
+    __UFUNC_REG_GRID(k, 2) {
         double acc = 0.0;
-        for (long long i = 0; i < n; ++i) acc += partial[i];
-        state[slot] = acc;
+        for (long long i = 0; i < n; ++i) acc += partial[k * n + i];
+        state[slot + k] = acc;
     }
 }
 

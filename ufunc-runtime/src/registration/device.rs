@@ -78,8 +78,10 @@ const SUM_CHUNK: usize = 128;
 /// Doubles in a frame's registration state on the device (`device.cuh` says what each holds).
 const STATE: usize = 10;
 
-/// Where the state keeps `Σ|S|²` of the reference and of the moving spectrum.
+/// Where the state keeps `Σ|S|²` of the reference and of the moving spectrum (side by side:
+/// `ufunc_reg_total` writes both).
 const POWER_SLOTS: [usize; 2] = [8, 9];
+const _: () = assert!(POWER_SLOTS[1] == POWER_SLOTS[0] + 1);
 
 fn launch(queue: &Queue, entry: &'static str, items: usize, args: Vec<Arg<'_>>) -> Result<()> {
     launch_support(queue, &KERNELS, entry, items, args)
@@ -98,28 +100,33 @@ fn i64s(v: &[usize]) -> Vec<Arg<'static>> {
     v.iter().map(|&x| Arg::I64(x as i64)).collect()
 }
 
-/// Queues `Σ|S|²` over the full spectrum of an image `nx` wide, from its half, into
-/// `state[slot]`, through the stages' partial sums `sums`.
-fn queue_power(
+/// Queues `Σ|S|²` over the full spectra of images `nx` wide, from their halves `a` and `b`,
+/// into the state's power slots, through the stages' partial sums `sums` (both sums side by
+/// side in each stage: four launches for the two).
+fn queue_powers(
     queue: &Queue,
-    s: &Spectrum,
+    (a, b): (&Spectrum, &Spectrum),
     nx: usize,
-    (state, slot): (&mut Buffer, usize),
+    state: &mut Buffer,
     sums: &mut [Buffer; 3],
 ) -> Result<()> {
-    let (rows, cols) = (s.shape()[0], s.shape()[1]);
+    let (rows, cols) = (a.shape()[0], a.shape()[1]);
     let mut args = i64s(&[rows, cols, nx, SLOTS[0]]);
-    args.extend([Arg::In(&s.buf.0, 0), Arg::Out(&mut sums[0])]);
-    launch(queue, "ufunc_reg_power", SLOTS[0], args)?;
+    args.extend([
+        Arg::In(&a.buf.0, 0),
+        Arg::In(&b.buf.0, 0),
+        Arg::Out(&mut sums[0]),
+    ]);
+    launch(queue, "ufunc_reg_power", 2 * SLOTS[0], args)?;
     for stage in 1..SLOTS.len() {
         let (done, next) = sums.split_at_mut(stage);
-        let mut args = i64s(&[SLOTS[stage - 1], SLOTS[stage]]);
+        let mut args = i64s(&[SLOTS[stage - 1], SLOTS[stage], 2]);
         args.extend([Arg::In(&done[stage - 1], 0), Arg::Out(&mut next[0])]);
-        launch(queue, "ufunc_reg_sum", SLOTS[stage], args)?;
+        launch(queue, "ufunc_reg_sum", 2 * SLOTS[stage], args)?;
     }
-    let mut args = i64s(&[SLOTS[2], slot]);
+    let mut args = i64s(&[SLOTS[2], POWER_SLOTS[0]]);
     args.extend([Arg::In(&sums[2], 0), Arg::Out(state)]);
-    launch(queue, "ufunc_reg_total", 1, args)
+    launch(queue, "ufunc_reg_total", 2, args)
 }
 
 /// Queues the coarse peak of `cc` (the largest `|cc|`, its first index) into `state`, with the
@@ -165,6 +172,14 @@ struct Workspace {
     sums: [Buffer; 3],
     best: [Buffer; 3],
     at: [Buffer; 3],
+    /// The upsampled DFT's, where there is one (`upsample` > 1).
+    refinement: Option<Refinement>,
+    /// Phase ramps `(rows, 1)` and `(1, cols)`: leaving a frame out, then moving it.
+    ramps: (Spectrum, Spectrum),
+}
+
+/// The upsampled DFT's memory in a [`Workspace`].
+struct Refinement {
     /// The DFT kernels of the rows and the columns, `region` x `ny` and `region` x `nx`.
     dft: [DeviceArray<Complex<f64>, Ix2>; 2],
     /// The row contraction in parts, then summed; the upsampled grid in parts, then summed.
@@ -172,8 +187,6 @@ struct Workspace {
     g: Buffer,
     up_parts: Buffer,
     up: Buffer,
-    /// Phase ramps `(rows, 1)` and `(1, cols)`: leaving a frame out, then moving it.
-    ramps: (Spectrum, Spectrum),
 }
 
 impl Workspace {
@@ -183,29 +196,37 @@ impl Workspace {
         let m = plan.half_width();
         let region = refinement_region(plan.upsample);
         let alloc = |elements: usize, size: usize| queue.alloc(elements * size);
-        let stages = |size: usize| -> Result<[Buffer; 3]> {
+        // `batches` reductions side by side.
+        let stages = |size: usize, batches: usize| -> Result<[Buffer; 3]> {
             Ok([
-                alloc(SLOTS[0], size)?,
-                alloc(SLOTS[1], size)?,
-                alloc(SLOTS[2], size)?,
+                alloc(batches * SLOTS[0], size)?,
+                alloc(batches * SLOTS[1], size)?,
+                alloc(batches * SLOTS[2], size)?,
             ])
         };
         let c64 = size_of::<Complex<f64>>();
+        let refinement = if plan.upsample > 1 {
+            Some(Refinement {
+                dft: [
+                    scratch(queue, ndarray::Ix2(region, ny))?,
+                    scratch(queue, ndarray::Ix2(region, nx))?,
+                ],
+                g_parts: alloc(
+                    ny.div_ceil(SUM_CHUNK) * region * m,
+                    size_of::<Complex<f32>>(),
+                )?,
+                g: alloc(region * m, c64)?,
+                up_parts: alloc(nx.div_ceil(SUM_CHUNK) * region * region, c64)?,
+                up: alloc(region * region, c64)?,
+            })
+        } else {
+            None
+        };
         Ok(Workspace {
-            sums: stages(size_of::<f64>())?,
-            best: stages(size_of::<f32>())?,
-            at: stages(size_of::<i64>())?,
-            dft: [
-                scratch(queue, ndarray::Ix2(region, ny))?,
-                scratch(queue, ndarray::Ix2(region, nx))?,
-            ],
-            g_parts: alloc(
-                ny.div_ceil(SUM_CHUNK) * region * m,
-                size_of::<Complex<f32>>(),
-            )?,
-            g: alloc(region * m, c64)?,
-            up_parts: alloc(nx.div_ceil(SUM_CHUNK) * region * region, c64)?,
-            up: alloc(region * region, c64)?,
+            sums: stages(size_of::<f64>(), 2)?,
+            best: stages(size_of::<f32>(), 1)?,
+            at: stages(size_of::<i64>(), 1)?,
+            refinement,
             ramps: (
                 scratch(queue, ndarray::Ix2(ny, 1))?,
                 scratch(queue, ndarray::Ix2(1, m))?,
@@ -302,14 +323,7 @@ impl DevicePlan {
             None => reference,
         };
         let state_buf = &mut state.buf.0;
-        queue_power(
-            queue,
-            reference,
-            nx,
-            (state_buf, POWER_SLOTS[0]),
-            &mut ws.sums,
-        )?;
-        queue_power(queue, moving, nx, (state_buf, POWER_SLOTS[1]), &mut ws.sums)?;
+        queue_powers(queue, (reference, moving), nx, state_buf, &mut ws.sums)?;
         let (r, m, wy, wx) = (
             reference.view(),
             moving.view(),
@@ -324,8 +338,8 @@ impl DevicePlan {
         let region = refinement_region(self.upsample);
         let candidates = (&mut ws.best, &mut ws.at);
         queue_peak(queue, &cc, (self.upsample, region), state_buf, candidates)?;
-        if self.upsample > 1 {
-            self.queue_refinement(queue, &product, state_buf, ws)?;
+        if let Some(refinement) = &mut ws.refinement {
+            self.queue_refinement(queue, &product, state_buf, refinement)?;
         }
         Ok(Queued { state })
     }
@@ -360,7 +374,7 @@ impl DevicePlan {
         queue: &Queue,
         product: &Spectrum,
         state: &mut Buffer,
-        ws: &mut Workspace,
+        ws: &mut Refinement,
     ) -> Result<()> {
         let (ny, nx) = self.shape;
         let m = self.half_width();
