@@ -433,7 +433,11 @@ fn a_large_real_output_is_streamed_with_the_same_values() -> Result<(), Error> {
     for k in 0..2 {
         let mut part = Array2::<Complex<f32>>::zeros((550, n / 2 + 1));
         half.execute_into(&rows32.slice(s![550 * k..550 * (k + 1), ..]), &mut part)?;
-        assert_eq!(part, out.slice(s![550 * k..550 * (k + 1), ..]), "f32, half {k}");
+        assert_eq!(
+            part,
+            out.slice(s![550 * k..550 * (k + 1), ..]),
+            "f32, half {k}"
+        );
     }
 
     let rows64 = rows32.slice(s![..600, ..]).mapv(f64::from);
@@ -456,7 +460,11 @@ fn a_large_real_output_is_streamed_with_the_same_values() -> Result<(), Error> {
     for k in 0..2 {
         let mut part = Array2::<Complex<f64>>::zeros((300, n / 2 + 1));
         half.execute_into(&rows64.slice(s![300 * k..300 * (k + 1), ..]), &mut part)?;
-        assert_eq!(part, out.slice(s![300 * k..300 * (k + 1), ..]), "f64, half {k}");
+        assert_eq!(
+            part,
+            out.slice(s![300 * k..300 * (k + 1), ..]),
+            "f64, half {k}"
+        );
     }
     Ok(())
 }
