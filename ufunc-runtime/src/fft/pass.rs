@@ -427,7 +427,7 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
     let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
     let rows = space.dst_axis == 1 || m == 1;
     // Rows of a large output that nothing reads next (`may_stream`) are made in the buffer
-    // and streamed out: realfft writes a row from both ends, each line read from memory first.
+    // and streamed out: the twist writes a row from both ends, each line fetched first.
     let stream = may_stream
         && rows
         && STREAM_STORES
@@ -453,7 +453,7 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                 } else {
                     spectrum
                 };
-                // The lengths are the plan's own: realfft's length errors cannot happen.
+                // The lengths are the plan's own: the transform's length errors cannot happen.
                 let _ = fft.process_with_scratch(line, out, scratch);
                 scale_all(out, scale);
                 if stream {
