@@ -71,6 +71,17 @@ fn add_f32_assoc(a: f32, b: f32) -> f32 {
     a + b
 }
 
+/// Associative but not commutative: the affine map `x -> a x + b` modulo 2^16 (`a` in the
+/// low half, `b` in the high half) of `p`, then that of `q`. `associative = true` also promises
+/// commutativity (the split scan's totals are reduced as `reduce` does), but the scan kernels
+/// themselves keep every pair in order, which one thread shows.
+#[vectorize(targets = ["cpu", "parallel"], associative = true)]
+fn then_affine(p: u32, q: u32) -> u32 {
+    let a = (p & 0xFFFF).wrapping_mul(q & 0xFFFF) & 0xFFFF;
+    let b = (q & 0xFFFF).wrapping_mul(p >> 16).wrapping_add(q >> 16) & 0xFFFF;
+    a | (b << 16)
+}
+
 /// A recurrence (an exponential moving sum), not associative: `accumulate` must apply it
 /// strictly in order, as NumPy does.
 #[vectorize(targets = ["cpu", "parallel"])]
@@ -580,6 +591,32 @@ fn a_large_associative_accumulate_streams_its_output_with_the_same_result() {
         let got = add_i32_assoc::accumulate_on(t, &rows, 1).unwrap();
         assert_eq!(got.into_dyn(), want_rows, "{t:?}, rows");
     }
+}
+
+#[test]
+fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_order() {
+    // Short runs, runs of a few blocks, and outputs of 16 MiB or more (streamed, in vectors
+    // for 4-byte elements), into an `out` on and off a 32-byte boundary, and a strided axis
+    // (gathered into a buffer).
+    let value = |i: usize| (i as u32).wrapping_mul(2_654_435_761) ^ 0x9E37_79B9;
+    let in_order = |p: u32, q: u32| then_affine::scalar(p, q);
+    for len in [1, 7, 8, 9, 63, 2_113, 70_001, 4_200_007] {
+        let a = Array::from_shape_fn(len, value);
+        let want = running(&a.clone().into_dyn(), in_order);
+        let got = then_affine::accumulate_on(Target::Cpu, &a, 0).unwrap();
+        assert_eq!(got.into_dyn(), want, "{len}");
+        for offset in [1, 8] {
+            let mut wider = Array::zeros(len + offset);
+            let out = wider.slice_mut(ndarray::s![offset..]);
+            then_affine::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
+            let got = wider.slice(ndarray::s![offset..]).into_dyn();
+            assert_eq!(got, want, "{len}, out {offset} elements into a line");
+        }
+    }
+    let a = Array::from_shape_fn((40_001, 2), |(i, j)| value(2 * i + j));
+    let want = running(&a.t().to_owned().into_dyn(), in_order);
+    let got = then_affine::accumulate_on(Target::Cpu, a.t(), 1).unwrap();
+    assert_eq!(got.into_dyn(), want, "strided");
 }
 
 #[test]

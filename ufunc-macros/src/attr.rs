@@ -81,7 +81,8 @@ pub(crate) struct Attr {
     /// `identity = expr`: the result of reducing no elements (`reduce` and its kin).
     pub identity: Option<(Span, syn::Expr)>,
     /// `associative = true`: `accumulate` may regroup the function (a blocked, parallel scan)
-    /// instead of applying it strictly in order.
+    /// instead of applying it strictly in order; the function must be associative and
+    /// commutative.
     pub associative: Option<(Span, bool)>,
 }
 

@@ -42,7 +42,9 @@ use proc_macro::TokenStream;
 /// reducing nothing, and `associative = true`, which lets `f::accumulate` regroup `f` (a
 /// blocked scan, split over threads on `parallel`; 1.5-2x faster a core, exact for integers,
 /// `min` and `max`) instead of applying it strictly in order as NumPy does (a recurrence such
-/// as `0.5 * acc + x` needs the order).
+/// as `0.5 * acc + x` needs the order). Declare it only for a function that is associative
+/// and commutative, as `reduce` assumes of every function: the split scan reduces its pieces
+/// as `reduce` does.
 ///
 /// `fastmath = true`, per target: on `cpu` and `parallel` the SIMD lane code contracts
 /// `a * b + c` into fused multiply-adds where the CPU has FMA (the scalar path is unchanged); on

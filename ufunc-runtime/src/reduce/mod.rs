@@ -7,10 +7,12 @@
 //! are combined pairwise, which gives float addition NumPy's accuracy (error growing as
 //! `log2(n)`, not `n`). For an operation that is not associative (subtraction, say) the
 //! grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
-//! recurrences work), unless the function is declared `associative = true`: then contiguous
-//! runs are scanned in blocks of independent chains and long ones split over the threads,
-//! regrouped as `reduce` regroups (exact for integers, `min`, `max`; float results depend on
-//! the target and, for runs split over threads, on the thread count, deterministically). The identity (`identity = ...` on the
+//! recurrences work), unless the function is declared `associative = true` (which promises
+//! commutativity too): then contiguous runs are scanned in blocks of independent chains (runs
+//! streamed from memory to memory, of 4-byte elements on x86-64, a vector at a time) and long
+//! ones split over the threads, their pieces' totals reduced as `reduce` does (exact for
+//! integers, `min`, `max`; float results depend on the target, on whether the output is
+//! streamed and, for runs split over threads, on the thread count, deterministically). The identity (`identity = ...` on the
 //! attribute) is the result of reducing no elements; a non-empty reduction starts from its
 //! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
 
