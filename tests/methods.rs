@@ -375,6 +375,47 @@ fn nan_propagates_through_maximum_not_fmax() {
 }
 
 #[test]
+fn a_long_run_is_reduced_as_four_parts_side_by_side() {
+    // Runs of 64 blocks of 2048 elements or more are read as four parts at once (the first
+    // three `n / 4` rounded down to whole blocks), each reduced alone, the totals combined
+    // pairwise: exact for integers, NaN from any part, the same float grouping.
+    let block = 2048;
+    for n in [64 * block, 64 * block + 1, 200_003, 4 * 64 * block - 1] {
+        let part = n / 4 / block * block;
+        let ints = Array::from_shape_fn(n, |i| ((i as i64) << 33) ^ (i as i64 * 7_777_777));
+        let want = ints.iter().fold(0i64, |s, &v| s.wrapping_add(v));
+        let floats = Array::from_shape_fn(n, |i| 1.0f32 + ((i * 7919) % 1000) as f32 * 1e-3);
+        let pieces = [0, part, 2 * part, 3 * part, n];
+        let parts: Vec<f32> = pieces
+            .windows(2)
+            .map(|w| {
+                add_f32::reduce_on(Target::Cpu, floats.slice(ndarray::s![w[0]..w[1]]), 0).unwrap()
+                    [[]]
+            })
+            .collect();
+        let grouped = (parts[0] + parts[1]) + (parts[2] + parts[3]);
+        assert_eq!(
+            add_i64::reduce_on(Target::Cpu, &ints, 0).unwrap()[[]],
+            want,
+            "{n}"
+        );
+        let got = add_f32::reduce_on(Target::Cpu, &floats, 0).unwrap()[[]];
+        assert_eq!(got.to_bits(), grouped.to_bits(), "{n}: {got} vs {grouped}");
+        for at in [0, part + 5, 3 * part + 7, n - 1] {
+            let mut v = Array::from_shape_fn(n, |i| (i % 97) as f64);
+            v[at] = f64::NAN;
+            for t in [Target::Cpu, Target::Parallel] {
+                assert!(
+                    maximum::reduce_on(t, &v, 0).unwrap()[[]].is_nan(),
+                    "{n} at {at}"
+                );
+                assert_eq!(fmax::reduce_on(t, &v, 0).unwrap()[[]], 96.0, "{n} at {at}");
+            }
+        }
+    }
+}
+
+#[test]
 fn integers_wrap_as_the_scalar_function() {
     let a = Array::from_elem(1000, i32::MAX);
     let expect = (0..1000).fold(0i32, |s, _| s.wrapping_add(i32::MAX));

@@ -3,9 +3,10 @@
 //! result shapes; any strides and broadcast views as input).
 //!
 //! `reduce` treats `f` as associative and commutative, as NumPy treats `add` and `multiply`: a
-//! contiguous run is reduced with several accumulators and a tree, and blocks of 1024 elements
+//! contiguous run is reduced with several accumulators and a tree, and blocks of 2048 elements
 //! are combined pairwise, which gives float addition NumPy's accuracy (error growing as
-//! `log2(n)`, not `n`). For an operation that is not associative (subtraction, say) the
+//! `log2(n)`, not `n`); a run of 64 blocks or more is read as four parts side by side (more
+//! of the memory busy at once), each reduced so, their totals combined pairwise. For an operation that is not associative (subtraction, say) the
 //! grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
 //! recurrences work), unless the function is declared `associative = true` (which promises
 //! commutativity too): then contiguous runs are scanned in blocks of independent chains (runs
