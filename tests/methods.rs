@@ -416,6 +416,42 @@ fn a_long_run_is_reduced_as_four_parts_side_by_side() {
 }
 
 #[test]
+fn rows_reduced_four_at_a_time_equal_each_row_reduced_alone() {
+    // An inner reduction over one contiguous axis reads four rows side by side: every row's
+    // float sum is bit for bit its own, for short and long rows, any row count.
+    for (rows, n) in [
+        (4, 1),
+        (5, 255),
+        (9, 256),
+        (7, 2048),
+        (13, 4000),
+        (6, 131_071),
+    ] {
+        let a = Array::from_shape_fn((rows, n), |(i, j)| {
+            1.0f32 + (((i * n + j) * 7919) % 1000) as f32 * 1e-3
+        });
+        for t in [Target::Cpu, Target::Parallel] {
+            let got = add_f32::reduce_on(t, &a, 1).unwrap();
+            for (i, row) in a.outer_iter().enumerate() {
+                let alone = add_f32::reduce_on(Target::Cpu, row, 0).unwrap()[[]];
+                assert_eq!(
+                    got[[i]].to_bits(),
+                    alone.to_bits(),
+                    "{rows}x{n} row {i} {t:?}"
+                );
+            }
+            let mut v = a.mapv(|x| x as f64);
+            v[[rows - 1, n / 2]] = f64::NAN;
+            let m = maximum::reduce_on(t, &v, 1).unwrap();
+            assert!(
+                m[[rows - 1]].is_nan() && !m[[0]].is_nan(),
+                "{rows}x{n} {t:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn integers_wrap_as_the_scalar_function() {
     let a = Array::from_elem(1000, i32::MAX);
     let expect = (0..1000).fold(0i32, |s, _| s.wrapping_add(i32::MAX));

@@ -14,7 +14,7 @@
 //! declared associative, by the blocked scan (strided runs gathered into a buffer first), a few
 //! long contiguous runs each split over the threads.
 
-use super::kernels::{call, kernels, Kernels, SCAN_BLOCK};
+use super::kernels::{call, kernels, Kernels, SCAN_BLOCK, STREAMS_MIN};
 use crate::body::Body;
 use crate::element::Element;
 use crate::parallel::{Split, Threads};
@@ -214,11 +214,47 @@ impl<T: Element> Job<T> {
                 return;
             }
         }
+        if self.inner
+            && self.reduced.shape.len() == 1
+            && self.reduced.a_inner == 1
+            && n_red < STREAMS_MIN
+            && n_kept >= 4
+        {
+            SPLIT_KEPT.run(threads, n_kept, n_red, |range| {
+                self.reduce_rows_in_step(range, n_red)
+            });
+            return;
+        }
         self.walk_kept(threads, false, |a, out| {
             let v = self.reduce_item::<B>(a, 0..n_red);
             // SAFETY: `out` is this output element.
             unsafe { out.write(v) };
         });
+    }
+
+    /// The outputs `range` of an inner reduction over one contiguous axis of `n` elements,
+    /// four at a time from four places in the range (four input streams far apart keep more
+    /// of the memory busy than one), the rest one at a time: each the same as alone.
+    fn reduce_rows_in_step(&self, range: Range<usize>, n: usize) {
+        let mut items = Vec::with_capacity(range.len());
+        self.walk_kept_rows(range, |p, j, len| {
+            items.extend((j..j + len).map(|i| self.item(p, i)));
+        });
+        let quarter = items.len() / 4;
+        for i in 0..quarter {
+            let rows: [(*const T, *mut T); 4] = std::array::from_fn(|s| items[i + s * quarter]);
+            // SAFETY: each input row holds `n` contiguous elements; `out` is its output.
+            unsafe {
+                let totals = (self.k.reduce_four)(rows.map(|r| r.0), n);
+                for ((_, out), v) in rows.into_iter().zip(totals) {
+                    out.write(v);
+                }
+            }
+        }
+        for &(a, out) in &items[4 * quarter..] {
+            // SAFETY: as above.
+            unsafe { out.write((self.k.reduce)(a, n)) };
+        }
     }
 
     /// The kept elements, split over threads: `item(a, out)` for each (inner), or rows streamed

@@ -25,6 +25,9 @@ const BLOCK: usize = 16 * LANES;
 pub(crate) struct Kernels<T> {
     /// `f` over `n >= 1` contiguous elements.
     pub reduce: unsafe fn(*const T, usize) -> T,
+    /// `reduce` of four runs of `n` contiguous elements each, `1 <= n <` [`STREAMS_MIN`],
+    /// read side by side (the same results as one at a time).
+    pub reduce_four: unsafe fn([*const T; 4], usize) -> [T; 4],
     /// `acc[i] = f(..f(f(acc[i], x0[i]), x1[i]).., xk[i])` for `i < n`, over the rows `x`.
     pub combine: unsafe fn(*mut T, &[*const T], usize),
     /// `out[0] = x[0]`, `out[i] = f(out[i - 1], x[i])` along strided runs of `n >= 1`
@@ -140,7 +143,7 @@ impl<T: Element> Counter<T> {
 
 /// Runs this long or longer are reduced as [`STREAMS`] parts side by side
 /// ([`reduce_streams`]).
-const STREAMS_MIN: usize = 64 * BLOCK;
+pub(crate) const STREAMS_MIN: usize = 64 * BLOCK;
 /// Parts of a long run read at once: four sequential streams far apart keep more of the
 /// memory busy than one (a 64 MB read on two cores of an AMD EPYC: 2.8-3.2 ms from one stream
 /// a core, 1.9-2.1 from four).
@@ -195,7 +198,7 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     unsafe {
         let starts: [*const T; STREAMS] = std::array::from_fn(|s| p.add(s * part));
         for b in (0..part).step_by(BLOCK) {
-            let totals = blocks_in_step::<B, T, M>(starts.map(|q| q.add(b)));
+            let totals = blocks_in_step::<B, T, M>(starts.map(|q| q.add(b)), BLOCK);
             for (counter, total) in counters.iter_mut().zip(totals) {
                 counter.push(total, f);
             }
@@ -212,21 +215,33 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     f(f(a, b), f(c, d))
 }
 
-/// [`block`] of a whole [`BLOCK`] at each of `p`, the four read side by side.
+/// [`block`] of `n` elements at each of `p` (`1 <= n <= BLOCK`), the four read side by side:
+/// the same operations in the same order as `block` on each.
 #[inline(always)]
 unsafe fn blocks_in_step<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     p: [*const T; STREAMS],
+    n: usize,
 ) -> [T; STREAMS] {
     let f = |a: T, b: T| B::call::<M>((a, b));
-    // SAFETY (whole body): the caller's contract, a whole block from each pointer.
+    // SAFETY (whole body): the caller's contract, `n` elements from each pointer.
     unsafe {
+        if n < 2 * LANES {
+            return p.map(|p| block::<B, T, M>(p, n));
+        }
         let mut r: [[T; LANES]; STREAMS] =
             std::array::from_fn(|s| std::array::from_fn(|k| p[s].add(k).read()));
-        for i in (LANES..BLOCK).step_by(LANES) {
+        let mut i = LANES;
+        while i + LANES <= n {
             for (r, p) in r.iter_mut().zip(p) {
                 for (k, r) in r.iter_mut().enumerate() {
                     *r = f(*r, p.add(i + k).read());
                 }
+            }
+            i += LANES;
+        }
+        for (r, p) in r.iter_mut().zip(p) {
+            for (k, j) in (i..n).enumerate() {
+                r[k] = f(r[k], p.add(j).read());
             }
         }
         r.map(|mut r| {
@@ -240,6 +255,28 @@ unsafe fn blocks_in_step<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
             r[0]
         })
     }
+}
+
+/// [`reduce`] of four runs of `n` elements each (`n < STREAMS_MIN`), read side by side: the
+/// same result for each as `reduce` of it alone.
+#[inline(always)]
+unsafe fn reduce_four<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    p: [*const T; STREAMS],
+    n: usize,
+) -> [T; STREAMS] {
+    let f = |a: T, b: T| B::call::<M>((a, b));
+    let mut counters: [Counter<T>; STREAMS] = std::array::from_fn(|_| Counter::new());
+    let mut start = 0;
+    while start < n {
+        let len = BLOCK.min(n - start);
+        // SAFETY: the caller's contract; `start + len <= n`.
+        let totals = unsafe { blocks_in_step::<B, T, M>(p.map(|q| q.add(start)), len) };
+        for (counter, total) in counters.iter_mut().zip(totals) {
+            counter.push(total, f);
+        }
+        start += len;
+    }
+    counters.map(|c| c.total(f))
 }
 
 /// Rows are combined four at a time: one pass over the accumulators per four input rows, four
@@ -741,11 +778,19 @@ fn prefetch(p: *const u8) {
 }
 
 macro_rules! entry {
-    ($reduce:ident, $combine:ident, $scan:ident, $scan_run:ident, $run:ident, $m:ty $(, $feat:literal)?) => {
+    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $scan_run:ident, $run:ident, $m:ty $(, $feat:literal)?) => {
         $(#[target_feature(enable = $feat)])?
         unsafe fn $reduce<B: Body<In = (T, T), Out = T>, T: Element>(p: *const T, n: usize) -> T {
             // SAFETY: the caller's contract, passed on.
             unsafe { reduce::<B, T, $m>(p, n) }
+        }
+        $(#[target_feature(enable = $feat)])?
+        unsafe fn $reduce_four<B: Body<In = (T, T), Out = T>, T: Element>(
+            p: [*const T; 4],
+            n: usize,
+        ) -> [T; 4] {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { reduce_four::<B, T, $m>(p, n) }
         }
         $(#[target_feature(enable = $feat)])?
         unsafe fn $combine<B: Body<In = (T, T), Out = T>, T: Element>(
@@ -783,6 +828,7 @@ macro_rules! entry {
 
 entry!(
     reduce_base,
+    reduce_four_base,
     combine_base,
     scan_base,
     scan_run_base,
@@ -792,6 +838,7 @@ entry!(
 #[cfg(target_arch = "x86_64")]
 entry!(
     reduce_avx2,
+    reduce_four_avx2,
     combine_avx2,
     scan_avx2,
     scan_run_avx2,
@@ -802,6 +849,7 @@ entry!(
 #[cfg(target_arch = "x86_64")]
 entry!(
     reduce_avx512,
+    reduce_four_avx512,
     combine_avx512,
     scan_avx512,
     scan_run_avx512,
@@ -812,6 +860,7 @@ entry!(
 #[cfg(target_arch = "aarch64")]
 entry!(
     reduce_neon,
+    reduce_four_neon,
     combine_neon,
     scan_neon,
     scan_run_neon,
@@ -826,6 +875,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         #[cfg(target_arch = "x86_64")]
         IsaLevel::Avx512 => Kernels {
             reduce: reduce_avx512::<B, T>,
+            reduce_four: reduce_four_avx512::<B, T>,
             combine: combine_avx512::<B, T>,
             scan: scan_avx512::<B, T>,
             scan_run: scan_run_avx512::<B, T>,
@@ -833,6 +883,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         #[cfg(target_arch = "x86_64")]
         IsaLevel::Avx2 => Kernels {
             reduce: reduce_avx2::<B, T>,
+            reduce_four: reduce_four_avx2::<B, T>,
             combine: combine_avx2::<B, T>,
             scan: scan_avx2::<B, T>,
             scan_run: scan_run_avx2::<B, T>,
@@ -840,12 +891,14 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         #[cfg(target_arch = "aarch64")]
         IsaLevel::Neon => Kernels {
             reduce: reduce_neon::<B, T>,
+            reduce_four: reduce_four_neon::<B, T>,
             combine: combine_neon::<B, T>,
             scan: scan_neon::<B, T>,
             scan_run: scan_run_neon::<B, T>,
         },
         _ => Kernels {
             reduce: reduce_base::<B, T>,
+            reduce_four: reduce_four_base::<B, T>,
             combine: combine_base::<B, T>,
             scan: scan_base::<B, T>,
             scan_run: scan_run_base::<B, T>,
