@@ -71,6 +71,11 @@ fn add_f32_assoc(a: f32, b: f32) -> f32 {
     a + b
 }
 
+#[vectorize(targets = ["cpu", "parallel"], identity = 0.0, associative = true)]
+fn add_f64_assoc(a: f64, b: f64) -> f64 {
+    a + b
+}
+
 /// Associative but not commutative: the affine map `x -> a x + b` modulo 2^16 (`a` in the
 /// low half, `b` in the high half) of `p`, then that of `q`. `associative = true` also promises
 /// commutativity (the split scan's totals are reduced as `reduce` does), but the scan kernels
@@ -80,6 +85,17 @@ fn then_affine(p: u32, q: u32) -> u32 {
     let a = (p & 0xFFFF).wrapping_mul(q & 0xFFFF) & 0xFFFF;
     let b = (q & 0xFFFF).wrapping_mul(p >> 16).wrapping_add(q >> 16) & 0xFFFF;
     a | (b << 16)
+}
+
+/// [`then_affine`] modulo 2^32, in 8-byte elements.
+#[vectorize(targets = ["cpu", "parallel"], associative = true)]
+fn then_affine64(p: u64, q: u64) -> u64 {
+    let a = (p & 0xFFFF_FFFF).wrapping_mul(q & 0xFFFF_FFFF) & 0xFFFF_FFFF;
+    let b = (q & 0xFFFF_FFFF)
+        .wrapping_mul(p >> 32)
+        .wrapping_add(q >> 32)
+        & 0xFFFF_FFFF;
+    a | (b << 32)
 }
 
 /// A recurrence (an exponential moving sum), not associative: `accumulate` must apply it
@@ -667,6 +683,15 @@ fn a_large_associative_accumulate_streams_its_output_with_the_same_result() {
         assert_eq!(got.into_dyn(), want64, "{t:?}, i64");
         let got = add_i32_assoc::accumulate_on(t, &rows, 1).unwrap();
         assert_eq!(got.into_dyn(), want_rows, "{t:?}, rows");
+        // Floats whose every partial sum is exact: any grouping gives the running sums.
+        let small = a.mapv(|v| (v.rem_euclid(4)) as f32);
+        let want_f32 = running(&small.clone().into_dyn(), |x, y| x + y);
+        let got = add_f32_assoc::accumulate_on(t, &small, 0).unwrap();
+        assert_eq!(got.into_dyn(), want_f32, "{t:?}, f32");
+        let quarters = a.mapv(|v| v as f64 * 0.25);
+        let want_f64 = running(&quarters.clone().into_dyn(), |x, y| x + y);
+        let got = add_f64_assoc::accumulate_on(t, &quarters, 0).unwrap();
+        assert_eq!(got.into_dyn(), want_f64, "{t:?}, f64");
     }
 }
 
@@ -694,6 +719,23 @@ fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_o
     let want = running(&a.t().to_owned().into_dyn(), in_order);
     let got = then_affine::accumulate_on(Target::Cpu, a.t(), 1).unwrap();
     assert_eq!(got.into_dyn(), want, "strided");
+    // 8-byte elements: streamed from 2M elements (16 MiB) on, four to a vector.
+    let value64 = |i: usize| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x2545_F491;
+    let in_order64 = |p: u64, q: u64| then_affine64::scalar(p, q);
+    for len in [1, 3, 4, 5, 2_113, 2_100_003] {
+        let a = Array::from_shape_fn(len, value64);
+        let want = running(&a.clone().into_dyn(), in_order64);
+        for offset in [0, 1, 3] {
+            let mut wider = Array::zeros(len + offset);
+            let out = wider.slice_mut(ndarray::s![offset..]);
+            then_affine64::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
+            let got = wider.slice(ndarray::s![offset..]).into_dyn();
+            assert_eq!(
+                got, want,
+                "{len}, out {offset} elements into a line, 8 bytes"
+            );
+        }
+    }
 }
 
 #[test]

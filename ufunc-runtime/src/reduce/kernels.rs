@@ -539,74 +539,74 @@ unsafe fn scan_run_tiles<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     }
 }
 
-/// [`scan_run`] of a streamed run (from memory to memory) of 4-byte elements with AVX2, one
-/// vector of eight at a time: the running `f` within the vector in three shift-and-combine
-/// steps ([`Lanes::prefix`]), then the carry combined in from the left, and the result stored
-/// at once with a non-temporal store, so that reads and writes to memory interleave vector by
-/// vector (a block computed and then streamed out cost a third more:
-/// `bench/probes/scan_bandwidth.c`). `out` is aligned to 4 bytes.
+/// [`scan_run`] of a streamed run (from memory to memory) with AVX2, one vector of `N`
+/// elements at a time (`N` = 8 of 4 bytes or 4 of 8 bytes): the running `f` within the vector
+/// in shift-and-combine steps ([`Lanes::prefix`]), then the carry combined in from the left,
+/// and the result stored at once with a non-temporal store, so that reads and writes to
+/// memory interleave vector by vector (a block computed and then streamed out cost a third
+/// more: `bench/probes/scan_bandwidth.c`). `out` is aligned to the element size.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn scan_run_streamed<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+unsafe fn scan_run_streamed<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const N: usize>(
     x: *const T,
     out: *mut T,
     n: usize,
     carry: Option<T>,
 ) -> T {
     use std::arch::x86_64::{_mm256_loadu_ps, _mm256_stream_ps};
-    assert_eq!(size_of::<T>(), 4, "vectors of 32-bit lanes");
+    assert_eq!(N * size_of::<T>(), 32, "whole AVX vectors");
     // SAFETY (whole body): the caller's contract, `n` elements from `x` and from `out`; AVX2
     // is enabled in the callers.
     unsafe {
-        let l = Lanes::new();
+        let l = Lanes::new::<N>();
         // The stores need 32-byte aligned addresses: the elements before the first one are
         // scanned in order.
-        let head = ((32 - out as usize % 32) % 32 / 4).min(n);
+        let head = ((32 - out as usize % 32) % 32 / size_of::<T>()).min(n);
         let mut carry = match head {
             0 => carry,
             _ => Some(scan_tail::<B, T, M>(x, out, 0..head, carry)),
         };
-        let vectors = (n - head) / 8;
-        let (xv, ov) = (x.add(head) as *const f32, out.add(head) as *mut f32);
+        let vectors = (n - head) / N;
+        let (xv, ov) = (x.add(head), out.add(head));
         if vectors > 0 {
             let mut i = 0;
             let mut c = match carry {
-                Some(c) => splat(c),
+                Some(c) => splat::<T, N>(c),
                 // The first vector has no carry to combine.
                 None => {
-                    let w = l.prefix::<B, T, M>(_mm256_loadu_ps(xv));
-                    _mm256_stream_ps(ov, w);
+                    let w = l.prefix::<B, T, M, N>(_mm256_loadu_ps(xv as *const f32));
+                    _mm256_stream_ps(ov as *mut f32, w);
                     i = 1;
-                    l.last(w)
+                    l.last::<N>(w)
                 }
             };
             while i < vectors {
-                let w = l.prefix::<B, T, M>(_mm256_loadu_ps(xv.add(8 * i)));
-                _mm256_stream_ps(ov.add(8 * i), apply::<B, T, M>(c, w));
+                let w = l.prefix::<B, T, M, N>(_mm256_loadu_ps(xv.add(N * i) as *const f32));
+                _mm256_stream_ps(ov.add(N * i) as *mut f32, apply::<B, T, M, N>(c, w));
                 // The carry's chain is one `f` a vector: it combines the last lane of the
                 // vector's own prefix, not of its result (the same value as the result's).
-                c = apply::<B, T, M>(c, l.last(w));
+                c = apply::<B, T, M, N>(c, l.last::<N>(w));
                 i += 1;
             }
             stream_fence();
-            carry = Some(std::mem::transmute_copy::<_, [T; 8]>(&c)[0]);
+            carry = Some(std::mem::transmute_copy::<_, [T; N]>(&c)[0]);
         }
-        scan_tail::<B, T, M>(x, out, head + 8 * vectors..n, carry)
+        scan_tail::<B, T, M>(x, out, head + N * vectors..n, carry)
     }
 }
 
-/// `f` lane by lane on two vectors of 4-byte elements.
+/// `f` lane by lane on two vectors of `N` elements (`N * size_of::<T>() == 32`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn apply<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+unsafe fn apply<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const N: usize>(
     a: std::arch::x86_64::__m256,
     b: std::arch::x86_64::__m256,
 ) -> std::arch::x86_64::__m256 {
-    // SAFETY: `T` is 4 bytes (the callers' assertion), so `[T; 8]` and `__m256` have the same
-    // size, and shuffles only move bits.
+    // SAFETY: `[T; N]` and `__m256` have the same size (the callers' assertion), and
+    // shuffles only move bits.
     unsafe {
-        let (a, b): ([T; 8], [T; 8]) = (std::mem::transmute_copy(&a), std::mem::transmute_copy(&b));
-        let r: [T; 8] = std::array::from_fn(|k| B::call::<M>((a[k], b[k])));
+        let (a, b): ([T; N], [T; N]) = (std::mem::transmute_copy(&a), std::mem::transmute_copy(&b));
+        let r: [T; N] = std::array::from_fn(|k| B::call::<M>((a[k], b[k])));
         std::mem::transmute_copy(&r)
     }
 }
@@ -614,9 +614,9 @@ unsafe fn apply<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
 /// `v` in every lane.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn splat<T: Element>(v: T) -> std::arch::x86_64::__m256 {
+fn splat<T: Element, const N: usize>(v: T) -> std::arch::x86_64::__m256 {
     // SAFETY: as in `apply`.
-    unsafe { std::mem::transmute_copy(&[v; 8]) }
+    unsafe { std::mem::transmute_copy(&[v; N]) }
 }
 
 /// The lane moves of [`scan_run_streamed`]. The blends take their masks from vectors that the
@@ -624,22 +624,28 @@ fn splat<T: Element>(v: T) -> std::arch::x86_64::__m256 {
 /// blends and rewrote a vector's dozen instructions into some thirty, with repeated loads.
 #[cfg(target_arch = "x86_64")]
 struct Lanes {
-    /// Lanes to keep after each step of [`Lanes::prefix`] (sign bit set).
+    /// The 32-bit lanes to keep after each step of [`Lanes::prefix`] (sign bit set).
     keep: [std::arch::x86_64::__m256; 3],
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Lanes {
+    /// The masks for vectors of `N` elements (8 or 4).
     #[inline(always)]
-    fn new() -> Self {
+    fn new<const N: usize>() -> Self {
         let mask = |lanes: u8| -> std::arch::x86_64::__m256 {
             let m: [f32; 8] = std::array::from_fn(|k| if lanes >> k & 1 == 1 { -0.0 } else { 0.0 });
             // SAFETY: plain bits.
             unsafe { std::mem::transmute(m) }
         };
-        std::hint::black_box(Lanes {
-            keep: [mask(0x11), mask(0x33), mask(0x0F)],
-        })
+        // Eight elements: keep element 0 of each half, then 0-1 of each half, then the low
+        // half. Four (two 32-bit lanes each): element 0 of each half, then the low half.
+        let keep = if N == 8 {
+            [mask(0x11), mask(0x33), mask(0x0F)]
+        } else {
+            [mask(0x33), mask(0x0F), mask(0)]
+        };
+        std::hint::black_box(Lanes { keep })
     }
 
     /// Lane `i`: `f(v[0], .., v[i])`. Lanes that would take an element from before the
@@ -648,7 +654,7 @@ impl Lanes {
     /// # Safety
     /// AVX2 is enabled in the caller.
     #[inline(always)]
-    unsafe fn prefix<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    unsafe fn prefix<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const N: usize>(
         &self,
         v: std::arch::x86_64::__m256,
     ) -> std::arch::x86_64::__m256 {
@@ -658,35 +664,57 @@ impl Lanes {
         };
         // SAFETY: AVX2, per the contract.
         unsafe {
-            let v = blend(
-                apply::<B, T, M>(floats(up::<4>(bits(v))), v),
-                v,
-                self.keep[0],
-            );
-            let v = blend(
-                apply::<B, T, M>(floats(up::<8>(bits(v))), v),
-                v,
-                self.keep[1],
-            );
-            let low = within::<0xFF>(v);
-            blend(
-                apply::<B, T, M>(across::<0x00>(low, low), v),
-                v,
-                self.keep[2],
-            )
+            if N == 8 {
+                let v = blend(
+                    apply::<B, T, M, N>(floats(up::<4>(bits(v))), v),
+                    v,
+                    self.keep[0],
+                );
+                let v = blend(
+                    apply::<B, T, M, N>(floats(up::<8>(bits(v))), v),
+                    v,
+                    self.keep[1],
+                );
+                let low = within::<0xFF>(v);
+                blend(
+                    apply::<B, T, M, N>(across::<0x00>(low, low), v),
+                    v,
+                    self.keep[2],
+                )
+            } else {
+                let v = blend(
+                    apply::<B, T, M, N>(floats(up::<8>(bits(v))), v),
+                    v,
+                    self.keep[0],
+                );
+                // Element 1 of each half (32-bit lanes 2 and 3) in both places of the half.
+                let low = within::<0xEE>(v);
+                blend(
+                    apply::<B, T, M, N>(across::<0x00>(low, low), v),
+                    v,
+                    self.keep[1],
+                )
+            }
         }
     }
 
-    /// Lane 7 in every lane.
+    /// The last element in every lane.
     ///
     /// # Safety
     /// AVX is enabled in the caller.
     #[inline(always)]
-    unsafe fn last(&self, v: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    unsafe fn last<const N: usize>(
+        &self,
+        v: std::arch::x86_64::__m256,
+    ) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::{_mm256_permute2f128_ps as across, _mm256_permute_ps as within};
         // SAFETY: AVX, per the contract.
         unsafe {
-            let high = within::<0xFF>(v);
+            let high = if N == 8 {
+                within::<0xFF>(v)
+            } else {
+                within::<0xEE>(v)
+            };
             across::<0x11>(high, high)
         }
     }
@@ -735,9 +763,9 @@ unsafe fn transpose8x8(r: [std::arch::x86_64::__m256; 8]) -> [std::arch::x86_64:
     }
 }
 
-/// The regrouped scan of the AVX2 and AVX-512 entries, for 4-byte elements in vectors: a
-/// streamed run one vector at a time, each stored as it is made; a run in cache in tiles,
-/// which compute faster (64K float32 in L2: 0.015-0.016 ms in tiles,
+/// The regrouped scan of the AVX2 and AVX-512 entries: a streamed run of 4- or 8-byte
+/// elements one vector at a time, each stored as it is made; a run of 4-byte elements in
+/// cache in tiles, which compute faster there (64K float32 in L2: 0.015-0.016 ms in tiles,
 /// 0.021-0.022 in whole vectors; 16M into `out`, `parallel`: 8.2-8.7 ms in tiles, 6.0-6.8 in
 /// vectors).
 #[cfg(target_arch = "x86_64")]
@@ -751,8 +779,11 @@ unsafe fn scan_run_x86<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
 ) -> T {
     // SAFETY: the caller's contract, passed on.
     unsafe {
-        if size_of::<T>() == 4 && stream && out as usize % 4 == 0 {
-            scan_run_streamed::<B, T, M>(x, out, n, carry)
+        let aligned = out as usize % size_of::<T>() == 0;
+        if size_of::<T>() == 4 && stream && aligned {
+            scan_run_streamed::<B, T, M, 8>(x, out, n, carry)
+        } else if size_of::<T>() == 8 && stream && aligned {
+            scan_run_streamed::<B, T, M, 4>(x, out, n, carry)
         } else if size_of::<T>() == 4 {
             scan_run_tiles::<B, T, M>(x, out, n, carry, stream)
         } else {
