@@ -59,38 +59,58 @@ pub(crate) fn call<B: Body<In = (T, T), Out = T>, T: Element>(a: T, b: T) -> T {
 /// One block of at most [`BLOCK`] elements, `n >= 1`.
 #[inline(always)]
 unsafe fn block<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T, n: usize) -> T {
-    // SAFETY (whole body): the caller's contract, `n` elements from `p`.
+    // SAFETY: the caller's contract, passed on.
+    unsafe { blocks::<B, T, M, 1>([p], n)[0] }
+}
+
+/// A block of `n` elements (`1 <= n <= BLOCK`) at each of `p`, read side by side: short ones
+/// in order; longer ones into [`LANES`] accumulators (a running combine each), then a tree.
+#[inline(always)]
+unsafe fn blocks<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S: usize>(
+    p: [*const T; S],
+    n: usize,
+) -> [T; S] {
+    let f = |a: T, b: T| B::call::<M>((a, b));
+    // SAFETY (whole body): the caller's contract, `n` elements from each pointer.
     unsafe {
-        let f = |a: T, b: T| B::call::<M>((a, b));
         if n < 2 * LANES {
-            let mut acc = p.read();
-            for i in 1..n {
-                acc = f(acc, p.add(i).read());
-            }
-            return acc;
+            return p.map(|p| {
+                let mut acc = p.read();
+                for i in 1..n {
+                    acc = f(acc, p.add(i).read());
+                }
+                acc
+            });
         }
-        let mut r: [T; LANES] = std::array::from_fn(|k| p.add(k).read());
+        let mut r: [[T; LANES]; S] =
+            std::array::from_fn(|s| std::array::from_fn(|k| p[s].add(k).read()));
         let mut i = LANES;
         while i + LANES <= n {
-            for (k, r) in r.iter_mut().enumerate() {
-                *r = f(*r, p.add(i + k).read());
+            for (r, p) in r.iter_mut().zip(p) {
+                for (k, r) in r.iter_mut().enumerate() {
+                    *r = f(*r, p.add(i + k).read());
+                }
             }
             i += LANES;
         }
         // The tail folds into the accumulators it would have met, then a tree.
-        for (k, j) in (i..n).enumerate() {
-            r[k] = f(r[k], p.add(j).read());
+        for (r, p) in r.iter_mut().zip(p) {
+            for (k, j) in (i..n).enumerate() {
+                r[k] = f(r[k], p.add(j).read());
+            }
         }
         // Fixed widths, so that the wide steps vectorize (a loop over a run-time width stays
         // scalar).
-        halve::<64, T>(&mut r, f);
-        halve::<32, T>(&mut r, f);
-        halve::<16, T>(&mut r, f);
-        halve::<8, T>(&mut r, f);
-        halve::<4, T>(&mut r, f);
-        halve::<2, T>(&mut r, f);
-        halve::<1, T>(&mut r, f);
-        r[0]
+        r.map(|mut r| {
+            halve::<64, T>(&mut r, f);
+            halve::<32, T>(&mut r, f);
+            halve::<16, T>(&mut r, f);
+            halve::<8, T>(&mut r, f);
+            halve::<4, T>(&mut r, f);
+            halve::<2, T>(&mut r, f);
+            halve::<1, T>(&mut r, f);
+            r[0]
+        })
     }
 }
 
@@ -198,7 +218,7 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     unsafe {
         let starts: [*const T; STREAMS] = std::array::from_fn(|s| p.add(s * part));
         for b in (0..part).step_by(BLOCK) {
-            let totals = blocks_in_step::<B, T, M>(starts.map(|q| q.add(b)), BLOCK);
+            let totals = blocks::<B, T, M, STREAMS>(starts.map(|q| q.add(b)), BLOCK);
             for (counter, total) in counters.iter_mut().zip(totals) {
                 counter.push(total, f);
             }
@@ -215,48 +235,6 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     f(f(a, b), f(c, d))
 }
 
-/// [`block`] of `n` elements at each of `p` (`1 <= n <= BLOCK`), the four read side by side:
-/// the same operations in the same order as `block` on each.
-#[inline(always)]
-unsafe fn blocks_in_step<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
-    p: [*const T; STREAMS],
-    n: usize,
-) -> [T; STREAMS] {
-    let f = |a: T, b: T| B::call::<M>((a, b));
-    // SAFETY (whole body): the caller's contract, `n` elements from each pointer.
-    unsafe {
-        if n < 2 * LANES {
-            return p.map(|p| block::<B, T, M>(p, n));
-        }
-        let mut r: [[T; LANES]; STREAMS] =
-            std::array::from_fn(|s| std::array::from_fn(|k| p[s].add(k).read()));
-        let mut i = LANES;
-        while i + LANES <= n {
-            for (r, p) in r.iter_mut().zip(p) {
-                for (k, r) in r.iter_mut().enumerate() {
-                    *r = f(*r, p.add(i + k).read());
-                }
-            }
-            i += LANES;
-        }
-        for (r, p) in r.iter_mut().zip(p) {
-            for (k, j) in (i..n).enumerate() {
-                r[k] = f(r[k], p.add(j).read());
-            }
-        }
-        r.map(|mut r| {
-            halve::<64, T>(&mut r, f);
-            halve::<32, T>(&mut r, f);
-            halve::<16, T>(&mut r, f);
-            halve::<8, T>(&mut r, f);
-            halve::<4, T>(&mut r, f);
-            halve::<2, T>(&mut r, f);
-            halve::<1, T>(&mut r, f);
-            r[0]
-        })
-    }
-}
-
 /// [`reduce`] of four runs of `n` elements each (`n < STREAMS_MIN`), read side by side: the
 /// same result for each as `reduce` of it alone.
 #[inline(always)]
@@ -270,7 +248,7 @@ unsafe fn reduce_four<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     while start < n {
         let len = BLOCK.min(n - start);
         // SAFETY: the caller's contract; `start + len <= n`.
-        let totals = unsafe { blocks_in_step::<B, T, M>(p.map(|q| q.add(start)), len) };
+        let totals = unsafe { blocks::<B, T, M, STREAMS>(p.map(|q| q.add(start)), len) };
         for (counter, total) in counters.iter_mut().zip(totals) {
             counter.push(total, f);
         }
