@@ -179,32 +179,14 @@ unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T,
         if n >= STREAMS_MIN {
             reduce_streams::<B, T, M>(p, n)
         } else {
-            reduce_run::<B, T, M>(p, n)
+            reduce_runs::<B, T, M, 1>([p], n)[0]
         }
     }
 }
 
-/// One run, one block after another.
-#[inline(always)]
-unsafe fn reduce_run<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
-    p: *const T,
-    n: usize,
-) -> T {
-    let f = |a: T, b: T| B::call::<M>((a, b));
-    let mut counter = Counter::new();
-    let mut start = 0;
-    while start < n {
-        let len = BLOCK.min(n - start);
-        // SAFETY: `start + len <= n`.
-        counter.push(unsafe { block::<B, T, M>(p.add(start), len) }, f);
-        start += len;
-    }
-    counter.total(f)
-}
-
 /// [`STREAMS`] parts of a long run (all but the last a whole number of blocks, equal; the
 /// last the rest): their blocks in step, a few lanes of each in turn; the last part's
-/// remaining blocks after. The same result as [`reduce_run`] of each part, combined pairwise.
+/// remaining blocks after. The same result as [`reduce_runs`] of each part, combined pairwise.
 #[inline(always)]
 unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     p: *const T,
@@ -235,20 +217,20 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     f(f(a, b), f(c, d))
 }
 
-/// [`reduce`] of four runs of `n` elements each (`n < STREAMS_MIN`), read side by side: the
-/// same result for each as `reduce` of it alone.
+/// Runs of `n >= 1` elements at each of `p`, read side by side, each one block after another
+/// (blocks combined by a [`Counter`]): the same result for each as alone.
 #[inline(always)]
-unsafe fn reduce_four<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
-    p: [*const T; STREAMS],
+unsafe fn reduce_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S: usize>(
+    p: [*const T; S],
     n: usize,
-) -> [T; STREAMS] {
+) -> [T; S] {
     let f = |a: T, b: T| B::call::<M>((a, b));
-    let mut counters: [Counter<T>; STREAMS] = std::array::from_fn(|_| Counter::new());
+    let mut counters: [Counter<T>; S] = std::array::from_fn(|_| Counter::new());
     let mut start = 0;
     while start < n {
         let len = BLOCK.min(n - start);
         // SAFETY: the caller's contract; `start + len <= n`.
-        let totals = unsafe { blocks::<B, T, M, STREAMS>(p.map(|q| q.add(start)), len) };
+        let totals = unsafe { blocks::<B, T, M, S>(p.map(|q| q.add(start)), len) };
         for (counter, total) in counters.iter_mut().zip(totals) {
             counter.push(total, f);
         }
@@ -799,7 +781,7 @@ macro_rules! entry {
             n: usize,
         ) -> [T; 4] {
             // SAFETY: the caller's contract, passed on.
-            unsafe { reduce_four::<B, T, $m>(p, n) }
+            unsafe { reduce_runs::<B, T, $m, 4>(p, n) }
         }
         $(#[target_feature(enable = $feat)])?
         unsafe fn $combine<B: Body<In = (T, T), Out = T>, T: Element>(
