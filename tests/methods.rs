@@ -396,7 +396,9 @@ fn a_long_run_is_reduced_as_four_parts_side_by_side() {
     // three `n / 4` rounded down to whole blocks), each reduced alone, the totals combined
     // pairwise: exact for integers, NaN from any part, the same float grouping.
     let block = 2048;
-    for n in [64 * block, 64 * block + 1, 200_003, 4 * 64 * block - 1] {
+    // Up to 490_001: each part (the last up to three blocks longer) stays under the
+    // threshold, so that reducing it alone splits it no further.
+    for n in [64 * block, 64 * block + 1, 200_003, 490_001] {
         let part = n / 4 / block * block;
         let ints = Array::from_shape_fn(n, |i| ((i as i64) << 33) ^ (i as i64 * 7_777_777));
         let want = ints.iter().fold(0i64, |s, &v| s.wrapping_add(v));
@@ -434,7 +436,8 @@ fn a_long_run_is_reduced_as_four_parts_side_by_side() {
 #[test]
 fn rows_reduced_four_at_a_time_equal_each_row_reduced_alone() {
     // An inner reduction over one contiguous axis reads four rows side by side: every row's
-    // float sum is bit for bit its own, for short and long rows, any row count.
+    // float sum is bit for bit its own, for short and long rows, any row count, and more
+    // rows than one stretch of four streams takes (4096).
     for (rows, n) in [
         (4, 1),
         (5, 255),
@@ -442,6 +445,7 @@ fn rows_reduced_four_at_a_time_equal_each_row_reduced_alone() {
         (7, 2048),
         (13, 4000),
         (6, 131_071),
+        (9_001, 300),
     ] {
         let a = Array::from_shape_fn((rows, n), |(i, j)| {
             1.0f32 + (((i * n + j) * 7919) % 1000) as f32 * 1e-3
@@ -707,12 +711,17 @@ fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_o
         let want = running(&a.clone().into_dyn(), in_order);
         let got = then_affine::accumulate_on(Target::Cpu, &a, 0).unwrap();
         assert_eq!(got.into_dyn(), want, "{len}");
-        for offset in [1, 8] {
-            let mut wider = Array::zeros(len + offset);
-            let out = wider.slice_mut(ndarray::s![offset..]);
+        let mut wider = Array::<u32, _>::zeros(len + 9);
+        // The first element on a 32-byte boundary, and one past it.
+        let aligned = (32 - wider.as_ptr() as usize % 32) % 32 / 4;
+        for offset in [aligned, aligned + 1] {
+            let out = wider.slice_mut(ndarray::s![offset..offset + len]);
             then_affine::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
-            let got = wider.slice(ndarray::s![offset..]).into_dyn();
-            assert_eq!(got, want, "{len}, out {offset} elements into a line");
+            let got = wider.slice(ndarray::s![offset..offset + len]).into_dyn();
+            assert_eq!(
+                got, want,
+                "{len}, out {offset} elements into the allocation"
+            );
         }
     }
     let a = Array::from_shape_fn((40_001, 2), |(i, j)| value(2 * i + j));
@@ -725,14 +734,15 @@ fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_o
     for len in [1, 3, 4, 5, 2_113, 2_100_003] {
         let a = Array::from_shape_fn(len, value64);
         let want = running(&a.clone().into_dyn(), in_order64);
-        for offset in [0, 1, 3] {
-            let mut wider = Array::zeros(len + offset);
-            let out = wider.slice_mut(ndarray::s![offset..]);
+        let mut wider = Array::<u64, _>::zeros(len + 5);
+        let aligned = (32 - wider.as_ptr() as usize % 32) % 32 / 8;
+        for offset in [aligned, aligned + 1] {
+            let out = wider.slice_mut(ndarray::s![offset..offset + len]);
             then_affine64::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
-            let got = wider.slice(ndarray::s![offset..]).into_dyn();
+            let got = wider.slice(ndarray::s![offset..offset + len]).into_dyn();
             assert_eq!(
                 got, want,
-                "{len}, out {offset} elements into a line, 8 bytes"
+                "{len}, out {offset} elements into the allocation, 8 bytes"
             );
         }
     }

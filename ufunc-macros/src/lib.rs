@@ -44,7 +44,9 @@ use proc_macro::TokenStream;
 /// `min` and `max`) instead of applying it strictly in order as NumPy does (a recurrence such
 /// as `0.5 * acc + x` needs the order). Declare it only for a function that is associative
 /// and commutative, as `reduce` assumes of every function: the split scan reduces its pieces
-/// as `reduce` does.
+/// as `reduce` does. The regrouped scan evaluates `f` on other groupings of the elements, and
+/// on vector lanes whose results it drops, so a function that panics on some values (a
+/// checked overflow) may fail where the in-order scan would not.
 ///
 /// `fastmath = true`, per target: on `cpu` and `parallel` the SIMD lane code contracts
 /// `a * b + c` into fused multiply-adds where the CPU has FMA (the scalar path is unchanged); on

@@ -14,7 +14,7 @@
 //! declared associative, by the blocked scan (strided runs gathered into a buffer first), a few
 //! long contiguous runs each split over the threads.
 
-use super::kernels::{call, kernels, Kernels, SCAN_BLOCK, STREAMS_MIN};
+use super::kernels::{call, kernels, Kernels, SCAN_BLOCK, SIDE_BY_SIDE_MIN, STREAMS_MIN};
 use crate::body::Body;
 use crate::element::Element;
 use crate::parallel::{Split, Threads};
@@ -52,6 +52,9 @@ const SPLIT_OUTER_ROWS: Split = Split {
     pieces_per_thread: 1,
     align: 1,
 };
+/// Outputs of an inner reduction taken at a time by [`Job::reduce_rows_in_step`], four
+/// streams a quarter of them apart (their addresses held meanwhile: 64 KiB).
+const ROWS_IN_STEP: usize = 4096;
 /// A contiguous accumulation this long (or longer) is split over the threads, when there are
 /// too few of them to give each thread its own.
 const SCAN_SPLIT_MIN: usize = 1 << 17;
@@ -217,7 +220,7 @@ impl<T: Element> Job<T> {
         if self.inner
             && self.reduced.shape.len() == 1
             && self.reduced.a_inner == 1
-            && n_red < STREAMS_MIN
+            && (SIDE_BY_SIDE_MIN..STREAMS_MIN).contains(&n_red)
             && n_kept >= 4
         {
             SPLIT_KEPT.run(threads, n_kept, n_red, |range| {
@@ -233,13 +236,22 @@ impl<T: Element> Job<T> {
     }
 
     /// The outputs `range` of an inner reduction over one contiguous axis of `n` elements,
-    /// four at a time from four places in the range (four input streams far apart keep more
-    /// of the memory busy than one), the rest one at a time: each the same as alone.
+    /// four at a time from four places in each stretch of [`ROWS_IN_STEP`] outputs (four input
+    /// streams far apart keep more of the memory busy than one), the rest one at a time: each
+    /// the same as alone.
     fn reduce_rows_in_step(&self, range: Range<usize>, n: usize) {
-        let mut items = Vec::with_capacity(range.len());
-        self.walk_kept_rows(range, |p, j, len| {
-            items.extend((j..j + len).map(|i| self.item(p, i)));
-        });
+        let mut items = Vec::with_capacity(range.len().min(ROWS_IN_STEP));
+        for start in range.clone().step_by(ROWS_IN_STEP) {
+            items.clear();
+            self.walk_kept_rows(start..(start + ROWS_IN_STEP).min(range.end), |p, j, len| {
+                items.extend((j..j + len).map(|i| self.item(p, i)));
+            });
+            self.reduce_items_in_step(&items, n);
+        }
+    }
+
+    /// [`Job::reduce_rows_in_step`] of the outputs `items` (their input rows and outputs).
+    fn reduce_items_in_step(&self, items: &[(*const T, *mut T)], n: usize) {
         let quarter = items.len() / 4;
         for i in 0..quarter {
             let rows: [(*const T, *mut T); 4] = std::array::from_fn(|s| items[i + s * quarter]);

@@ -35,8 +35,9 @@ pub(crate) struct Kernels<T> {
     pub scan: unsafe fn(*const T, isize, *mut T, isize, usize),
     /// `out[i] = f(carry, x[0], .., x[i])` over `n >= 1` contiguous elements, regrouped (see
     /// [`scan_run`]); returns `out[n - 1]`. `x` and `out` may be the same run: each block is
-    /// read before it is written. With `stream`, whole blocks are written with non-temporal
-    /// stores (for outputs far larger than the caches).
+    /// read before it is written. With `stream`, the output is written with non-temporal
+    /// stores (for outputs far larger than the caches): whole blocks, or whole vectors after a
+    /// head written in order.
     pub scan_run: unsafe fn(*const T, *mut T, usize, Option<T>, bool) -> T,
 }
 
@@ -160,6 +161,10 @@ impl<T: Element> Counter<T> {
         acc
     }
 }
+
+/// Runs shorter than this are combined in order within a block ([`blocks`]): reading
+/// several of them side by side gains nothing.
+pub(crate) const SIDE_BY_SIDE_MIN: usize = 2 * LANES;
 
 /// Runs this long or longer are reduced as [`STREAMS`] parts side by side
 /// ([`reduce_streams`]).
@@ -609,7 +614,9 @@ impl Lanes {
     }
 
     /// Lane `i`: `f(v[0], .., v[i])`. Lanes that would take an element from before the
-    /// vector keep their value (the blends), so that `f` only combines elements of the run.
+    /// vector keep their value (the blends); `f` still runs on them, on zeros or on partial
+    /// results counted twice, and those results are dropped (a function that panics on such
+    /// values, a checked overflow say, can fail here where the in-order scan would not).
     ///
     /// # Safety
     /// AVX2 is enabled in the caller.
