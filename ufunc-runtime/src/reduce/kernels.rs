@@ -200,16 +200,10 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     const { assert!(STREAMS == 4) };
     let f = |a: T, b: T| B::call::<M>((a, b));
     let part = n / STREAMS / BLOCK * BLOCK;
-    let mut counters: [Counter<T>; STREAMS] = std::array::from_fn(|_| Counter::new());
     // SAFETY (whole body): every address lies in the run of `n` elements.
-    unsafe {
+    let counters = unsafe {
         let starts: [*const T; STREAMS] = std::array::from_fn(|s| p.add(s * part));
-        for b in (0..part).step_by(BLOCK) {
-            let totals = blocks::<B, T, M, STREAMS>(starts.map(|q| q.add(b)), BLOCK);
-            for (counter, total) in counters.iter_mut().zip(totals) {
-                counter.push(total, f);
-            }
-        }
+        let mut counters = count_runs::<B, T, M, STREAMS>(starts, part);
         let last = &mut counters[STREAMS - 1];
         let mut start = STREAMS * part;
         while start < n {
@@ -217,7 +211,8 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
             last.push(block::<B, T, M>(p.add(start), len), f);
             start += len;
         }
-    }
+        counters
+    };
     let [a, b, c, d] = counters.map(|c| c.total(f));
     f(f(a, b), f(c, d))
 }
@@ -230,6 +225,18 @@ unsafe fn reduce_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S
     n: usize,
 ) -> [T; S] {
     let f = |a: T, b: T| B::call::<M>((a, b));
+    // SAFETY: the caller's contract, passed on.
+    unsafe { count_runs::<B, T, M, S>(p, n) }.map(|c| c.total(f))
+}
+
+/// The [`Counter`] of each run of [`reduce_runs`], its whole and partial blocks pushed
+/// (`n = 0`: nothing pushed).
+#[inline(always)]
+unsafe fn count_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S: usize>(
+    p: [*const T; S],
+    n: usize,
+) -> [Counter<T>; S] {
+    let f = |a: T, b: T| B::call::<M>((a, b));
     let mut counters: [Counter<T>; S] = std::array::from_fn(|_| Counter::new());
     let mut start = 0;
     while start < n {
@@ -241,7 +248,7 @@ unsafe fn reduce_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S
         }
         start += len;
     }
-    counters.map(|c| c.total(f))
+    counters
 }
 
 /// Rows are combined four at a time: one pass over the accumulators per four input rows, four
@@ -576,6 +583,22 @@ unsafe fn apply<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const N: usiz
     }
 }
 
+/// One step of [`Lanes::prefix`]: `f(moved, v)` lane by lane where `keep` is clear, `v` where
+/// it is set. A function, not a closure: closures do not inherit the callers' `avx2`.
+///
+/// # Safety
+/// AVX is enabled in the caller; as [`apply`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn step<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const N: usize>(
+    moved: std::arch::x86_64::__m256,
+    v: std::arch::x86_64::__m256,
+    keep: std::arch::x86_64::__m256,
+) -> std::arch::x86_64::__m256 {
+    // SAFETY: the caller's contract.
+    unsafe { std::arch::x86_64::_mm256_blendv_ps(apply::<B, T, M, N>(moved, v), v, keep) }
+}
+
 /// `v` in every lane.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -626,41 +649,22 @@ impl Lanes {
         v: std::arch::x86_64::__m256,
     ) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::{
-            _mm256_blendv_ps as blend, _mm256_castps_si256 as bits, _mm256_castsi256_ps as floats,
+            _mm256_castps_si256 as bits, _mm256_castsi256_ps as floats,
             _mm256_permute2f128_ps as across, _mm256_permute_ps as within, _mm256_slli_si256 as up,
         };
         // SAFETY: AVX2, per the contract.
         unsafe {
+            let step = step::<B, T, M, N>;
             if N == 8 {
-                let v = blend(
-                    apply::<B, T, M, N>(floats(up::<4>(bits(v))), v),
-                    v,
-                    self.keep[0],
-                );
-                let v = blend(
-                    apply::<B, T, M, N>(floats(up::<8>(bits(v))), v),
-                    v,
-                    self.keep[1],
-                );
+                let v = step(floats(up::<4>(bits(v))), v, self.keep[0]);
+                let v = step(floats(up::<8>(bits(v))), v, self.keep[1]);
                 let low = within::<0xFF>(v);
-                blend(
-                    apply::<B, T, M, N>(across::<0x00>(low, low), v),
-                    v,
-                    self.keep[2],
-                )
+                step(across::<0x00>(low, low), v, self.keep[2])
             } else {
-                let v = blend(
-                    apply::<B, T, M, N>(floats(up::<8>(bits(v))), v),
-                    v,
-                    self.keep[0],
-                );
+                let v = step(floats(up::<8>(bits(v))), v, self.keep[0]);
                 // Element 1 of each half (32-bit lanes 2 and 3) in both places of the half.
                 let low = within::<0xEE>(v);
-                blend(
-                    apply::<B, T, M, N>(across::<0x00>(low, low), v),
-                    v,
-                    self.keep[1],
-                )
+                step(across::<0x00>(low, low), v, self.keep[1])
             }
         }
     }
