@@ -77,6 +77,49 @@ fn device_arrays_stay_on_the_device() {
 }
 
 #[test]
+fn views_copy_back_their_own_elements() {
+    on_gpu("views_copy_back_their_own_elements", || {
+        use ndarray::s;
+        use ufunc::cuda::{cuda_counters, to_device};
+        let x = Array2::from_shape_fn((9, 7), |(i, j)| (i * 7 + j) as f64 - 0.5);
+        let dx = to_device(&x).unwrap();
+        let v = dx.view();
+        let before = cuda_counters().device_to_host;
+        // Contiguous from an offset (rows, one row, one element, none), then strided ones.
+        assert_eq!(
+            v.slice(s![2..5, ..]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![2..5, ..])
+        );
+        assert_eq!(
+            v.slice(s![8, ..]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![8, ..])
+        );
+        assert_eq!(
+            v.slice(s![4, 6]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![4, 6])
+        );
+        assert_eq!(
+            v.slice(s![3..3, ..]).unwrap().copy_to_host().unwrap().len(),
+            0
+        );
+        assert_eq!(
+            v.slice(s![1..8;3, 2..]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![1..8;3, 2..])
+        );
+        assert_eq!(
+            v.slice(s![..;-1, ..]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![..;-1, ..])
+        );
+        assert_eq!(
+            v.slice(s![.., 5]).unwrap().copy_to_host().unwrap(),
+            x.slice(s![.., 5])
+        );
+        // One transfer each, none for the empty view.
+        assert_eq!(cuda_counters().device_to_host - before, 6);
+    });
+}
+
+#[test]
 fn device_views_are_operands_without_copies() {
     on_gpu("device_views_are_operands_without_copies", || {
         use ndarray::s;

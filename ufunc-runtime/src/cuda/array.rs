@@ -13,7 +13,8 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::Operand;
 use crate::shape::{
-    broadcast_strides_to, byte_size, c_order_bytes, c_strides, check_output_shapes, Strides,
+    broadcast_strides_to, byte_size, c_order_bytes, c_strides, check_output_shapes,
+    is_c_contiguous, Strides,
 };
 use ndarray::{
     Array, ArrayBase, ArrayViewMut2, Data, Dimension, IntoDimension, Ix2, IxDyn, SliceArg,
@@ -294,11 +295,29 @@ impl<'a, T: Element, D: Dimension> DeviceView<'a, T, D> {
         })
     }
 
-    /// Copies the viewed elements into a new host array (one transfer of the whole buffer).
+    /// Copies the viewed elements into a new host array (one transfer: of the elements
+    /// where they are contiguous in C order, else of the whole buffer).
     pub fn copy_to_host(&self) -> Result<Array<T, D>> {
         let size = size_of::<T>();
         byte_size(self.shape(), size)?;
-        let bytes = Queue::default_queue()?.download(&self.buf.0)?;
+        let queue = Queue::default_queue()?;
+        if is_c_contiguous(self.shape(), &self.geometry.strides) {
+            // Straight into the result: no copy of the whole buffer on the way.
+            let mut out = crate::alloc::try_zeroed::<T, D>(&self.dim)?;
+            if let Some(values) = out.as_slice_mut().filter(|v| !v.is_empty()) {
+                // SAFETY: the elements' bytes, written by the copy below; every bit pattern
+                // the device holds is a valid `T` (as below).
+                let bytes = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        values.as_mut_ptr() as *mut u8,
+                        std::mem::size_of_val(values),
+                    )
+                };
+                queue.download_into(&self.buf.0, self.geometry.offset * size, bytes)?;
+            }
+            return Ok(out);
+        }
+        let bytes = queue.download(&self.buf.0)?;
         let n = self.len();
         let mut v: Vec<T> = Vec::with_capacity(n);
         if n > 0 {

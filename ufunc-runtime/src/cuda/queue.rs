@@ -191,8 +191,16 @@ impl Queue {
     /// Copies device memory back to the host (one counted transfer), after the work queued
     /// before it.
     pub(crate) fn download(&self, mem: &Buffer) -> Result<Vec<u8>> {
+        let mut bytes = vec![0; self.backend.byte_len(mem)?];
+        self.download_into(mem, 0, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Copies `dst.len()` bytes of device memory from byte `offset` into `dst` (one counted
+    /// transfer), after the work queued before it.
+    pub(crate) fn download_into(&self, mem: &Buffer, offset: usize, dst: &mut [u8]) -> Result<()> {
         DEVICE_TO_HOST.fetch_add(1, Ordering::Relaxed);
-        self.backend.download(&self.stream, mem)
+        self.backend.download_into(&self.stream, mem, offset, dst)
     }
 
     /// Waits for the work queued here.
@@ -268,7 +276,9 @@ impl Queue {
         sites: &'static PanicTable,
         status: &Buffer,
     ) -> Result<()> {
-        let bytes = self.backend.download(&self.stream, status)?;
+        let mut bytes = vec![0; self.backend.byte_len(status)?];
+        self.backend
+            .download_into(&self.stream, status, 0, &mut bytes)?;
         match bytes
             .get(..4)
             .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))

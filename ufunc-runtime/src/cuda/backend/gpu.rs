@@ -6,7 +6,7 @@ use super::super::args::{
 };
 use super::super::cache::{cached_cubin, options};
 use super::super::kernel::CudaKernel;
-use super::{cufft, foreign, Backend};
+use super::{cufft, foreign, out_of_range, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
     CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
@@ -148,9 +148,24 @@ impl Backend for Gpu {
         Ok(Buffer(Box::new(mem)))
     }
 
-    fn download(&self, s: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>> {
+    fn byte_len(&self, buf: &Buffer) -> Result<usize> {
+        Ok(slice(buf)?.len())
+    }
+
+    fn download_into(
+        &self,
+        s: &StreamHandle,
+        buf: &Buffer,
+        offset: usize,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let src = slice(buf)?;
+        if offset + dst.len() > src.len() {
+            return Err(out_of_range(offset, dst.len(), src.len()));
+        }
+        // Pageable `dst`: the copy is done when this returns.
         stream(s)?
-            .clone_dtoh(slice(buf)?)
+            .memcpy_dtoh(&src.slice(offset..offset + dst.len()), dst)
             .map_err(|e| driver_error("copying from the device", e))
     }
 

@@ -33,8 +33,17 @@ pub(crate) trait Backend: Send + Sync {
     fn host_bytes<'a>(&self, host: &'a mut HostBuffer) -> Result<&'a mut [u8]>;
     /// New device memory holding the bytes of `host`, copied on `stream` without waiting.
     fn upload_host(&self, stream: &StreamHandle, host: &HostBuffer) -> Result<Buffer>;
-    /// The bytes of `buf`, after the work queued on `stream`.
-    fn download(&self, stream: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>>;
+    /// The size of `buf` in bytes.
+    fn byte_len(&self, buf: &Buffer) -> Result<usize>;
+    /// Copies `dst.len()` bytes of `buf` from byte `offset` into `dst`, after the work queued
+    /// on `stream`.
+    fn download_into(
+        &self,
+        stream: &StreamHandle,
+        buf: &Buffer,
+        offset: usize,
+        dst: &mut [u8],
+    ) -> Result<()>;
     /// Copies `src` over `dst` (of the same size) on the device.
     fn copy(&self, stream: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()>;
     /// Compiles (or finds in the disk cache) and loads `source`, the source of `kernel`.
@@ -106,5 +115,14 @@ pub(crate) fn backend() -> Result<&'static dyn Backend> {
 pub(crate) fn foreign(what: &str) -> Error {
     Error::Cuda {
         what: format!("{what}: a handle of another device backend"),
+    }
+}
+
+/// The error of a read past the end of device memory (a bug, never user input).
+pub(crate) fn out_of_range(offset: usize, len: usize, size: usize) -> Error {
+    Error::Cuda {
+        what: format!(
+            "reading {len} bytes at byte {offset} of device memory of {size} bytes: out of range"
+        ),
     }
 }

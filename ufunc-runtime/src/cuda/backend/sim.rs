@@ -9,7 +9,7 @@ use super::super::args::{
 };
 use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
-use super::{foreign, sim_fft, Backend};
+use super::{foreign, out_of_range, sim_fft, Backend};
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -124,8 +124,23 @@ impl Backend for Sim {
         Ok(Buffer(Box::new(SimBuffer::from_bytes(b.bytes()))))
     }
 
-    fn download(&self, _: &StreamHandle, buf: &Buffer) -> Result<Vec<u8>> {
-        Ok(buffer(buf)?.bytes().to_vec())
+    fn byte_len(&self, buf: &Buffer) -> Result<usize> {
+        Ok(buffer(buf)?.bytes().len())
+    }
+
+    fn download_into(
+        &self,
+        _: &StreamHandle,
+        buf: &Buffer,
+        offset: usize,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let bytes = buffer(buf)?.bytes();
+        let src = bytes
+            .get(offset..offset + dst.len())
+            .ok_or_else(|| out_of_range(offset, dst.len(), bytes.len()))?;
+        dst.copy_from_slice(src);
+        Ok(())
     }
 
     fn copy(&self, _: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()> {
