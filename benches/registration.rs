@@ -1,8 +1,9 @@
 //! Phase-correlation benchmarks, side by side with the Python pipelines of `bench/peers_registration.py`.
 //!
-//! `cargo bench --bench registration -- [--json] [--quick] [--device-only]`: per frame at
-//! 2048x2048 float32 against a fixed reference (its spectrum made once), with the upsampled
-//! refinement at U = 20, after warm-up; and the start-up (plans, reference spectrum). On
+//! `cargo bench --bench registration -- [--json] [--quick] [--device-only] [--startup]`: per
+//! frame at 2048x2048 float32 against a fixed reference (its spectrum made once), with the
+//! upsampled refinement at U = 20, after warm-up; and the start-up (plans, reference spectrum),
+//! step by step on the device with `--startup` (alone, in a fresh process). On
 //! `cpu`, `parallel` and, where there is a device, `cuda`, whose row also gives the time to copy
 //! one frame to the device (issue 10's goal: a frame's registration within 1.2x of it).
 
@@ -88,6 +89,56 @@ fn steps(reference: &Array2<f32>, moving: &Array2<f32>, reps: usize) {
     });
 }
 
+/// What the first use of the device costs, step by step, in a process that has not used it
+/// yet (`--startup`, which runs nothing else): the context, the first copy, cuFFT's first
+/// plans, the registration's kernels and reference spectrum, its first frames, and the fixed
+/// cost of an `align_movie` call (streams, page-locked buffers, workspaces).
+fn startup_steps(reference: &Array2<f32>, moving: &Array2<f32>) {
+    let mut last = Instant::now();
+    let mut lap = |what: &str| {
+        let ms = last.elapsed().as_secs_f64() * 1e3;
+        println!("ufunc cuda       start-up: {what:46} {ms:8.2} ms");
+        last = Instant::now();
+    };
+    let stream = match Stream::new() {
+        Ok(s) => s,
+        Err(e) => return eprintln!("cuda: skipped, no device ({e})"),
+    };
+    lap("the context and a stream");
+    let n = reference.nrows();
+    let frame = to_device_on(&stream, moving).unwrap();
+    stream.synchronize().unwrap();
+    lap("the first copy of a frame");
+    let half = device::rfft2_on(&stream, &frame, &FftOptions::new()).unwrap();
+    stream.synchronize().unwrap();
+    lap("the first rfft2 (cuFFT loaded, a plan)");
+    black_box(device::irfft2_on(&stream, &half, &FftOptions::new().s(&[n, n])).unwrap());
+    stream.synchronize().unwrap();
+    lap("the first irfft2 (a plan)");
+    let options = PccOptions {
+        upsample_factor: 20,
+        target: Target::Cuda,
+        ..Default::default()
+    };
+    let correlator = Correlator::new(reference, &options).unwrap();
+    lap("Correlator::new (kernels loaded, reference)");
+    black_box(correlator.register(moving).unwrap());
+    lap("its first frame");
+    black_box(correlator.register(moving).unwrap());
+    lap("its second frame");
+    let movie = ndarray::Array3::from_shape_fn((2, n, n), |(_, y, x)| moving[[y, x]]);
+    let options = AlignOptions {
+        reference: Reference::First,
+        target: Target::Cuda,
+        upsample_factor: 20,
+        ..Default::default()
+    };
+    black_box(align_movie(&mut movie.view(), &options).unwrap());
+    lap("align_movie, 2 frames, first call");
+    black_box(align_movie(&mut movie.view(), &options).unwrap());
+    lap("align_movie, 2 frames, second call");
+}
+
 /// The cost of a frame inside a movie: `align_movie` over `frames` copies of `moving` held in
 /// host memory (no file to read), U = 20, the median of `reps` runs after a warm-up; with the
 /// first frame as the reference (one pass) and with the iterated sum (its passes counted).
@@ -104,16 +155,23 @@ fn movie_rows(moving: &Array2<f32>, target: Target, frames: usize, reps: usize, 
             ..Default::default()
         };
         let iterations = align_movie(&mut movie.view(), &options).unwrap().iterations;
-        let ms = common::median_ms(reps, || {
+        let total_ms = common::median_ms(reps, || {
             black_box(align_movie(&mut movie.view(), &options).unwrap());
-        }) / frames as f64;
+        });
+        let ms = total_ms / frames as f64;
+        // A quarter of the movie again: what the frames add, apart from the call's fixed costs.
+        let quarter = movie.slice(ndarray::s![..frames / 4, .., ..]);
+        let quarter_ms = common::median_ms(reps, || {
+            black_box(align_movie(&mut quarter.view(), &options).unwrap());
+        });
+        let added = (total_ms - quarter_ms) / (frames - frames / 4) as f64;
         if reference == Reference::First {
             first_ms = ms;
         }
         if json {
-            println!("{{\"case\": \"movie_frame_2048_u20_{name}\", \"n\": {ny}, \"impl\": \"{imp}\", \"ms\": {ms:.3}, \"frames\": {frames}, \"iterations\": {iterations}}}");
+            println!("{{\"case\": \"movie_frame_2048_u20_{name}\", \"n\": {ny}, \"impl\": \"{imp}\", \"ms\": {ms:.3}, \"added_ms\": {added:.3}, \"frames\": {frames}, \"iterations\": {iterations}}}");
         } else {
-            println!("{imp:16} per frame of a {frames}-frame movie in memory, reference {name:5} {ms:8.2} ms ({iterations} iterations)");
+            println!("{imp:16} per frame of a {frames}-frame movie in memory, reference {name:5} {ms:8.2} ms ({iterations} iterations; {added:.2} ms a frame beyond the first {})", frames / 4);
         }
     }
     first_ms
@@ -129,6 +187,9 @@ fn main() {
     };
     let n = 2048;
     let (reference, moving) = images(n);
+    if args.iter().any(|a| a == "--startup") {
+        return startup_steps(&reference, &moving);
+    }
     let targets: &[Target] = if args.iter().any(|a| a == "--device-only") {
         &[Target::Cuda]
     } else {

@@ -116,6 +116,48 @@ fn phase_cross_correlation_on_cuda() {
 }
 
 #[test]
+fn the_next_movie_of_a_batch_reuses_the_streams_and_workspaces() {
+    on_gpu(
+        "the_next_movie_of_a_batch_reuses_the_streams_and_workspaces",
+        || {
+            let options = AlignOptions {
+                target: Target::Cuda,
+                ..Default::default()
+            };
+            let align = |m: &Array3<f32>| {
+                let before = cuda_counters().allocations;
+                let a = align_movie(&mut m.clone(), &options).unwrap();
+                (a, cuda_counters().allocations - before)
+            };
+            let (a, b) = (frames((48, 40), 5, 21), frames((40, 48), 5, 22));
+            let (first, made) = align(&a);
+            let (again, reused) = align(&a);
+            // Each of the two workspaces holds a dozen buffers or more.
+            assert!(
+                reused + 24 <= made,
+                "{reused} device allocations in the second call, {made} in the first"
+            );
+            assert_eq!(first.shifts, again.shifts);
+            assert_eq!(first.peaks, again.peaks);
+            assert_eq!(first.sum, again.sum);
+            // Another shape takes new lanes; the first shape's then come anew too.
+            let (_, other) = align(&b);
+            assert!(
+                other >= made - 2,
+                "{other} allocations for a new shape, {made} at first"
+            );
+            let (back, remade) = align(&a);
+            assert!(
+                remade >= reused + 24,
+                "{remade} allocations back at the first shape"
+            );
+            assert_eq!(back.shifts, first.shifts);
+            assert_eq!(back.sum, first.sum);
+        },
+    );
+}
+
+#[test]
 fn align_movie_on_cuda_matches_parallel() {
     on_gpu("align_movie_on_cuda_matches_parallel", || {
         let m = frames((64, 56), 6, 3);

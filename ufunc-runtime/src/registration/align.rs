@@ -168,6 +168,11 @@ const CONTEXT: &str = "align_movie";
 
 /// Aligns the frames of a movie: see [`AlignOptions`] and the [module docs](super).
 ///
+/// On `cuda`, a call keeps its two streams, page-locked frame buffers (two frames' worth of
+/// host memory) and device workspaces for the next call with the same frame shape and
+/// options' plan (the next movie of a batch), which then skips their set-up; a call with
+/// another shape frees them.
+///
 /// ```
 /// use ndarray::Array3;
 /// use ufunc_runtime::registration::{align_movie, AlignOptions, Reference};
