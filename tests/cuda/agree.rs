@@ -8,6 +8,7 @@ use ufunc::prelude::*;
 
 #[test]
 fn without_a_device_the_call_is_an_error() {
+    let _serial = super::one_at_a_time();
     if let Err(e) = square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
         assert!(
             matches!(

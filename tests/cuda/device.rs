@@ -7,6 +7,7 @@ use ufunc::prelude::*;
 
 #[test]
 fn device_arrays_need_a_device() {
+    let _serial = super::one_at_a_time();
     let x = array![1.0f32, 2.0];
     match ufunc::cuda::to_device(&x) {
         Ok(d) => assert_eq!(d.shape(), &[2]),
@@ -84,7 +85,7 @@ fn views_copy_back_their_own_elements() {
         let x = Array2::from_shape_fn((9, 7), |(i, j)| (i * 7 + j) as f64 - 0.5);
         let dx = to_device(&x).unwrap();
         let v = dx.view();
-        let before = cuda_counters().device_to_host;
+        let before = cuda_counters();
         // Contiguous from an offset (rows, one row, one element, none), then strided ones.
         assert_eq!(
             v.slice(s![2..5, ..]).unwrap().copy_to_host().unwrap(),
@@ -114,8 +115,12 @@ fn views_copy_back_their_own_elements() {
             v.slice(s![.., 5]).unwrap().copy_to_host().unwrap(),
             x.slice(s![.., 5])
         );
-        // One transfer each, none for the empty view.
-        assert_eq!(cuda_counters().device_to_host - before, 6);
+        // One transfer each, none for the empty view; the contiguous ones copy only their
+        // own elements (21 + 7 + 1 of 8 bytes), the others the whole buffer.
+        let after = cuda_counters();
+        assert_eq!(after.device_to_host - before.device_to_host, 6);
+        let bytes = after.device_to_host_bytes - before.device_to_host_bytes;
+        assert_eq!(bytes, (21 + 7 + 1) * 8 + 3 * 63 * 8);
     });
 }
 

@@ -34,6 +34,13 @@ use kernels::square_sum;
 use ndarray::array;
 use ufunc::prelude::*;
 
+/// Held by every test that may use the device, so that the transfer counters one reads are
+/// its own.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1") || std::env::var_os("CI").is_some()
 }
@@ -41,8 +48,7 @@ fn required(var: &str) -> bool {
 /// Runs `check` against a GPU (or the simulator, with UFUNC_CUDA_SIM=1), or reports a visible
 /// skip (a failure with UFUNC_REQUIRE_GPU=1). One check at a time: they count transfers.
 fn on_gpu(test: &str, check: impl FnOnce()) {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = one_at_a_time();
     match square_sum::on(Target::Cuda, &array![1.0f32], 1.0f32) {
         Err(Error::NoCudaDevice { reason }) => {
             assert!(

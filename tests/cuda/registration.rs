@@ -10,8 +10,8 @@ use super::on_gpu;
 use ndarray::{Array2, Array3, Axis};
 use ufunc::cuda::cuda_counters;
 use ufunc::registration::{
-    align_movie, phase_cross_correlation, AlignOptions, Correlator, Normalization, PccOptions,
-    Reference,
+    align_movie, phase_cross_correlation, release_device_memory, AlignOptions, Correlator,
+    Normalization, PccOptions, Reference,
 };
 use ufunc::{Error, Target};
 
@@ -124,35 +124,49 @@ fn the_next_movie_of_a_batch_reuses_the_streams_and_workspaces() {
                 target: Target::Cuda,
                 ..Default::default()
             };
+            // Device allocations and page-locked buffers of one call.
             let align = |m: &Array3<f32>| {
-                let before = cuda_counters().allocations;
+                let before = cuda_counters();
                 let a = align_movie(&mut m.clone(), &options).unwrap();
-                (a, cuda_counters().allocations - before)
+                let after = cuda_counters();
+                let made = (
+                    after.allocations - before.allocations,
+                    after.page_locked_allocations - before.page_locked_allocations,
+                );
+                (a, made)
             };
             let (a, b) = (frames((48, 40), 5, 21), frames((40, 48), 5, 22));
+            release_device_memory();
             let (first, made) = align(&a);
             let (again, reused) = align(&a);
-            // Each of the two workspaces holds a dozen buffers or more.
+            // Each of the two workspaces holds a dozen buffers or more; the two page-locked
+            // frames are made once.
+            assert_eq!((made.1, reused.1), (2, 0));
             assert!(
-                reused + 24 <= made,
-                "{reused} device allocations in the second call, {made} in the first"
+                reused.0 + 24 <= made.0,
+                "{reused:?} allocations in the second call, {made:?} in the first"
             );
             assert_eq!(first.shifts, again.shifts);
             assert_eq!(first.peaks, again.peaks);
             assert_eq!(first.sum, again.sum);
-            // Another shape takes new lanes; the first shape's then come anew too.
-            let (_, other) = align(&b);
-            assert!(
-                other >= made - 2,
-                "{other} allocations for a new shape, {made} at first"
-            );
+            // Another shape takes new lanes; the first shape's then come anew too, as after
+            // a release.
+            assert_eq!(align(&b).1 .1, 2);
             let (back, remade) = align(&a);
+            assert_eq!(remade.1, 2);
             assert!(
-                remade >= reused + 24,
-                "{remade} allocations back at the first shape"
+                remade.0 >= reused.0 + 24,
+                "{remade:?} back at the first shape"
             );
             assert_eq!(back.shifts, first.shifts);
             assert_eq!(back.sum, first.sum);
+            assert!(release_device_memory());
+            assert_eq!(align(&a).1 .1, 2);
+            // A call that fails keeps nothing.
+            let mut bad = a.clone();
+            bad[[3, 1, 1]] = f32::NAN;
+            assert!(align_movie(&mut bad, &options).is_err());
+            assert!(!release_device_memory());
         },
     );
 }

@@ -305,8 +305,8 @@ impl<'a, T: Element, D: Dimension> DeviceView<'a, T, D> {
             // Straight into the result: no copy of the whole buffer on the way.
             let mut out = crate::alloc::try_zeroed::<T, D>(&self.dim)?;
             if let Some(values) = out.as_slice_mut().filter(|v| !v.is_empty()) {
-                // SAFETY: the elements' bytes, written by the copy below; every bit pattern
-                // the device holds is a valid `T` (as below).
+                // SAFETY: the elements' bytes, overwritten by the copy below with bytes of the
+                // buffer, which holds only valid `T`s (as below).
                 let bytes = unsafe {
                     std::slice::from_raw_parts_mut(
                         values.as_mut_ptr() as *mut u8,

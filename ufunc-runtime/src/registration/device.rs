@@ -702,9 +702,9 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
 }
 
 /// A movie's two streams, each with a page-locked frame and a workspace. One call keeps its
-/// lanes for the next of the same frame shape and plan (the next movie of a batch), whose
-/// fixed cost they were: page-locked memory takes about 10 ms per 16 MB frame to allocate
-/// and 3 ms to free on an H100, and each stream's cuFFT plans live with it.
+/// lanes for the next with the same key (the next movie of a batch), whose fixed cost they
+/// were: page-locked memory takes about 10 ms per 16 MB frame to allocate and 3 ms to free on
+/// an H100, and each stream's cuFFT plans (with their work areas) live with it.
 struct Lanes {
     streams: [Stream; 2],
     images: [PinnedImage; 2],
@@ -722,7 +722,7 @@ impl Lanes {
         (plan.frame, plan.shape, plan.upsample)
     }
 
-    /// The kept lanes where they fit `plan`, else new ones.
+    /// The kept lanes where they fit `plan`, else new ones (the kept ones freed first).
     fn take(plan: &DevicePlan) -> Result<Lanes> {
         let kept = KEPT_LANES.lock().unwrap_or_else(|e| e.into_inner()).take();
         match kept {
@@ -747,8 +747,20 @@ impl Lanes {
 
     /// Keeps these lanes (whose streams are idle) for the next call.
     fn keep(self, plan: &DevicePlan) {
-        *KEPT_LANES.lock().unwrap_or_else(|e| e.into_inner()) = Some((Self::key(plan), self));
+        let replaced = KEPT_LANES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace((Self::key(plan), self));
+        // Freed outside the lock: freeing page-locked memory takes milliseconds.
+        drop(replaced);
     }
+}
+
+/// Frees what the last `align_movie` call on `cuda` kept for the next (see
+/// [`super::release_device_memory`]); whether there was any.
+pub(super) fn release_kept_lanes() -> bool {
+    let kept = KEPT_LANES.lock().unwrap_or_else(|e| e.into_inner()).take();
+    kept.is_some()
 }
 
 /// A movie on its way through the device.

@@ -32,6 +32,18 @@ pub use pcc::{phase_cross_correlation, Correlator};
 
 use crate::Target;
 
+/// Frees the device memory, page-locked host memory and streams that the last
+/// [`align_movie`] call on `Target::Cuda` kept for the next call of the same kind; returns
+/// whether there was any. Nothing else needs it: the next call makes them anew.
+///
+/// ```
+/// let _ = ufunc_runtime::registration::release_device_memory();
+/// assert!(!ufunc_runtime::registration::release_device_memory()); // nothing kept now
+/// ```
+pub fn release_device_memory() -> bool {
+    device::release_kept_lanes()
+}
+
 /// How the cross-power spectrum is normalised before the inverse transform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Normalization {

@@ -6,7 +6,7 @@ use super::super::args::{
 };
 use super::super::cache::{cached_cubin, options};
 use super::super::kernel::CudaKernel;
-use super::{cufft, foreign, out_of_range, Backend};
+use super::{byte_range, cufft, foreign, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
     CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
@@ -160,12 +160,10 @@ impl Backend for Gpu {
         dst: &mut [u8],
     ) -> Result<()> {
         let src = slice(buf)?;
-        if offset + dst.len() > src.len() {
-            return Err(out_of_range(offset, dst.len(), src.len()));
-        }
+        let range = byte_range(offset, dst.len(), src.len())?;
         // Pageable `dst`: the copy is done when this returns.
         stream(s)?
-            .memcpy_dtoh(&src.slice(offset..offset + dst.len()), dst)
+            .memcpy_dtoh(&src.slice(range), dst)
             .map_err(|e| driver_error("copying from the device", e))
     }
 

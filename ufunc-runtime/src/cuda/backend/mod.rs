@@ -118,11 +118,15 @@ pub(crate) fn foreign(what: &str) -> Error {
     }
 }
 
-/// The error of a read past the end of device memory (a bug, never user input).
-pub(crate) fn out_of_range(offset: usize, len: usize, size: usize) -> Error {
-    Error::Cuda {
-        what: format!(
-            "reading {len} bytes at byte {offset} of device memory of {size} bytes: out of range"
-        ),
+/// Bytes `offset..offset + len` of device memory of `size` bytes, or the error of a read
+/// past its end (a bug, never user input).
+pub(crate) fn byte_range(offset: usize, len: usize, size: usize) -> Result<std::ops::Range<usize>> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(offset..end),
+        _ => Err(Error::Cuda {
+            what: format!(
+                "reading {len} bytes at byte {offset} of device memory of {size} bytes: out of range"
+            ),
+        }),
     }
 }

@@ -9,7 +9,7 @@ use super::super::args::{
 };
 use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
-use super::{foreign, out_of_range, sim_fft, Backend};
+use super::{byte_range, foreign, sim_fft, Backend};
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -136,10 +136,8 @@ impl Backend for Sim {
         dst: &mut [u8],
     ) -> Result<()> {
         let bytes = buffer(buf)?.bytes();
-        let src = bytes
-            .get(offset..offset + dst.len())
-            .ok_or_else(|| out_of_range(offset, dst.len(), bytes.len()))?;
-        dst.copy_from_slice(src);
+        let range = byte_range(offset, dst.len(), bytes.len())?;
+        dst.copy_from_slice(&bytes[range]);
         Ok(())
     }
 
