@@ -711,18 +711,9 @@ fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_o
         let want = running(&a.clone().into_dyn(), in_order);
         let got = then_affine::accumulate_on(Target::Cpu, &a, 0).unwrap();
         assert_eq!(got.into_dyn(), want, "{len}");
-        let mut wider = Array::<u32, _>::zeros(len + 9);
-        // The first element on a 32-byte boundary, and one past it.
-        let aligned = (32 - wider.as_ptr() as usize % 32) % 32 / 4;
-        for offset in [aligned, aligned + 1] {
-            let out = wider.slice_mut(ndarray::s![offset..offset + len]);
+        into_out_on_and_off_a_vector(len, &want, "", |out| {
             then_affine::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
-            let got = wider.slice(ndarray::s![offset..offset + len]).into_dyn();
-            assert_eq!(
-                got, want,
-                "{len}, out {offset} elements into the allocation"
-            );
-        }
+        });
     }
     let a = Array::from_shape_fn((40_001, 2), |(i, j)| value(2 * i + j));
     let want = running(&a.t().to_owned().into_dyn(), in_order);
@@ -734,17 +725,29 @@ fn an_associative_accumulate_on_one_thread_keeps_a_non_commutative_function_in_o
     for len in [1, 3, 4, 5, 2_113, 2_100_003] {
         let a = Array::from_shape_fn(len, value64);
         let want = running(&a.clone().into_dyn(), in_order64);
-        let mut wider = Array::<u64, _>::zeros(len + 5);
-        let aligned = (32 - wider.as_ptr() as usize % 32) % 32 / 8;
-        for offset in [aligned, aligned + 1] {
-            let out = wider.slice_mut(ndarray::s![offset..offset + len]);
+        into_out_on_and_off_a_vector(len, &want, ", 8 bytes", |out| {
             then_affine64::accumulate_out_on(Target::Cpu, &a, 0, out).unwrap();
-            let got = wider.slice(ndarray::s![offset..offset + len]).into_dyn();
-            assert_eq!(
-                got, want,
-                "{len}, out {offset} elements into the allocation, 8 bytes"
-            );
-        }
+        });
+    }
+}
+
+/// `accumulate(out)` into an `out` of `len` elements whose first element is on a 32-byte
+/// boundary, then one element past it: each time `want`.
+fn into_out_on_and_off_a_vector<T: Copy + Default + PartialEq + std::fmt::Debug>(
+    len: usize,
+    want: &ArrayD<T>,
+    what: &str,
+    accumulate: impl Fn(ndarray::ArrayViewMut1<'_, T>),
+) {
+    let mut wider = Array::<T, _>::default(len + 9);
+    let aligned = (32 - wider.as_ptr() as usize % 32) % 32 / size_of::<T>();
+    for offset in [aligned, aligned + 1] {
+        accumulate(wider.slice_mut(ndarray::s![offset..offset + len]));
+        let got = wider.slice(ndarray::s![offset..offset + len]).into_dyn();
+        assert_eq!(
+            &got, want,
+            "{len}, out {offset} elements into the allocation{what}"
+        );
     }
 }
 

@@ -57,13 +57,6 @@ pub(crate) fn call<B: Body<In = (T, T), Out = T>, T: Element>(a: T, b: T) -> T {
     B::call::<NoFma>((a, b))
 }
 
-/// One block of at most [`BLOCK`] elements, `n >= 1`.
-#[inline(always)]
-unsafe fn block<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T, n: usize) -> T {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { blocks::<B, T, M, 1>([p], n)[0] }
-}
-
 /// A block of `n` elements (`1 <= n <= BLOCK`) at each of `p`, read side by side: short ones
 /// in order; longer ones into [`LANES`] accumulators (a running combine each), then a tree.
 #[inline(always)]
@@ -200,19 +193,14 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     const { assert!(STREAMS == 4) };
     let f = |a: T, b: T| B::call::<M>((a, b));
     let part = n / STREAMS / BLOCK * BLOCK;
+    let mut counters: [Counter<T>; STREAMS] = std::array::from_fn(|_| Counter::new());
     // SAFETY (whole body): every address lies in the run of `n` elements.
-    let counters = unsafe {
+    unsafe {
         let starts: [*const T; STREAMS] = std::array::from_fn(|s| p.add(s * part));
-        let mut counters = count_runs::<B, T, M, STREAMS>(starts, part);
-        let last = &mut counters[STREAMS - 1];
-        let mut start = STREAMS * part;
-        while start < n {
-            let len = BLOCK.min(n - start);
-            last.push(block::<B, T, M>(p.add(start), len), f);
-            start += len;
-        }
-        counters
-    };
+        count_runs::<B, T, M, STREAMS>(starts, part, &mut counters);
+        let last = std::array::from_mut(&mut counters[STREAMS - 1]);
+        count_runs::<B, T, M, 1>([p.add(STREAMS * part)], n - STREAMS * part, last);
+    }
     let [a, b, c, d] = counters.map(|c| c.total(f));
     f(f(a, b), f(c, d))
 }
@@ -225,19 +213,21 @@ unsafe fn reduce_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S
     n: usize,
 ) -> [T; S] {
     let f = |a: T, b: T| B::call::<M>((a, b));
+    let mut counters: [Counter<T>; S] = std::array::from_fn(|_| Counter::new());
     // SAFETY: the caller's contract, passed on.
-    unsafe { count_runs::<B, T, M, S>(p, n) }.map(|c| c.total(f))
+    unsafe { count_runs::<B, T, M, S>(p, n, &mut counters) };
+    counters.map(|c| c.total(f))
 }
 
-/// The [`Counter`] of each run of [`reduce_runs`], its whole and partial blocks pushed
-/// (`n = 0`: nothing pushed).
+/// Pushes the whole and partial blocks of the run of `n` elements at each of `p` onto its
+/// [`Counter`] (`n = 0`: nothing pushed).
 #[inline(always)]
 unsafe fn count_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S: usize>(
     p: [*const T; S],
     n: usize,
-) -> [Counter<T>; S] {
+    counters: &mut [Counter<T>; S],
+) {
     let f = |a: T, b: T| B::call::<M>((a, b));
-    let mut counters: [Counter<T>; S] = std::array::from_fn(|_| Counter::new());
     let mut start = 0;
     while start < n {
         let len = BLOCK.min(n - start);
@@ -248,7 +238,6 @@ unsafe fn count_runs<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const S:
         }
         start += len;
     }
-    counters
 }
 
 /// Rows are combined four at a time: one pass over the accumulators per four input rows, four

@@ -3,19 +3,19 @@
 //! result shapes; any strides and broadcast views as input).
 //!
 //! `reduce` treats `f` as associative and commutative, as NumPy treats `add` and `multiply`: a
-//! contiguous run is reduced with several accumulators and a tree, and blocks of 2048 elements
-//! are combined pairwise, which gives float addition NumPy's accuracy (error growing as
-//! `log2(n)`, not `n`); a run of 64 blocks or more is read as four parts side by side (more
-//! of the memory busy at once), each reduced so, their totals combined pairwise, and the rows
-//! of an inner reduction four at a time (each the same as alone). For an operation that is not associative (subtraction, say) the
-//! grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
+//! contiguous run is reduced with several accumulators and a tree, and blocks of 2048 elements are
+//! combined pairwise, which gives float addition NumPy's accuracy (error growing as `log2(n)`, not
+//! `n`); a run of 64 blocks or more is read as four parts side by side (more of the memory busy at
+//! once), each reduced so, their totals combined pairwise, and the rows of an inner reduction four
+//! at a time (each the same as alone). For an operation that is not associative (subtraction, say)
+//! the grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
 //! recurrences work), unless the function is declared `associative = true` (which promises
 //! commutativity too): then contiguous runs are scanned in blocks of independent chains (runs
 //! streamed from memory to memory, of 4- or 8-byte elements on x86-64, a vector at a time) and long
-//! ones split over the threads, their pieces' totals reduced as `reduce` does (exact for
-//! integers, `min`, `max`; float results depend on the target, on whether the output is
-//! streamed and, for runs split over threads, on the thread count, deterministically). The identity (`identity = ...` on the
-//! attribute) is the result of reducing no elements; a non-empty reduction starts from its
+//! ones split over the threads, their pieces' totals reduced as `reduce` does (exact for integers,
+//! `min`, `max`; float results depend on the target, on whether the output is streamed and, for
+//! runs split over threads, on the thread count, deterministically). The identity (`identity = ...`
+//! on the attribute) is the result of reducing no elements; a non-empty reduction starts from its
 //! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
 
 mod engine;
