@@ -3,7 +3,7 @@ image (complex64 c2c, r2c, c2r), 1-D transforms of 4096 rows of 4096, and FFT co
 image with a 31x31 kernel (`same`) and a 2048x2048 one (`full`).
 
 Peers: numpy.fft, scipy.fft with all workers, pyfftw (threads = cores, its cache on), mkl_fft
-(MKL's threads), and scipy.signal's fftconvolve/oaconvolve under `scipy.fft.set_workers(-1)`.
+(MKL's threads), and scipy.signal's fftconvolve/oaconvolve under `scipy.fft.set_workers(CORES)`.
 Median milliseconds after warm-up, one JSON object per line like the Rust bench; `--quick` for
 fewer repetitions. Where CuPy imports and sees a GPU, its cuFFT rows too (device data, each
 call synchronised); `--cupy-only` runs just those (the GPU bundle's runner).
@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 REPS = 3 if "--quick" in sys.argv else 15
-CORES = os.cpu_count() or 1
+# The cores this process may run on (`taskset` limits them; `os.cpu_count()` ignores it).
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def image(ny, nx, seed):
@@ -96,11 +97,11 @@ def main():
 
     transforms(
         f"scipy.fft workers={CORES}",
-        lambda a: sfft.fft2(a, workers=-1),
-        lambda a: sfft.rfft2(a, workers=-1),
-        lambda a, s: sfft.irfft2(a, s=s, workers=-1),
-        lambda a: sfft.fft(a, axis=1, workers=-1),
-        lambda a: sfft.rfft(a, axis=1, workers=-1),
+        lambda a: sfft.fft2(a, workers=CORES),
+        lambda a: sfft.rfft2(a, workers=CORES),
+        lambda a, s: sfft.irfft2(a, s=s, workers=CORES),
+        lambda a: sfft.fft(a, axis=1, workers=CORES),
+        lambda a: sfft.rfft(a, axis=1, workers=CORES),
         img, cimg, half, rows,
     )
 
@@ -139,7 +140,7 @@ def main():
 
     small = image(31, 31, 3)
     big = image(2048, 2048, 4)
-    with sfft.set_workers(-1):
+    with sfft.set_workers(CORES):
         for case, kernel, mode in [
             ("fftconvolve_2048_k31_same", small, "same"),
             ("fftconvolve_2048_k2048_full", big, "full"),

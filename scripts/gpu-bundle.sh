@@ -15,19 +15,24 @@ bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cu
 fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o '[^ (]*/release/deps/fft-[0-9a-f]*' | head -1)
 reg_bench=$(cargo bench --bench registration --no-run 2>&1 |
     grep -o '[^ (]*/release/deps/registration-[0-9a-f]*' | head -1)
+vec_bench=$(cargo bench --bench vectorize --no-run 2>&1 |
+    grep -o '[^ (]*/release/deps/vectorize-[0-9a-f]*' | head -1)
 cargo build --release --example phase_correlation
 program="${CARGO_TARGET_DIR:-target}/release/examples/phase_correlation"
 cp "$tests" .gpu/cuda-tests
 cp "$bench" .gpu/cuda-bench
 cp "$fft_bench" .gpu/fft-bench
 cp "$reg_bench" .gpu/registration-bench
+cp "$vec_bench" .gpu/vectorize-bench
 cp "$program" .gpu/phase_correlation
 cp bench/peers_fft.py bench/peers_registration.py bench/seed_movie.py .gpu/
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
 #   bash .gpu/run.sh [STEP...]   steps: tests bench fft registration seed (default: all, about
-#                                8 minutes on an H200; a lent session has 15 in all)
+#                                3 minutes on an H100; a lent session has 15 in all), and cpu2
+#                                (not by default: the CPU goals on two of this host's cores, a
+#                                quieter stand-in for CI's 2-core machine, about 2 minutes)
 # Every step runs even when one before it failed; each step's output is also kept in
 # $OUT (the device tool's folder) or ./logs, and the exit status is that of the tests.
 set -uo pipefail
@@ -72,6 +77,16 @@ if wanted seed && step seed-movie 90 python3 seed_movie.py seed.npy; then
         step "seed-$1-$2" 60 ./phase_correlation seed.npy --target "$1" --reference "$2" \
             --out "out-$1-$2" --force
     done
+fi
+# The CPU benchmarks and their peers pinned to two cores, each peer limited to the cores it
+# may use (the peers count them with `os.sched_getaffinity`).
+if wanted cpu2; then
+    two="taskset -c 0,1"
+    step cpu2-methods 60 sh -c "for c in triad add_reduce_all add_reduce_axis0 add_reduce_axis1 \
+        max_reduce_all add_accumulate; do $two ./vectorize-bench --only \$c; done"
+    step cpu2-fft 150 sh -c "$two ./fft-bench --quick; $two python3 peers_fft.py --quick"
+    step cpu2-registration 150 sh -c "$two ./registration-bench --quick; \
+        $two python3 peers_registration.py --quick"
 fi
 exit "$status"
 RUN
