@@ -74,11 +74,59 @@ fn correlator_on_cuda_matches_parallel() {
                     "{what}: {allocations} device allocations"
                 );
                 // The transforms (two stages each, and the inverse's copy of its input) and the
-                // product: six; the two powers side by side and the peak: four each; the
+                // product: six; the two powers side by side: four; the peak: three; the
                 // refinement: seven.
                 let most = if upsample > 1 { 21 } else { 14 };
                 assert!(launches <= most, "{what}: {launches} launches, over {most}");
             }
+        }
+    });
+}
+
+/// Ties: the device's peak and refinement (each folded by a block of threads in its own
+/// grouping) pick the candidate the host's argmax picks, the first; and a frame that is not
+/// finite fails on the device as on the host.
+#[test]
+fn ties_and_infinite_frames_go_as_on_the_host() {
+    on_gpu("ties_and_infinite_frames_go_as_on_the_host", || {
+        let constant = Array2::from_elem((36, 50), 3.0f32);
+        // Two copies of one spot: two equal peaks of the cross-correlation.
+        let mut spots = Array2::zeros((36, 50));
+        spots[[5, 7]] = 1.0f32;
+        spots[[5 + 18, 7 + 25]] = 1.0;
+        let mut spot = Array2::zeros((36, 50));
+        spot[[10, 10]] = 1.0f32;
+        let options = |upsample_factor, target| PccOptions {
+            upsample_factor,
+            target,
+            ..Default::default()
+        };
+        for (what, reference, moving) in [
+            ("constant", &constant, &constant),
+            ("two equal peaks", &spot, &spots),
+        ] {
+            for upsample in [1, 20] {
+                let got =
+                    phase_cross_correlation(reference, moving, &options(upsample, Target::Cuda));
+                let want = phase_cross_correlation(
+                    reference,
+                    moving,
+                    &options(upsample, Target::Parallel),
+                );
+                let (got, want) = (got.unwrap(), want.unwrap());
+                same_shift(
+                    &format!("{what}, U={upsample}"),
+                    &got.shift,
+                    &want.shift,
+                    1e-9,
+                );
+            }
+        }
+        let mut infinite = frames((36, 50), 1, 3).index_axis_move(Axis(0), 0);
+        infinite[[4, 9]] = f32::INFINITY;
+        for target in [Target::Cuda, Target::Parallel] {
+            let e = phase_cross_correlation(&infinite, &infinite, &options(20, target));
+            assert!(e.is_err(), "{target:?}: {e:?}");
         }
     });
 }

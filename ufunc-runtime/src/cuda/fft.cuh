@@ -21,9 +21,10 @@ __device__ inline void __ufunc_fft_gather(long long n, int ndim, const long long
     __UFUNC_FFT_GRID(i, n) {
         long long rest = i, off = 0;
         bool inside = true;
+        // The outermost index is what the inner axes leave (i is below the shape's product).
         for (int d = ndim - 1; d >= 0; --d) {
-            long long k = rest % shape[d];
-            rest /= shape[d];
+            long long k = d > 0 ? rest % shape[d] : rest;
+            if (d > 0) rest /= shape[d];
             if (k >= limit[d]) inside = false;
             else off += k * strides[d];
         }

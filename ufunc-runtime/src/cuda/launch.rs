@@ -57,17 +57,45 @@ pub(crate) fn launch_support(
     kernel: &CudaKernel,
     entry: &'static str,
     items: usize,
-    mut args: Vec<Arg<'_>>,
+    args: Vec<Arg<'_>>,
 ) -> Result<()> {
     if items == 0 {
         return Ok(());
     }
-    let module = module(queue, kernel)?;
     let shape = LaunchShape {
         items,
         threads: 256,
         cooperative: false,
     };
+    queue_support(queue, kernel, entry, shape, args)
+}
+
+/// Queues `entry` of a hand-written support source as one block of `threads` that
+/// synchronise (`__syncthreads`: a cooperative launch, which the simulator runs with threads
+/// of their own). The kernel's other blocks, where the simulator runs some, must return.
+pub(crate) fn launch_support_block(
+    queue: &Queue,
+    kernel: &CudaKernel,
+    entry: &'static str,
+    threads: u32,
+    args: Vec<Arg<'_>>,
+) -> Result<()> {
+    let shape = LaunchShape {
+        items: threads as usize,
+        threads,
+        cooperative: true,
+    };
+    queue_support(queue, kernel, entry, shape, args)
+}
+
+fn queue_support(
+    queue: &Queue,
+    kernel: &CudaKernel,
+    entry: &'static str,
+    shape: LaunchShape,
+    mut args: Vec<Arg<'_>>,
+) -> Result<()> {
+    let module = module(queue, kernel)?;
     queue.with_support_status(|status| queue.launch(&module, entry, shape, &mut args, status))
 }
 

@@ -45,7 +45,7 @@ pub(crate) use fft::{contiguous, run_recipe};
 pub(crate) use host::{run_elementwise, run_gufunc};
 pub(crate) use kernel::support_kernels;
 pub use kernel::{cuda_prelude, CudaKernel, DeviceKernel, KernelSource};
-pub(crate) use launch::launch_support;
+pub(crate) use launch::{launch_support, launch_support_block};
 pub use literal::{cuda_const, CudaLiteral};
 pub use methods::{
     accumulate_device, at_device, outer_device, reduce_device, reduce_out_device, DeviceBinaryOp,

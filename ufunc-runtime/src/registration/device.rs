@@ -13,7 +13,9 @@ use super::align::{
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
-use crate::cuda::{launch_support, queue_of, wrap, Arg, Buffer, PinnedImage, Queue};
+use crate::cuda::{
+    launch_support, launch_support_block, queue_of, wrap, Arg, Buffer, PinnedImage, Queue,
+};
 use crate::error::{Error, Result};
 use crate::fft::{device as dfft, FftOptions, FftReal};
 use crate::{to_device_on, DeviceArray, DeviceBuffer, Stream};
@@ -66,14 +68,27 @@ fn moved(spectrum: Complex<f32>, py: Complex<f32>, px: Complex<f32>) -> Complex<
 
 crate::cuda::support_kernels!(KERNELS, "ufunc_registration", include_str!("device.cuh"));
 
-/// Slots of the reduction stages: the first reads the data, the others the partials before
+/// Slots of the power sums' stages: the first reads the data, the others the partials before
 /// them; a single thread takes the last stage's. Enough slots to fill a GPU: with 4096, a
 /// frame's three reductions took a millisecond on an H200 (each thread's loads one after
-/// another).
+/// another). A fixed partition: the sums' rounding does not depend on the device's grid.
 const SLOTS: [usize; 3] = [65536, 2048, 32];
 
-/// Terms per part of the upsampled DFT's sums (parts added in order afterwards).
-const SUM_CHUNK: usize = 128;
+/// The argmax's stages: the first reads the data, the second its candidates; one block folds
+/// the second's in `ufunc_reg_peak` (any grouping picks the same candidate).
+const ARGMAX_SLOTS: [usize; 2] = [65536, 2048];
+
+/// Threads of the one-block kernels (`ufunc_reg_peak`, `ufunc_reg_refine`).
+const BLOCK_THREADS: u32 = 256;
+
+/// Terms per part of the upsampled DFT's sums (parts added in order afterwards): short parts
+/// keep many threads busy, each with a short chain of loads (on an H200 the two sums and
+/// their parts took 207 us a frame with 128 terms, 176 us with 32).
+const SUM_CHUNK: usize = 32;
+
+/// Rows of the upsampled grid per thread of `ufunc_reg_rows_times_half` (device.cuh's
+/// `__UFUNC_REG_ROWS`).
+const ROWS_PER_THREAD: usize = 8;
 
 /// Doubles in a frame's registration state on the device (`device.cuh` says what each holds).
 const STATE: usize = 10;
@@ -137,31 +152,29 @@ fn queue_peak(
     cc: &DeviceArray<f32, Ix2>,
     (upsample, region): (u32, usize),
     state: &mut Buffer,
-    (best, at): (&mut [Buffer; 3], &mut [Buffer; 3]),
+    (best, at): (&mut [Buffer; 2], &mut [Buffer; 2]),
 ) -> Result<()> {
-    let mut args = i64s(&[cc.len(), SLOTS[0]]);
+    let [slots, pairs] = ARGMAX_SLOTS;
+    let mut args = i64s(&[cc.len(), slots]);
     args.extend([
         Arg::In(&cc.buf.0, 0),
         Arg::Out(&mut best[0]),
         Arg::Out(&mut at[0]),
     ]);
-    launch(queue, "ufunc_reg_argmax", SLOTS[0], args)?;
-    for stage in 1..SLOTS.len() {
-        let ((best_done, best_next), (at_done, at_next)) =
-            (best.split_at_mut(stage), at.split_at_mut(stage));
-        let mut args = i64s(&[SLOTS[stage - 1], SLOTS[stage]]);
-        args.extend([
-            Arg::In(&best_done[stage - 1], 0),
-            Arg::In(&at_done[stage - 1], 0),
-            Arg::Out(&mut best_next[0]),
-            Arg::Out(&mut at_next[0]),
-        ]);
-        launch(queue, "ufunc_reg_argmax_pairs", SLOTS[stage], args)?;
-    }
+    launch(queue, "ufunc_reg_argmax", slots, args)?;
+    let ([best_in, best_out], [at_in, at_out]) = (best, at);
+    let mut args = i64s(&[slots, pairs]);
+    args.extend([
+        Arg::In(best_in, 0),
+        Arg::In(at_in, 0),
+        Arg::Out(best_out),
+        Arg::Out(at_out),
+    ]);
+    launch(queue, "ufunc_reg_argmax_pairs", pairs, args)?;
     let (ny, nx) = (cc.shape()[0], cc.shape()[1]);
-    let mut args = i64s(&[SLOTS[2], ny, nx, upsample as usize, region]);
-    args.extend([Arg::In(&best[2], 0), Arg::In(&at[2], 0), Arg::Out(state)]);
-    launch(queue, "ufunc_reg_peak", 1, args)
+    let mut args = i64s(&[pairs, ny, nx, upsample as usize, region]);
+    args.extend([Arg::In(best_out, 0), Arg::In(at_out, 0), Arg::Out(state)]);
+    launch_support_block(queue, &KERNELS, "ufunc_reg_peak", BLOCK_THREADS, args)
 }
 
 /// The device memory of one stream's registrations, made once and reused frame after frame
@@ -170,8 +183,8 @@ fn queue_peak(
 /// ramps. Frames on one stream run in its order, so they can share it.
 struct Workspace {
     sums: [Buffer; 3],
-    best: [Buffer; 3],
-    at: [Buffer; 3],
+    best: [Buffer; 2],
+    at: [Buffer; 2],
     /// The upsampled DFT's, where there is one (`upsample` > 1).
     refinement: Option<Refinement>,
     /// Phase ramps `(rows, 1)` and `(1, cols)`: leaving a frame out, then moving it.
@@ -196,14 +209,13 @@ impl Workspace {
         let m = plan.half_width();
         let region = refinement_region(plan.upsample);
         let alloc = |elements: usize, size: usize| queue.alloc(elements * size);
-        // `batches` reductions side by side.
-        let stages = |size: usize, batches: usize| -> Result<[Buffer; 3]> {
-            Ok([
-                alloc(batches * SLOTS[0], size)?,
-                alloc(batches * SLOTS[1], size)?,
-                alloc(batches * SLOTS[2], size)?,
-            ])
-        };
+        // The two power sums side by side, in doubles.
+        let sums = [
+            alloc(2 * SLOTS[0], size_of::<f64>())?,
+            alloc(2 * SLOTS[1], size_of::<f64>())?,
+            alloc(2 * SLOTS[2], size_of::<f64>())?,
+        ];
+        let [slots, pairs] = ARGMAX_SLOTS;
         let c64 = size_of::<Complex<f64>>();
         let refinement = if plan.upsample > 1 {
             Some(Refinement {
@@ -223,9 +235,15 @@ impl Workspace {
             None
         };
         Ok(Workspace {
-            sums: stages(size_of::<f64>(), 2)?,
-            best: stages(size_of::<f32>(), 1)?,
-            at: stages(size_of::<i64>(), 1)?,
+            sums,
+            best: [
+                alloc(slots, size_of::<f32>())?,
+                alloc(pairs, size_of::<f32>())?,
+            ],
+            at: [
+                alloc(slots, size_of::<i64>())?,
+                alloc(pairs, size_of::<i64>())?,
+            ],
             refinement,
             ramps: (
                 scratch(queue, ndarray::Ix2(ny, 1))?,
@@ -398,7 +416,8 @@ impl DevicePlan {
             Arg::In(&product.buf.0, 0),
             Arg::Out(&mut ws.g_parts),
         ]);
-        launch(queue, "ufunc_reg_rows_times_half", parts * region * m, args)?;
+        let items = parts * region.div_ceil(ROWS_PER_THREAD) * m;
+        launch(queue, "ufunc_reg_rows_times_half", items, args)?;
         let cells = region * m;
         add_parts(
             "ufunc_reg_sum_parts_c32",
@@ -427,7 +446,7 @@ impl DevicePlan {
         )?;
         let mut args = i64s(&[region, self.upsample as usize]);
         args.extend([Arg::In(&ws.up, 0), Arg::Out(state)]);
-        launch(queue, "ufunc_reg_refine", 1, args)
+        launch_support_block(queue, &KERNELS, "ufunc_reg_refine", BLOCK_THREADS, args)
     }
 
     /// The phase ramps that move an image of this plan's shape by `shift`, as `(rows, 1)` and
@@ -902,6 +921,12 @@ mod tests {
             "registration_kernels_compile_with_nvrtc",
             (super::KERNELS.source)(),
         );
+    }
+
+    #[test]
+    fn the_rows_per_thread_are_the_kernels() {
+        let define = format!("#define __UFUNC_REG_ROWS {}\n", super::ROWS_PER_THREAD);
+        assert!(include_str!("device.cuh").contains(&define), "{define}");
     }
 
     #[test]

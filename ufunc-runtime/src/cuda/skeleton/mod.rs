@@ -115,15 +115,19 @@ fn grid_stride_head(index: &str, total: &str) -> String {
 
 /// `off[k]`, the element offset of operand `k`, from the C-order multi-index of item `index`
 /// over `shape` and per-operand `strides` (`strides[k * ndim + d]`).
+/// The outermost index is what the inner axes leave (the item is below the shape's product),
+/// which saves a 64-bit division and remainder per item.
 fn offsets_of(index: &str, nops: usize, ndim: &str, shape: &str, strides: &str) -> String {
     format!(
         r#"        long long off[{nops}] = {{0}};
         long long rest = {index};
-        for (int d = {ndim} - 1; d >= 0; --d) {{
+        for (int d = {ndim} - 1; d > 0; --d) {{
             long long idx = rest % {shape}[d];
             rest /= {shape}[d];
             for (int k = 0; k < {nops}; ++k) off[k] += idx * {strides}[k * {ndim} + d];
-        }}"#
+        }}
+        if ({ndim} > 0)
+            for (int k = 0; k < {nops}; ++k) off[k] += rest * {strides}[k * {ndim}];"#
     )
 }
 
