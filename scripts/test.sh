@@ -22,6 +22,8 @@ cargo test --release --test cuda -- --nocapture --test-threads=1 2>&1 |
 # generated CUDA C++ is built by the host C++ compiler and its results compared with the CPU's.
 echo "test.sh: CUDA tests on the host simulator (UFUNC_CUDA_SIM=1)"
 UFUNC_CUDA_SIM=1 UFUNC_REQUIRE_GPU=1 cargo test --release --test cuda
+# The registration's one-block kernels on crafted candidates (unit tests of the runtime).
+UFUNC_CUDA_SIM=1 UFUNC_REQUIRE_GPU=1 cargo test --release -p ufunc-runtime --lib registration::device
 # The FFT convolution example end to end (device FFTs and the product kernel on the simulator).
 UFUNC_CUDA_SIM=1 cargo run --release --example fft_convolution -- --size 256 --kernel 15
 # The drift-correction program on its built-in movie with the cuda target (on the simulator).

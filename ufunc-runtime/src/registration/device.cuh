@@ -3,7 +3,8 @@
 // takes elements s, s + slots, ...: the same partition on every grid, so results do not depend
 // on the device; the peaks' last stages fold in one block, in an order of their own that any
 // grouping keeps), the Fourier crop, and the upsampled DFT around the coarse peak. Grid-stride
-// loops with 64-bit indexing; nothing here can panic, the status word is never written.
+// loops with 64-bit indexing, but for the two one-block kernels; nothing here can panic, the
+// status word is never written.
 
 #define __UFUNC_REG_GRID(i, n) \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \

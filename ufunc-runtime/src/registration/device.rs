@@ -78,13 +78,24 @@ const SLOTS: [usize; 3] = [65536, 2048, 32];
 /// the second's in `ufunc_reg_peak` (any grouping picks the same candidate).
 const ARGMAX_SLOTS: [usize; 2] = [65536, 2048];
 
-/// Threads of the one-block kernels (`ufunc_reg_peak`, `ufunc_reg_refine`).
+/// Threads of the one-block kernels (`ufunc_reg_peak`, `ufunc_reg_refine`), whose shared
+/// memory holds a candidate for each of up to 1024.
 const BLOCK_THREADS: u32 = 256;
+const _: () = assert!(BLOCK_THREADS <= 1024);
 
-/// Terms per part of the upsampled DFT's sums (parts added in order afterwards): short parts
-/// keep many threads busy, each with a short chain of loads (on an H200 the two sums and
-/// their parts took 207 us a frame with 128 terms, 176 us with 32).
+/// Terms per part of the upsampled DFT's sums (parts added in order afterwards), at least:
+/// short parts keep many threads busy, each with a short chain of loads (on an H200 the two
+/// sums and their parts took 207 us a frame with 128 terms, 176 us with 32). Longer where
+/// there would be more than `MAX_SUM_PARTS` parts, whose memory grows with the image (with 32
+/// terms, 252 MB a stream for 8192x8192 at U = 20).
 const SUM_CHUNK: usize = 32;
+const MAX_SUM_PARTS: usize = 64;
+
+/// The terms per part and the parts of a sum over `n` terms.
+fn sum_parts(n: usize) -> (usize, usize) {
+    let chunk = SUM_CHUNK.max(n.div_ceil(MAX_SUM_PARTS));
+    (chunk, n.div_ceil(chunk))
+}
 
 /// Rows of the upsampled grid per thread of `ufunc_reg_rows_times_half` (device.cuh's
 /// `__UFUNC_REG_ROWS`).
@@ -223,12 +234,9 @@ impl Workspace {
                     scratch(queue, ndarray::Ix2(region, ny))?,
                     scratch(queue, ndarray::Ix2(region, nx))?,
                 ],
-                g_parts: alloc(
-                    ny.div_ceil(SUM_CHUNK) * region * m,
-                    size_of::<Complex<f32>>(),
-                )?,
+                g_parts: alloc(sum_parts(ny).1 * region * m, size_of::<Complex<f32>>())?,
                 g: alloc(region * m, c64)?,
-                up_parts: alloc(nx.div_ceil(SUM_CHUNK) * region * region, c64)?,
+                up_parts: alloc(sum_parts(nx).1 * region * region, c64)?,
                 up: alloc(region * region, c64)?,
             })
         } else {
@@ -409,8 +417,8 @@ impl DevicePlan {
             args.extend([Arg::In(parts, 0), Arg::Out(sum)]);
             launch(queue, entry, cells, args)
         };
-        let parts = ny.div_ceil(SUM_CHUNK);
-        let mut args = i64s(&[ny, m, region, SUM_CHUNK]);
+        let (chunk, parts) = sum_parts(ny);
+        let mut args = i64s(&[ny, m, region, chunk]);
         args.extend([
             Arg::In(&ey.buf.0, 0),
             Arg::In(&product.buf.0, 0),
@@ -426,8 +434,8 @@ impl DevicePlan {
             cells,
             &mut ws.g,
         )?;
-        let parts = nx.div_ceil(SUM_CHUNK);
-        let mut args = i64s(&[ny, nx, m, region, SUM_CHUNK]);
+        let (chunk, parts) = sum_parts(nx);
+        let mut args = i64s(&[ny, nx, m, region, chunk]);
         args.extend([
             Arg::In(&ws.g, 0),
             Arg::In(&ey.buf.0, 0),
@@ -921,6 +929,108 @@ mod tests {
             "registration_kernels_compile_with_nvrtc",
             (super::KERNELS.source)(),
         );
+    }
+
+    /// The one-block folds pick what the host's argmax picks however the block's threads
+    /// interleave the candidates: each case puts the first of two equal ones at 255 (the last
+    /// thread of a 256-thread block, and of an 8-thread one in the simulator) and the other at
+    /// 256 (thread 0 of both, the left side of every step of the tree).
+    #[test]
+    fn the_block_folds_pick_the_first_of_equal_candidates() {
+        use super::*;
+        use ndarray::Array1;
+        let stream = match Stream::new() {
+            Ok(s) => s,
+            Err(e) => {
+                let required = std::env::var("UFUNC_REQUIRE_GPU").is_ok_and(|v| v == "1");
+                assert!(!required, "a device is required (UFUNC_REQUIRE_GPU=1): {e}");
+                return eprintln!(
+                    "SKIPPED the_block_folds_pick_the_first_of_equal_candidates: {e}"
+                );
+            }
+        };
+        let queue = queue_of(Some(&stream)).unwrap();
+        let state = || scratch::<f64, _>(queue, Ix1(STATE)).unwrap();
+
+        // The refinement over a 17x17 grid (U = 11): the index of the chosen |up|.
+        let (region, upsample) = (17, 11);
+        let refine = |marks: &[(usize, f64)]| {
+            let mut up = Array1::from_elem(region * region, Complex::new(0.5f64, 0.0));
+            for &(i, v) in marks {
+                up[i] = Complex::new(v, 0.0);
+            }
+            let up = to_device_on(&stream, &up).unwrap();
+            let mut state = state();
+            let mut args = i64s(&[region, upsample]);
+            args.extend([Arg::In(&up.buf.0, 0), Arg::Out(&mut state.buf.0)]);
+            launch_support_block(queue, &KERNELS, "ufunc_reg_refine", BLOCK_THREADS, args).unwrap();
+            let state = state.copy_to_host().unwrap();
+            let at = |offset: f64| (offset * upsample as f64 + (region / 2) as f64).round();
+            at(state[4]) as usize * region + at(state[5]) as usize
+        };
+        assert_eq!(
+            refine(&[(255, 2.0), (256, -2.0)]),
+            255,
+            "the first of equal values"
+        );
+        assert_eq!(
+            refine(&[(3, 9.0), (255, f64::NAN), (256, f64::NAN)]),
+            255,
+            "first NaN"
+        );
+        assert_eq!(
+            refine(&[(255, 9.0), (256, f64::NAN)]),
+            256,
+            "a NaN before any number"
+        );
+
+        // The peak from 300 candidates (value, index) of a 64x64 image: the largest |value|,
+        // the smallest index on ties; NaN values and indices below 0 are no candidates.
+        let peak = |marks: &[(usize, f32, i64)]| {
+            let mut best = Array1::from_elem(300, 0.5f32);
+            let mut at = Array1::from_shape_fn(300, |k| 1000 + k as i64);
+            for &(k, value, index) in marks {
+                (best[k], at[k]) = (value, index);
+            }
+            let (best, at) = (
+                to_device_on(&stream, &best).unwrap(),
+                to_device_on(&stream, &at),
+            );
+            let at = at.unwrap();
+            let mut state = state();
+            let mut args = i64s(&[300, 64, 64, 1, 1]);
+            args.extend([
+                Arg::In(&best.buf.0, 0),
+                Arg::In(&at.buf.0, 0),
+                Arg::Out(&mut state.buf.0),
+            ]);
+            launch_support_block(queue, &KERNELS, "ufunc_reg_peak", BLOCK_THREADS, args).unwrap();
+            let state = state.copy_to_host().unwrap();
+            (state[0] * 64.0 + state[1], state[6])
+        };
+        // Index 5 is row 0, column 5; index 9 column 9.
+        let none = [(10, 99.0, -1), (11, f32::NAN, 0)];
+        assert_eq!(
+            peak(&[(255, 2.0, 5), (256, -2.0, 9), none[0], none[1]]),
+            (5.0, 2.0)
+        );
+        assert_eq!(peak(&[(255, -2.0, 9), (256, 2.0, 5)]), (5.0, 2.0));
+    }
+
+    #[test]
+    fn sums_are_split_in_at_most_64_parts_of_32_terms_or_more() {
+        for (n, want) in [
+            (1, (32, 1)),
+            (45, (32, 2)),
+            (2048, (32, 64)),
+            (8192, (128, 64)),
+        ] {
+            assert_eq!(super::sum_parts(n), want, "{n} terms");
+        }
+        for n in 1..5000 {
+            let (chunk, parts) = super::sum_parts(n);
+            assert!(parts <= 64 && chunk >= 32 && chunk * parts >= n && chunk * (parts - 1) < n);
+        }
     }
 
     #[test]
