@@ -11,6 +11,8 @@ mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 rm -rf .gpu && mkdir -p .gpu
 tests=$(cargo test --release --test cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
+lib_tests=$(cargo test --release -p ufunc-runtime --lib --no-run 2>&1 |
+    grep -o '[^ (]*/release/deps/ufunc_runtime-[0-9a-f]*' | head -1)
 bench=$(cargo bench --bench cuda --no-run 2>&1 | grep -o '[^ (]*/release/deps/cuda-[0-9a-f]*' | head -1)
 fft_bench=$(cargo bench --bench fft --no-run 2>&1 | grep -o '[^ (]*/release/deps/fft-[0-9a-f]*' | head -1)
 reg_bench=$(cargo bench --bench registration --no-run 2>&1 |
@@ -20,6 +22,7 @@ vec_bench=$(cargo bench --bench vectorize --no-run 2>&1 |
 cargo build --release --example phase_correlation
 program="${CARGO_TARGET_DIR:-target}/release/examples/phase_correlation"
 cp "$tests" .gpu/cuda-tests
+cp "$lib_tests" .gpu/runtime-tests
 cp "$bench" .gpu/cuda-bench
 cp "$fft_bench" .gpu/fft-bench
 cp "$reg_bench" .gpu/registration-bench
@@ -61,6 +64,9 @@ status=0
 if wanted tests; then
     UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step tests 180 ./cuda-tests --test-threads=1
     status=$?
+    # The runtime's unit tests that launch kernels on crafted data (the registration's folds).
+    UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step runtime-tests 60 ./runtime-tests registration::device
+    [[ $status -ne 0 ]] || status=$?
 fi
 wanted bench && step cuda-bench 60 ./cuda-bench
 # Device FFTs on device data, then cuFFT's own time through CuPy where it is installed (the
