@@ -37,50 +37,72 @@ pub(crate) fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
     let _ = ptr;
 }
 
+/// `n` elements of all zero bits, allocated fallibly with `alloc_zeroed` (calloc: a large
+/// buffer comes from fresh zero pages, not written here) and advised onto huge pages; `None`
+/// where the allocation fails.
+///
+/// # Safety
+/// All zero bits must be a valid `T`.
+unsafe fn zeroed_vec<T>(n: usize) -> Option<Vec<T>> {
+    if n == 0 || size_of::<T>() == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    advise_huge_pages(ptr as *mut u8, layout.size());
+    // SAFETY: `ptr` is a fresh allocation of `n` elements with `T`'s layout, all zero bits,
+    // which the caller guarantees is a valid `T`.
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// A standard-layout array of `dim` whose elements are all zero bits (zero, `false`, 0+0i: valid
-/// for every element type), allocated fallibly with `alloc_zeroed` (calloc: large outputs come
-/// from fresh zero pages) and advised onto huge pages. `OutOfMemory` names the shape and bytes.
+/// for every element type), from [`zeroed_vec`]: no pass over the elements, and the pages are
+/// faulted in by whoever writes them first. `OutOfMemory` names the shape and bytes.
 pub(crate) fn try_zeroed<T: crate::Element, D: ndarray::Dimension>(
     dim: &D,
 ) -> crate::Result<ndarray::Array<T, D>> {
+    // SAFETY: zero bits are a valid value of every element type.
+    unsafe { zeroed_array(dim) }
+}
+
+/// [`try_zeroed`] for the FFT's element types (real and complex floats), which generic FFT code
+/// names without the [`Element`](crate::Element) bound.
+pub(crate) fn try_zeroed_fft<T: crate::fft::FftElement, D: ndarray::Dimension>(
+    dim: &D,
+) -> crate::Result<ndarray::Array<T, D>> {
+    // SAFETY: the FFT's element types are floats and complex floats, for which zero bits are
+    // zero.
+    unsafe { zeroed_array(dim) }
+}
+
+/// # Safety
+/// All zero bits must be a valid `T`.
+unsafe fn zeroed_array<T, D: ndarray::Dimension>(dim: &D) -> crate::Result<ndarray::Array<T, D>> {
     let n = checked_len::<T>(dim)?;
-    let v = if n == 0 || size_of::<T>() == 0 {
-        Vec::new()
-    } else {
-        let layout = std::alloc::Layout::array::<T>(n).map_err(|_| too_large(dim))?;
-        // SAFETY: `layout` has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
-        if ptr.is_null() {
-            return Err(out_of_memory(dim, layout.size()));
-        }
-        advise_huge_pages(ptr as *mut u8, layout.size());
-        // SAFETY: `ptr` is a fresh allocation of `n` elements with `T`'s layout, all zero bits,
-        // which is a valid value of every element type.
-        unsafe { Vec::from_raw_parts(ptr, n, n) }
-    };
+    // SAFETY: the caller's contract.
+    let v = unsafe { zeroed_vec::<T>(n) }.ok_or_else(|| out_of_memory(dim, n * size_of::<T>()))?;
     ndarray::Array::from_shape_vec(dim.clone(), v).map_err(|_| too_large(dim))
 }
 
-/// Grows `v` to at least `n` zero elements: a fresh zeroed allocation (calloc's fresh pages,
-/// advised onto huge pages) rather than `resize`, which writes every new element and faults
-/// its 4 KiB pages one by one. Aborts on allocation failure, as `Vec` growth does.
+/// Grows `v` to at least `n` zero elements: a fresh zeroed allocation ([`zeroed_vec`]) rather
+/// than `resize`, which writes every new element and faults its 4 KiB pages one by one. Aborts
+/// on allocation failure, as `Vec` growth does.
 pub(crate) fn grow_zeroed<T: crate::fft::FftReal>(v: &mut Vec<num_complex::Complex<T>>, n: usize) {
     if v.len() >= n {
         return;
     }
-    let layout = match std::alloc::Layout::array::<num_complex::Complex<T>>(n) {
-        Ok(layout) => layout,
-        Err(_) => panic!("capacity overflow: {n} complex elements"),
-    };
-    // SAFETY: `layout` has a non-zero size (`n > v.len() >= 0`, and the element is not a ZST).
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut num_complex::Complex<T>;
-    if ptr.is_null() {
-        std::alloc::handle_alloc_error(layout);
+    // SAFETY: zero bits are 0 + 0i for a complex float.
+    match unsafe { zeroed_vec(n) } {
+        Some(fresh) => *v = fresh,
+        None => match std::alloc::Layout::array::<num_complex::Complex<T>>(n) {
+            Ok(layout) => std::alloc::handle_alloc_error(layout),
+            Err(_) => panic!("capacity overflow: {n} complex elements"),
+        },
     }
-    advise_huge_pages(ptr as *mut u8, layout.size());
-    // SAFETY: a fresh allocation of `n` elements with their layout, all zero bits, which is
-    // 0 + 0i for a complex float.
-    *v = unsafe { Vec::from_raw_parts(ptr, n, n) };
 }
 
 /// A standard-layout array of `dim` with uninitialised elements, allocated fallibly and

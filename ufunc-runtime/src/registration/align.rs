@@ -6,10 +6,11 @@
 use super::pcc::{half_power, half_product_peak, normalise, threads_of, ImagePlan, Scratch};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
+use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
 use crate::parallel::Threads;
 use crate::Target;
-use ndarray::{Array2, Array3, ArrayView3, ArrayViewMut2};
+use ndarray::{Array2, Array3, ArrayView3, ArrayViewMut2, Ix2};
 use num_complex::Complex;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -251,7 +252,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         (None, None) => {
             let mut total = total;
             move_by(&mut total, [-origin[0], -origin[1]], nx);
-            let mut sum = Array2::zeros((ny, nx));
+            let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
             full.inverse(&total, &mut sum, threads)?;
             sum
         }
@@ -363,7 +364,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
             return Ok(kept[0].clone());
         }
         let (ny, nx) = self.frames.frame_shape();
-        let mut image = Array2::zeros((ny, nx));
+        let mut image = try_zeroed_fft(&Ix2(ny, nx))?;
         read_one(self.frames, 0, image.view_mut())?;
         transform(self.plan, self.crop, self.taper, &mut image, Threads::All)
     }
@@ -381,8 +382,9 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
             Threads::One => 1,
             Threads::All => 2 * rayon::current_num_threads(),
         };
-        let mut images: Vec<Array2<f32>> =
-            (0..batch.min(n)).map(|_| Array2::zeros((ny, nx))).collect();
+        let mut images: Vec<Array2<f32>> = (0..batch.min(n))
+            .map(|_| try_zeroed_fft(&Ix2(ny, nx)))
+            .collect::<Result<_>>()?;
         for start in (0..n).step_by(batch) {
             let count = batch.min(n - start);
             for (k, image) in images.iter_mut().take(count).enumerate() {
@@ -410,7 +412,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
         shift_of: impl Fn(&R) -> [f64; 2],
     ) -> Result<(Vec<R>, Spectrum)> {
         let width = self.crop.1;
-        let mut total = Array2::zeros((self.crop.0, width / 2 + 1));
+        let mut total = try_zeroed_fft(&Ix2(self.crop.0, width / 2 + 1))?;
         let mut results = Vec::with_capacity(self.len());
         let mut visit_all = |first: usize, spectra: &[Spectrum]| -> Result<()> {
             let one = |(k, s): (usize, &Spectrum)| visit(first + k, s);
@@ -466,15 +468,15 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     threads: Threads,
 ) -> Result<Array2<f32>> {
     let (ny, nx) = (plan.height(), plan.width());
-    let mut total = Array2::<Complex<f32>>::zeros((ny, plan.half_width()));
-    let mut image = Array2::<f32>::zeros((ny, nx));
+    let mut total = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
+    let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut spectrum = total.clone();
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
         add_shifted(&mut total, &spectrum, shift, nx, threads);
     }
-    let mut sum = Array2::zeros((ny, nx));
+    let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
     plan.inverse(&total, &mut sum, threads)?;
     Ok(sum)
 }
@@ -572,7 +574,7 @@ fn transform(
         taper.apply(image.view_mut());
     }
     let (ny, nx) = image.dim();
-    let mut s = Array2::zeros((ny, plan.half_width()));
+    let mut s = try_zeroed_fft(&Ix2(ny, plan.half_width()))?;
     plan.forward(image.view(), &mut s, threads)?;
     Ok(if crop == (ny, nx) {
         s
@@ -634,10 +636,16 @@ impl<'a> ScratchPool<'a> {
         }
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut Scratch<f32>, &ImagePlan<f32>) -> R) -> R {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut Scratch<f32>, &ImagePlan<f32>) -> Result<R>,
+    ) -> Result<R> {
         let pool = || self.free.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
-        let mut scratch = taken.unwrap_or_else(|| Scratch::new(self.plan));
+        let mut scratch = match taken {
+            Some(scratch) => scratch,
+            None => Scratch::new(self.plan)?,
+        };
         let r = f(&mut scratch, self.plan);
         pool().push(scratch);
         r

@@ -5,6 +5,7 @@
 
 use super::upsample::{upsampled_dft, upsampled_dft_half};
 use super::{Normalization, Pcc, PccOptions, Space};
+use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
 use crate::fft::{ColumnRoundTrip, FftElement, FftOptions, FftPlan, FftReal};
 use crate::parallel::Threads;
@@ -220,7 +221,10 @@ impl<T: FftReal> ImagePlan<T> {
     ) -> Result<f64> {
         let (ny, nx, m) = (self.ny, self.nx, self.half_width());
         let Scratch { product, cc, rows } = scratch;
-        let rows = rows.get_or_insert_with(|| Array2::zeros((ny, m)));
+        let rows = match rows {
+            Some(rows) => rows,
+            None => rows.insert(try_zeroed_fft(&Ix2(ny, m))?),
+        };
         self.rows_forward[slot(threads)].execute_into(&moving, rows)?;
         // Each column's `Σ|M|²`, summed in column order afterwards (the same total whatever
         // the threads did).
@@ -543,13 +547,15 @@ pub(super) struct Scratch<T: FftReal> {
 }
 
 impl<T: FftReal> Scratch<T> {
-    pub(super) fn new(plan: &ImagePlan<T>) -> Self {
+    /// Fresh zero pages ([`try_zeroed_fft`]): writing zeros into them on one thread was a third
+    /// of a first registration.
+    pub(super) fn new(plan: &ImagePlan<T>) -> Result<Self> {
         let (ny, nx, m) = (plan.height(), plan.width(), plan.half_width());
-        Scratch {
-            product: Array2::zeros((ny, m)),
-            cc: Array2::zeros((ny, nx)),
+        Ok(Scratch {
+            product: try_zeroed_fft(&Ix2(ny, m))?,
+            cc: try_zeroed_fft(&Ix2(ny, nx))?,
             rows: None,
-        }
+        })
     }
 
     pub(super) fn product_mut(&mut self) -> &mut Array2<Complex<T>> {
@@ -628,7 +634,7 @@ impl<T: FftReal> HostCorrelator<T> {
     fn new(reference: ArrayView2<'_, T>, threads: Threads) -> Result<Self> {
         let (ny, nx) = reference.dim();
         let plan = ImagePlan::<T>::new(ny, nx)?;
-        let mut spectrum = Array2::zeros((ny, plan.half_width()));
+        let mut spectrum = try_zeroed_fft(&Ix2(ny, plan.half_width()))?;
         plan.forward(reference, &mut spectrum, threads)?;
         Ok(HostCorrelator {
             reference_power: half_power(&spectrum, nx),
@@ -642,7 +648,10 @@ impl<T: FftReal> HostCorrelator<T> {
     fn peak(&self, moving: ArrayView2<'_, T>, options: &PccOptions) -> Result<Peak> {
         let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let taken = pool().pop();
-        let mut scratch = taken.unwrap_or_else(|| Scratch::new(&self.plan));
+        let mut scratch = match taken {
+            Some(scratch) => scratch,
+            None => Scratch::new(&self.plan)?,
+        };
         let moving_power = self.plan.correlate(
             moving,
             &self.reference,
