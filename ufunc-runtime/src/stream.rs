@@ -1,5 +1,6 @@
-//! Writing outputs far larger than the caches: non-temporal stores, which neither read a
-//! line before writing it nor keep it in cache.
+//! Moving data far larger than the caches: non-temporal stores, which neither read a line
+//! before writing it nor keep it in cache, and prefetches for reads the hardware prefetchers
+//! do not foresee.
 
 /// Outputs this large (bytes) or larger are written with [`stream_out`] where a loop can: they
 /// would not stay in cache anyway (half of a 32 MiB L3), and the stores then skip reading each
@@ -54,6 +55,30 @@ pub(crate) fn stream_fence() {
     unsafe {
         std::arch::x86_64::_mm_sfence()
     };
+}
+
+/// Asks for the cache lines from `from` to `to` (inclusive, either order) to be loaded.
+///
+/// # Safety
+/// Both pointers are derived from one allocation (the lines need not be readable).
+#[inline(always)]
+pub(crate) unsafe fn prefetch_span<T>(from: *const T, to: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (lo, hi) = if from <= to { (from, to) } else { (to, from) };
+        let (mut p, end) = (
+            lo as *const i8,
+            (hi as *const i8).wrapping_add(size_of::<T>()),
+        );
+        while p < end {
+            // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+            p = p.wrapping_add(64);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (from, to);
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::options::{Pass, PassKind};
 use super::{FftElement, FftReal};
 use crate::parallel::Threads;
 use crate::shape::{Shape, Strides};
-use crate::stream::{stream_fence, stream_out, STREAM_MIN_BYTES, STREAM_STORES};
+use crate::stream::{prefetch_span, stream_fence, stream_out, STREAM_MIN_BYTES, STREAM_STORES};
 use num_complex::Complex;
 use rayon::prelude::*;
 use realfft::{ComplexToReal, RealToComplex};
@@ -232,30 +232,6 @@ pub(super) fn real_ends<T: FftReal>(spectrum: &mut [Complex<T>], n: usize) {
 /// pages apart, which the hardware prefetchers do not follow, so without it every row of a
 /// block costs a full memory latency.
 const PREFETCH_ROWS: usize = 8;
-
-/// Asks for the cache lines from `from` to `to` (inclusive, either order) to be loaded.
-///
-/// # Safety
-/// Both pointers are derived from one allocation (the lines need not be readable).
-#[inline(always)]
-unsafe fn prefetch_span<T>(from: *const T, to: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let (lo, hi) = if from <= to { (from, to) } else { (to, from) };
-        let (mut p, end) = (
-            lo as *const i8,
-            (hi as *const i8).wrapping_add(size_of::<T>()),
-        );
-        while p < end {
-            // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
-            p = p.wrapping_add(64);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (from, to);
-}
 
 /// The distance between lanes in a gathered block: `n` plus a cache line or two, so that the
 /// lanes of a block fall in different cache sets. (At a power-of-two `n` they would all share
