@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::fft::{ColumnRoundTrip, FftElement, FftOptions, FftPlan, FftReal};
 use crate::parallel::Threads;
 use crate::Target;
-use ndarray::{Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
+use ndarray::{s, Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
 use num_complex::Complex;
 use rayon::prelude::*;
 
@@ -138,9 +138,16 @@ pub(super) struct ImagePlan<T: FftReal> {
     forward: [FftPlan<T, Complex<T>>; 2],
     inverse: [FftPlan<Complex<T>, T>; 2],
     rows_forward: [FftPlan<T, Complex<T>>; 2],
-    rows_inverse: [FftPlan<Complex<T>, T>; 2],
+    /// The rows' inverse of [`PEAK_ROWS`] rows on one thread (the peak search's blocks), and
+    /// of the rows left over at the end.
+    block_inverse: FftPlan<Complex<T>, T>,
+    last_block_inverse: Option<FftPlan<Complex<T>, T>>,
     columns: ColumnRoundTrip<T>,
 }
+
+/// Rows per block of the fused inverse and peak search: 128 KiB of a 2048-wide f32 image,
+/// searched while in cache.
+const PEAK_ROWS: usize = 16;
 
 impl<T: FftReal> ImagePlan<T> {
     pub(super) fn new(ny: usize, nx: usize) -> Result<Self> {
@@ -165,10 +172,11 @@ impl<T: FftReal> ImagePlan<T> {
                 FftPlan::rfftn(&[ny, nx], &rows(one.clone()))?,
                 FftPlan::rfftn(&[ny, nx], &rows(all.clone()))?,
             ],
-            rows_inverse: [
-                FftPlan::irfftn(&half, &row_length(Target::Cpu))?,
-                FftPlan::irfftn(&half, &row_length(Target::Parallel))?,
-            ],
+            block_inverse: FftPlan::irfftn(&[PEAK_ROWS, half[1]], &row_length(Target::Cpu))?,
+            last_block_inverse: match ny % PEAK_ROWS {
+                0 => None,
+                rest => Some(FftPlan::irfftn(&[rest, half[1]], &row_length(Target::Cpu))?),
+            },
             columns: ColumnRoundTrip::new(ny),
         })
     }
@@ -209,8 +217,10 @@ impl<T: FftReal> ImagePlan<T> {
 impl<T: FftReal> ImagePlan<T> {
     /// The cross-correlation of `moving` with the half spectrum `reference`, as
     /// [`ImagePlan::forward`], a cross-power spectrum and [`ImagePlan::inverse`] would give
-    /// it: the cross-power spectrum (`R conj(M)`, normalised) in `scratch.product`, the
-    /// correlation image in `scratch.cc`; returns `Σ|M|²` over the full spectrum.
+    /// it: the cross-power spectrum (`R conj(M)`, normalised) in `scratch.product`; returns
+    /// `Σ|M|²` over the full spectrum and the correlation image's peak ([`Coarse`]). The image
+    /// itself is never written out: each block of rows is transformed back into a buffer in
+    /// cache and searched there.
     fn correlate(
         &self,
         moving: ArrayView2<'_, T>,
@@ -218,9 +228,9 @@ impl<T: FftReal> ImagePlan<T> {
         scratch: &mut Scratch<T>,
         normalization: Normalization,
         threads: Threads,
-    ) -> Result<f64> {
+    ) -> Result<(f64, Coarse<T>)> {
         let (ny, nx, m) = (self.ny, self.nx, self.half_width());
-        let Scratch { product, cc, rows } = scratch;
+        let Scratch { product, rows, .. } = scratch;
         let rows = match rows {
             Some(rows) => rows,
             None => rows.insert(try_zeroed_fft(&Ix2(ny, m))?),
@@ -240,11 +250,46 @@ impl<T: FftReal> ImagePlan<T> {
         let scale = T::of_f64(1.0 / ny as f64);
         self.columns
             .run(rows, reference, product, scale, threads, combine);
-        self.rows_inverse[slot(threads)].execute_into(&*rows, cc)?;
-        Ok(powers
+        let coarse = self.rows_inverse_peak(rows, threads)?;
+        let power = powers
             .iter()
             .map(|p| f64::from_bits(p.load(std::sync::atomic::Ordering::Relaxed)))
-            .sum())
+            .sum();
+        Ok((power, coarse))
+    }
+
+    /// The peak of the rows' real inverse of `rows` ([`argmax_abs`]'s), a block of
+    /// [`PEAK_ROWS`] rows at a time into a buffer of each thread.
+    fn rows_inverse_peak(&self, rows: &Array2<Complex<T>>, threads: Threads) -> Result<Coarse<T>> {
+        let (ny, nx) = (self.ny, self.nx);
+        let search = |buffer: &mut Array2<T>, block: usize| -> Result<Coarse<T>> {
+            let first = block * PEAK_ROWS;
+            let end = (first + PEAK_ROWS).min(ny);
+            let plan = match &self.last_block_inverse {
+                Some(last) if end - first < PEAK_ROWS => last,
+                _ => &self.block_inverse,
+            };
+            let mut image = buffer.slice_mut(s![..end - first, ..]);
+            plan.execute_into(&rows.slice(s![first..end, ..]), &mut image)?;
+            let values = image
+                .as_slice()
+                .expect("leading rows of a standard-layout buffer");
+            Ok(largest_abs(values, first * nx))
+        };
+        let buffer = || Array2::<T>::zeros((PEAK_ROWS, nx));
+        let blocks = ny.div_ceil(PEAK_ROWS);
+        let start = Coarse::none();
+        match threads {
+            Threads::One => {
+                let mut buffer = buffer();
+                (0..blocks).try_fold(start, |a, b| Ok(a.or_better(search(&mut buffer, b)?)))
+            }
+            Threads::All => (0..blocks)
+                .into_par_iter()
+                .with_min_len(blocks.div_ceil(4 * rayon::current_num_threads()))
+                .map_init(buffer, search)
+                .try_reduce(|| start, |a, b| Ok(a.or_better(b))),
+        }
     }
 }
 
@@ -540,7 +585,9 @@ struct HostCorrelator<T: FftReal> {
 /// A registration's buffers: the cross-power spectrum and the cross-correlation.
 pub(super) struct Scratch<T: FftReal> {
     product: Array2<Complex<T>>,
-    cc: Array2<T>,
+    /// The correlation image (made on first use: [`Correlator`] searches it block by block
+    /// without writing it out).
+    cc: Option<Array2<T>>,
     /// The moving image transformed along its rows, then the correlation's columns (made on
     /// first use: only [`Correlator`] needs it).
     rows: Option<Array2<Complex<T>>>,
@@ -550,10 +597,10 @@ impl<T: FftReal> Scratch<T> {
     /// Fresh zero pages ([`try_zeroed_fft`]): writing zeros into them on one thread was a third
     /// of a first registration.
     pub(super) fn new(plan: &ImagePlan<T>) -> Result<Self> {
-        let (ny, nx, m) = (plan.height(), plan.width(), plan.half_width());
+        let (ny, m) = (plan.height(), plan.half_width());
         Ok(Scratch {
             product: try_zeroed_fft(&Ix2(ny, m))?,
-            cc: try_zeroed_fft(&Ix2(ny, nx))?,
+            cc: None,
             rows: None,
         })
     }
@@ -652,7 +699,7 @@ impl<T: FftReal> HostCorrelator<T> {
             Some(scratch) => scratch,
             None => Scratch::new(&self.plan)?,
         };
-        let moving_power = self.plan.correlate(
+        let (moving_power, coarse) = self.plan.correlate(
             moving,
             &self.reference,
             &mut scratch,
@@ -661,7 +708,14 @@ impl<T: FftReal> HostCorrelator<T> {
         )?;
         let amplitudes = (self.reference_power, moving_power);
         let upsample = options.upsample_factor;
-        let peak = correlation_peak(&self.plan, &scratch, upsample, amplitudes, self.threads);
+        let peak = correlation_peak(
+            &self.plan,
+            &scratch.product,
+            coarse,
+            upsample,
+            amplitudes,
+            self.threads,
+        );
         pool().push(scratch);
         Ok(peak)
     }
@@ -706,49 +760,74 @@ fn mirrored(c: usize, nx: usize) -> f64 {
     }
 }
 
-/// Index of the largest `|value|` of a contiguous image, the first on ties (NumPy's
-/// `argmax`), pieces split across threads.
-fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> usize {
-    const PIECE: usize = 1 << 16;
-    // The largest |v| of a piece in eight independent lanes (branch-free, so it vectorises),
-    // then the first index that holds it.
-    let piece = |(p, chunk): (usize, &[T])| -> (usize, T) {
-        let larger = |m: T, v: T| if v.abs() > m { v.abs() } else { m };
-        let mut lanes = [T::neg_infinity(); 8];
-        let mut eights = chunk.chunks_exact(8);
-        for e in &mut eights {
-            for (m, &v) in lanes.iter_mut().zip(e) {
-                *m = larger(*m, v);
-            }
+/// The correlation image's largest `|value|`, its flat index and the value there, or none yet.
+#[derive(Clone, Copy)]
+struct Coarse<T> {
+    at: usize,
+    top: T,
+    value: T,
+}
+
+impl<T: FftReal> Coarse<T> {
+    fn none() -> Self {
+        Coarse {
+            at: 0,
+            top: T::neg_infinity(),
+            value: T::zero(),
         }
-        let top = eights.remainder().iter().fold(
-            lanes.into_iter().fold(T::neg_infinity(), larger),
-            |m, &v| larger(m, v),
-        );
-        let at = chunk.iter().position(|v| v.abs() == top).unwrap_or(0);
-        (p * PIECE + at, top)
-    };
-    let better = |a: (usize, T), b: (usize, T)| {
-        if b.1 > a.1 || (b.1 == a.1 && b.0 < a.0) {
-            b
+    }
+
+    /// The larger of two, the first on ties (whatever the grouping: NumPy's `argmax`).
+    fn or_better(self, other: Self) -> Self {
+        if other.top > self.top || (other.top == self.top && other.at < self.at) {
+            other
         } else {
-            a
+            self
         }
-    };
-    let start = (0, T::neg_infinity());
+    }
+}
+
+/// The largest `|v|` of `values` (which start at flat index `offset`) and the first index that
+/// holds it; NaN is passed over, as the images searched here hold none.
+fn largest_abs<T: FftReal>(values: &[T], offset: usize) -> Coarse<T> {
+    // Eight independent lanes (branch-free, so it vectorises), then the first index.
+    let larger = |m: T, v: T| if v.abs() > m { v.abs() } else { m };
+    let mut lanes = [T::neg_infinity(); 8];
+    let mut eights = values.chunks_exact(8);
+    for e in &mut eights {
+        for (m, &v) in lanes.iter_mut().zip(e) {
+            *m = larger(*m, v);
+        }
+    }
+    let top = eights.remainder().iter().fold(
+        lanes.into_iter().fold(T::neg_infinity(), larger),
+        |m, &v| larger(m, v),
+    );
+    let at = values.iter().position(|v| v.abs() == top).unwrap_or(0);
+    Coarse {
+        at: offset + at,
+        top,
+        value: values.get(at).copied().unwrap_or(T::zero()),
+    }
+}
+
+/// [`largest_abs`] of a contiguous image, pieces split across threads.
+fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> Coarse<T> {
+    const PIECE: usize = 1 << 16;
+    let piece = |(p, chunk): (usize, &[T])| largest_abs(chunk, p * PIECE);
+    let start = Coarse::none();
     match threads {
         Threads::One => values
             .chunks(PIECE)
             .enumerate()
             .map(piece)
-            .fold(start, better),
+            .fold(start, Coarse::or_better),
         Threads::All => values
             .par_chunks(PIECE)
             .enumerate()
             .map(piece)
-            .reduce(|| start, better),
+            .reduce(|| start, Coarse::or_better),
     }
-    .0
 }
 
 /// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
@@ -759,26 +838,32 @@ pub(super) fn half_product_peak<T: FftReal>(
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Result<Peak> {
-    plan.inverse(&scratch.product, &mut scratch.cc, threads)?;
+    let (ny, nx) = (plan.height(), plan.width());
+    let Scratch { product, cc, .. } = scratch;
+    let cc = match cc {
+        Some(cc) => cc,
+        None => cc.insert(try_zeroed_fft(&Ix2(ny, nx))?),
+    };
+    plan.inverse(product, cc, threads)?;
+    let coarse = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     Ok(correlation_peak(
-        plan, scratch, upsample, amplitudes, threads,
+        plan, product, coarse, upsample, amplitudes, threads,
     ))
 }
 
-/// The peak of the correlation image `scratch.cc` of the cross-power half spectrum
-/// `scratch.product`, refined by the upsampled DFT of that spectrum.
+/// The peak of a correlation image whose largest `|value|` is `coarse`, refined by the
+/// upsampled DFT of its cross-power half spectrum `product`.
 fn correlation_peak<T: FftReal>(
     plan: &ImagePlan<T>,
-    scratch: &Scratch<T>,
+    product: &Array2<Complex<T>>,
+    coarse: Coarse<T>,
     upsample: u32,
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Peak {
     let (ny, nx) = (plan.height(), plan.width());
-    let Scratch { product, cc, .. } = scratch;
-    let flat = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
-    let index = unravel(flat, &[ny, nx]);
-    let value = Complex::new(cc[[index[0], index[1]]].as_f64(), 0.0);
+    let index = unravel(coarse.at, &[ny, nx]);
+    let value = Complex::new(coarse.value.as_f64(), 0.0);
     let peak = Peak::whole(&index, &[ny, nx], value, amplitudes);
     if upsample == 1 {
         return peak;
@@ -788,4 +873,50 @@ fn correlation_peak<T: FftReal>(
     let u = upsample as f64;
     let up = upsampled_dft_half(product.view(), nx, region, u, offsets, threads);
     peak.refined(up.into_dyn().view(), upsample, amplitudes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_search_finds_what_the_whole_image_search_finds() {
+        // Heights a multiple of the block, not one, under one block. The peak is a bump in
+        // spectrum row `copy.0`, which row `copy.1` repeats: two image rows bit for bit the
+        // same, so the peak ties across blocks or within one (the first wins).
+        let p = PEAK_ROWS;
+        for (ny, nx, copy) in [
+            (2 * p, 12, (3, p + 3)),
+            (2 * p + 5, 9, (1, 2)),
+            (5, 8, (0, 4)),
+        ] {
+            let mut s = (ny * 1000 + nx) as u64;
+            let mut next = move || {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+            };
+            let m = nx / 2 + 1;
+            let mut spectrum =
+                Array2::from_shape_simple_fn((ny, m), || Complex::new(next(), next()));
+            let x = nx / 3;
+            for (k, z) in spectrum.row_mut(copy.0).iter_mut().enumerate() {
+                let phase = -2.0 * std::f64::consts::PI * (k * x) as f64 / nx as f64;
+                *z += Complex::from_polar(40.0, phase);
+            }
+            let first = spectrum.row(copy.0).to_owned();
+            spectrum.row_mut(copy.1).assign(&first);
+            let mut image = Array2::zeros((ny, nx));
+            let inverse = FftPlan::irfftn(&[ny, m], &FftOptions::new().axis(1).n(nx)).unwrap();
+            inverse.execute_into(&spectrum, &mut image).unwrap();
+            let whole = argmax_abs(image.as_slice().unwrap(), Threads::One);
+            assert_eq!(whole.at, copy.0 * nx + x, "{ny}x{nx}: the bump is the peak");
+            let plan = ImagePlan::<f64>::new(ny, nx).unwrap();
+            for threads in [Threads::One, Threads::All] {
+                let got = plan.rows_inverse_peak(&spectrum, threads).unwrap();
+                assert_eq!((got.at, got.value), (whole.at, whole.value), "{ny}x{nx}");
+            }
+        }
+    }
 }
