@@ -60,8 +60,9 @@ unsafe fn zeroed_vec<T>(n: usize) -> Option<Vec<T>> {
 }
 
 /// A standard-layout array of `dim` whose elements are all zero bits (zero, `false`, 0+0i: valid
-/// for every element type), from [`zeroed_vec`]: no pass over the elements, and the pages are
-/// faulted in by whoever writes them first. `OutOfMemory` names the shape and bytes.
+/// for every element type), from [`zeroed_vec`]: no pass over the elements (the pages are
+/// faulted in by the first writer, or a huge page at a time by [`advise_huge_pages`]).
+/// `OutOfMemory` names the shape and bytes.
 pub(crate) fn try_zeroed<T: crate::Element, D: ndarray::Dimension>(
     dim: &D,
 ) -> crate::Result<ndarray::Array<T, D>> {
@@ -74,8 +75,8 @@ pub(crate) fn try_zeroed<T: crate::Element, D: ndarray::Dimension>(
 pub(crate) fn try_zeroed_fft<T: crate::fft::FftElement, D: ndarray::Dimension>(
     dim: &D,
 ) -> crate::Result<ndarray::Array<T, D>> {
-    // SAFETY: the FFT's element types are floats and complex floats, for which zero bits are
-    // zero.
+    // SAFETY: `FftElement` is sealed: its types are f32, f64 and their complex numbers, for
+    // which zero bits are zero.
     unsafe { zeroed_array(dim) }
 }
 

@@ -57,6 +57,11 @@ pub(crate) fn stream_fence() {
     };
 }
 
+/// How many rows ahead a walk down the columns of a large array prefetches: its rows are pages
+/// apart, which the hardware prefetchers do not follow, so without it every row costs a full
+/// memory latency.
+pub(crate) const PREFETCH_ROWS: usize = 8;
+
 /// Asks for the cache lines from `from` to `to` (inclusive, either order) to be loaded.
 ///
 /// # Safety

@@ -10,7 +10,9 @@ use super::options::{Pass, PassKind};
 use super::{FftElement, FftReal};
 use crate::parallel::Threads;
 use crate::shape::{Shape, Strides};
-use crate::stream::{prefetch_span, stream_fence, stream_out, STREAM_MIN_BYTES, STREAM_STORES};
+use crate::stream::{
+    prefetch_span, stream_fence, stream_out, PREFETCH_ROWS, STREAM_MIN_BYTES, STREAM_STORES,
+};
 use num_complex::Complex;
 use rayon::prelude::*;
 use realfft::{ComplexToReal, RealToComplex};
@@ -227,11 +229,6 @@ pub(super) fn real_ends<T: FftReal>(spectrum: &mut [Complex<T>], n: usize) {
         spectrum[n / 2].im = T::zero();
     }
 }
-
-/// How many rows ahead the column gather and scatter prefetch: rows of a large array are
-/// pages apart, which the hardware prefetchers do not follow, so without it every row of a
-/// block costs a full memory latency.
-const PREFETCH_ROWS: usize = 8;
 
 /// The distance between lanes in a gathered block: `n` plus a cache line or two, so that the
 /// lanes of a block fall in different cache sets. (At a power-of-two `n` they would all share

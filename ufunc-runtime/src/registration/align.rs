@@ -470,7 +470,7 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     let (ny, nx) = (plan.height(), plan.width());
     let mut total = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
-    let mut spectrum = total.clone();
+    let mut spectrum = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;

@@ -259,7 +259,7 @@ impl<T: FftReal> ImagePlan<T> {
     }
 
     /// The peak of the rows' real inverse of `rows` ([`argmax_abs`]'s), a block of
-    /// [`PEAK_ROWS`] rows at a time into a buffer of each thread.
+    /// [`PEAK_ROWS`] rows at a time into a buffer of each rayon job.
     fn rows_inverse_peak(&self, rows: &Array2<Complex<T>>, threads: Threads) -> Result<Coarse<T>> {
         let (ny, nx) = (self.ny, self.nx);
         let search = |buffer: &mut Array2<T>, block: usize| -> Result<Coarse<T>> {
@@ -699,25 +699,29 @@ impl<T: FftReal> HostCorrelator<T> {
             Some(scratch) => scratch,
             None => Scratch::new(&self.plan)?,
         };
-        let (moving_power, coarse) = self.plan.correlate(
+        let correlated = self.plan.correlate(
             moving,
             &self.reference,
             &mut scratch,
             options.normalization,
             self.threads,
-        )?;
-        let amplitudes = (self.reference_power, moving_power);
-        let upsample = options.upsample_factor;
-        let peak = correlation_peak(
-            &self.plan,
-            &scratch.product,
-            coarse,
-            upsample,
-            amplitudes,
-            self.threads,
         );
+        let peak = correlated.map(|(moving_power, coarse)| {
+            let amplitudes = (self.reference_power, moving_power);
+            let upsample = options.upsample_factor;
+            let threads = self.threads;
+            correlation_peak(
+                &self.plan,
+                &scratch.product,
+                coarse,
+                upsample,
+                amplitudes,
+                threads,
+            )
+        });
+        // Back to the pool, whether or not the transforms failed.
         pool().push(scratch);
-        Ok(peak)
+        peak
     }
 }
 
@@ -770,10 +774,11 @@ struct Coarse<T> {
 
 impl<T: FftReal> Coarse<T> {
     fn none() -> Self {
+        // After every real index, so that an image of NaN alone gives its first element.
         Coarse {
-            at: 0,
+            at: usize::MAX,
             top: T::neg_infinity(),
-            value: T::zero(),
+            value: T::nan(),
         }
     }
 
@@ -788,7 +793,8 @@ impl<T: FftReal> Coarse<T> {
 }
 
 /// The largest `|v|` of `values` (which start at flat index `offset`) and the first index that
-/// holds it; NaN is passed over, as the images searched here hold none.
+/// holds it. NaN is passed over (values of NaN alone give the first); a NaN image makes the
+/// registration's amplitudes NaN, which [`Peak::finish`] reports.
 fn largest_abs<T: FftReal>(values: &[T], offset: usize) -> Coarse<T> {
     // Eight independent lanes (branch-free, so it vectorises), then the first index.
     let larger = |m: T, v: T| if v.abs() > m { v.abs() } else { m };
@@ -883,11 +889,14 @@ mod tests {
     fn the_block_search_finds_what_the_whole_image_search_finds() {
         // Heights a multiple of the block, not one, under one block. The peak is a bump in
         // spectrum row `copy.0`, which row `copy.1` repeats: two image rows bit for bit the
-        // same, so the peak ties across blocks or within one (the first wins).
+        // same, so the peak ties across blocks, within one, within the short last block, and
+        // between a whole block and the last (the first wins).
         let p = PEAK_ROWS;
         for (ny, nx, copy) in [
             (2 * p, 12, (3, p + 3)),
             (2 * p + 5, 9, (1, 2)),
+            (2 * p + 5, 9, (2 * p + 1, 2 * p + 3)),
+            (2 * p + 5, 10, (p + 2, 2 * p + 2)),
             (5, 8, (0, 4)),
         ] {
             let mut s = (ny * 1000 + nx) as u64;

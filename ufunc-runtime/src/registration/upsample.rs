@@ -8,7 +8,7 @@
 
 use crate::isa::{active_isa, IsaLevel};
 use crate::parallel::{Split, Threads};
-use crate::stream::prefetch_span;
+use crate::stream::{prefetch_span, PREFETCH_ROWS};
 use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewD, Axis, IxDyn};
 use num_complex::Complex;
 use std::f64::consts::PI;
@@ -25,19 +25,22 @@ pub(crate) fn signed_bin(k: usize, n: usize) -> f64 {
 }
 
 /// `kernel[[r, k]] = exp(2πi (r - offset) f(k) / (n U))`, for `r` in `0..region`: each row is
-/// the one before times `exp(2πi f(k) / (n U))`, two `sincos` a column instead of one an entry
-/// (those were a tenth of a 2048x2048 frame's registration); after at most a few dozen products
-/// the entries are within 1e-14 of the direct formula.
+/// the one before times `exp(2πi f(k) / (n U))`, and every [`KERNEL_RESEED`]-th row is made
+/// from the formula again (one `sincos` an entry was a tenth of a 2048x2048 frame's
+/// registration). The entries stay within 1e-14 of the direct formula.
 fn kernel(n: usize, region: usize, upsample: f64, offset: f64) -> Array2<Complex<f64>> {
     let step_phase = |k: usize| 2.0 * PI * signed_bin(k, n) / (n as f64 * upsample);
     let step: Vec<Complex<f64>> = (0..n)
         .map(|k| Complex::from_polar(1.0, step_phase(k)))
         .collect();
-    let mut row: Vec<Complex<f64>> = (0..n)
-        .map(|k| Complex::from_polar(1.0, -offset * step_phase(k)))
-        .collect();
+    let mut row = vec![Complex::new(0.0, 0.0); n];
     let mut out = Array2::zeros((region, n));
-    for mut out_row in out.rows_mut() {
+    for (r, mut out_row) in out.rows_mut().into_iter().enumerate() {
+        if r % KERNEL_RESEED == 0 {
+            for (k, z) in row.iter_mut().enumerate() {
+                *z = Complex::from_polar(1.0, (r as f64 - offset) * step_phase(k));
+            }
+        }
         for ((o, z), s) in out_row.iter_mut().zip(&mut row).zip(&step) {
             *o = *z;
             *z *= s;
@@ -45,6 +48,10 @@ fn kernel(n: usize, region: usize, upsample: f64, offset: f64) -> Array2<Complex
     }
     out
 }
+
+/// Rows of a [`kernel`] made by products between two made from the formula (the products'
+/// rounding errors add up: about 1e-13 after 1500 of them).
+const KERNEL_RESEED: usize = 64;
 
 /// The upsampled DFT of a full spectrum of any dimension: shape `(region,) * ndim`.
 pub(crate) fn upsampled_dft<T: FftReal>(
@@ -134,10 +141,6 @@ pub(crate) fn upsampled_dft_half<T: FftReal>(
 /// planar: 512 KiB of f32 for 2048 rows) is gathered once into L2, then each weight row runs
 /// down it with its accumulators in registers.
 const COLUMNS_PER_PIECE: usize = 32;
-
-/// How many spectrum rows ahead the strip's gather prefetches: rows are pages apart, which the
-/// hardware prefetchers do not follow.
-const PREFETCH_ROWS: usize = 8;
 
 /// `weights (region x ny) · half (ny x m)`, blocked over columns and split across threads, for
 /// weights that are a [`kernel`]: each row's entries at mirrored frequencies are conjugates
@@ -284,31 +287,31 @@ fn accumulate_portable<T: FftReal, const FMA: bool>(
     let (region, ny) = (piece.region, piece.half.nrows());
     let mut re = vec![T::zero(); region * W];
     let mut im = vec![T::zero(); region * W];
-    for (k, chunk) in strip.chunks(CHUNK_ROWS * 4 * W).enumerate() {
-        let q0 = k * CHUNK_ROWS;
-        let weights = q0..q0 + chunk.len() / (4 * W);
+    for (c, chunk) in strip.chunks(CHUNK_ROWS * 4 * W).enumerate() {
+        let first = c * CHUNK_ROWS;
+        let rows = first..first + chunk.len() / (4 * W);
         for (r, (out_re, out_im)) in re
             .chunks_exact_mut(W)
             .zip(im.chunks_exact_mut(W))
             .enumerate()
         {
-            let at = r * ny + weights.start..r * ny + weights.end;
+            let at = r * ny + rows.start..r * ny + rows.end;
             let weights = piece.w_re[at.clone()].iter().zip(&piece.w_im[at]);
             let out_re: &mut [T; W] = out_re.try_into().expect("W long");
             let out_im: &mut [T; W] = out_im.try_into().expect("W long");
             let (mut acc_re, mut acc_im) = (*out_re, *out_im);
-            for (h, (&c, &s)) in chunk.chunks_exact(4 * W).zip(weights) {
+            for (h, (&cos, &sin)) in chunk.chunks_exact(4 * W).zip(weights) {
                 // Fixed-size rows, so the inner loop has no bounds checks and vectorizes.
                 let part =
-                    |k: usize| -> &[T; W] { h[k * W..(k + 1) * W].try_into().expect("W long") };
+                    |i: usize| -> &[T; W] { h[i * W..(i + 1) * W].try_into().expect("W long") };
                 let (s_re, s_im, d_re, d_im) = (part(0), part(1), part(2), part(3));
                 for j in 0..W {
                     if FMA {
-                        acc_re[j] = c.mul_add(s_re[j], (-s).mul_add(d_im[j], acc_re[j]));
-                        acc_im[j] = c.mul_add(s_im[j], s.mul_add(d_re[j], acc_im[j]));
+                        acc_re[j] = cos.mul_add(s_re[j], (-sin).mul_add(d_im[j], acc_re[j]));
+                        acc_im[j] = cos.mul_add(s_im[j], sin.mul_add(d_re[j], acc_im[j]));
                     } else {
-                        acc_re[j] = acc_re[j] + (c * s_re[j] - s * d_im[j]);
-                        acc_im[j] = acc_im[j] + (c * s_im[j] + s * d_re[j]);
+                        acc_re[j] = acc_re[j] + (cos * s_re[j] - sin * d_im[j]);
+                        acc_im[j] = acc_im[j] + (cos * s_im[j] + sin * d_re[j]);
                     }
                 }
             }
@@ -427,13 +430,14 @@ mod tests {
             (2048, 30, 20.0, 14.7),
             (7, 151, 100.0, 75.0),
             (1, 3, 1.0, 1.0),
+            (2048, 1500, 1000.0, 750.0),
         ] {
             let k = kernel(n, region, u, offset);
             for ((r, col), &z) in k.indexed_iter() {
                 let phase = 2.0 * PI * (r as f64 - offset) * signed_bin(col, n) / (n as f64 * u);
                 let want = Complex::from_polar(1.0, phase);
                 assert!(
-                    (z - want).norm() < 1e-13,
+                    (z - want).norm() < 1e-14,
                     "n {n} r {r} k {col}: {z} vs {want}"
                 );
             }
@@ -444,7 +448,7 @@ mod tests {
     fn wide_spectra_cross_piece_boundaries() {
         // Rows 1 to 5: row 0 alone, a Nyquist row or none, mirrored pairs or none; columns
         // across piece boundaries, and a last piece of one column; 67 and 70 rows: strips of
-        // more than one chunk.
+        // two chunks (34 and 36 strip rows).
         let chunked = 2 * CHUNK_ROWS + 3;
         for (ny, nx, seed) in [(1, 8, 1), (2, 2 * COLUMNS_PER_PIECE + 10, 2), (3, 66, 3)]
             .into_iter()
@@ -465,6 +469,29 @@ mod tests {
                 let got = rows_times_half(&w, half.view(), threads);
                 close(&got.into_dyn(), &w.dot(&half).into_dyn(), 1e-9);
             }
+        }
+    }
+
+    #[test]
+    fn a_large_f32_product_split_over_threads_from_a_reversed_view() {
+        // Enough work to split into ranges of pieces (each with its own strip), three chunks
+        // of strip rows, f32 sums, and a view with negative strides on both axes (the pairing
+        // holds for any spectrum: it needs only the weights' symmetry).
+        let (ny, nx) = (4 * CHUNK_ROWS + 7, 5 * COLUMNS_PER_PIECE + 6);
+        let full = spectrum(&[ny, nx], 8);
+        let half = full
+            .slice(ndarray::s![..;-1, ..nx / 2 + 1;-1])
+            .into_dimensionality::<ndarray::Ix2>()
+            .unwrap();
+        let half32 = half.mapv(|z| Complex::new(z.re as f32, z.im as f32));
+        let reversed32 = half32.slice(ndarray::s![..;-1, ..;-1]);
+        let reversed = half32
+            .mapv(|z| Complex::new(z.re as f64, z.im as f64))
+            .slice_move(ndarray::s![..;-1, ..;-1]);
+        let w = kernel(ny, 30, 20.0, 14.2);
+        for threads in [Threads::One, Threads::All] {
+            let got = rows_times_half(&w, reversed32, threads);
+            close(&got.into_dyn(), &w.dot(&reversed).into_dyn(), 1e-3);
         }
     }
 }
