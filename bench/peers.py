@@ -13,6 +13,8 @@ import numba
 import numexpr as ne
 import numpy as np
 
+import peers_methods
+
 F32 = np.float32
 SQRT_2PI = F32(2.5066283)
 TINY = F32(1.1754944e-38)  # float32 min positive normal (f32::MIN_POSITIVE)
@@ -23,8 +25,7 @@ NE = {"SQRT_2PI": SQRT_2PI, "TINY": TINY, "HALF_NEG": HALF_NEG, "mean": MEAN, "s
 
 ELEMENTWISE = ["square_sum", "gaussian_pdf", "polar_distance", "hypot_like", "broadcast_add", "contiguous_add",
                "tiny_call"]
-METHODS = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate",
-           "add_accumulate_l2"]
+METHODS = peers_methods.CASES
 GUFUNC = ["matmul_small", "matmul_4x4", "matmul_256", "polygon_mask"]
 _ap = argparse.ArgumentParser(description=__doc__)
 _ap.add_argument("--quick", action="store_true", help="small sizes and 3 reps: a smoke run")
@@ -353,31 +354,6 @@ def tiny_call():
         emit("tiny_call", 1, impl, ns=round(statistics.median(runs), 1))
 
 
-def methods(data):
-    """NumPy's ufunc methods on the Rust bench's sizes: 16M float32, flat or 4000x4000."""
-    flat = data(16_000_000)
-    square = flat.reshape(4000, 4000)
-    cases = {
-        "add_reduce_all": lambda: np.add.reduce(flat),
-        "add_reduce_axis0": lambda: np.add.reduce(square, axis=0),
-        "add_reduce_axis1": lambda: np.add.reduce(square, axis=1),
-        "max_reduce_all": lambda: np.maximum.reduce(flat),
-        "add_accumulate": lambda: np.add.accumulate(flat),
-    }
-    for case, fn in cases.items():
-        if want(case, False):
-            emit(case, flat.size, "numpy", ms=round(median_ms(fn), 4))
-    if want("add_accumulate", False):
-        out = np.empty_like(flat)
-        emit("add_accumulate", flat.size, "numpy-out",
-             ms=round(median_ms(lambda: np.add.accumulate(flat, out=out)), 4))
-    if want("add_accumulate_l2", False):
-        # 64K float32 in and out (512 KiB), in cache: the scan's own speed.
-        small, out = flat[:65_536].copy(), np.empty(65_536, dtype=F32)
-        emit("add_accumulate_l2", small.size, "numpy-out",
-             ms=round(median_ms(lambda: np.add.accumulate(small, out=out)), 4))
-
-
 def machine_info():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(
@@ -408,7 +384,7 @@ def main():
         bench("contiguous_add", big.size, "add", (big, big2))
     if want("tiny_call"):
         tiny_call()
-    methods(data)
+    peers_methods.methods(data, want, emit, median_ms)
     gufunc_cases()
     print(f"peers: numba threading layer {numba.threading_layer()}", file=sys.stderr)
     if failures:

@@ -28,7 +28,7 @@ cp "$fft_bench" .gpu/fft-bench
 cp "$reg_bench" .gpu/registration-bench
 cp "$vec_bench" .gpu/vectorize-bench
 cp "$program" .gpu/phase_correlation
-cp bench/peers_fft.py bench/peers_registration.py bench/seed_movie.py .gpu/
+cp bench/peers_fft.py bench/peers_registration.py bench/peers_methods.py bench/seed_movie.py .gpu/
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
@@ -88,8 +88,9 @@ fi
 # may use (the peers count them with `os.sched_getaffinity`).
 if wanted cpu2; then
     two="taskset -c 0,1"
-    step cpu2-methods 60 sh -c "for c in triad add_reduce_all add_reduce_axis0 add_reduce_axis1 \
-        max_reduce_all add_accumulate; do $two ./vectorize-bench --only \$c; done"
+    step cpu2-methods 90 sh -c "for c in triad add_reduce_all add_reduce_axis0 add_reduce_axis1 \
+        max_reduce_all add_accumulate; do $two ./vectorize-bench --only \$c; done; \
+        $two python3 peers_methods.py --only add_reduce_all,add_reduce_axis0,add_reduce_axis1,max_reduce_all,add_accumulate"
     step cpu2-fft 150 sh -c "$two ./fft-bench --quick; $two python3 peers_fft.py --quick"
     step cpu2-registration 150 sh -c "$two ./registration-bench --quick; \
         $two python3 peers_registration.py --quick"

@@ -1,0 +1,69 @@
+# NumPy's ufunc methods on the Rust bench's sizes (benches/vectorize.rs); prints one JSON object per
+# line. NumPy alone: this runs where Numba and numexpr are missing (the GPU host's `cpu2` step of
+# scripts/gpu-bundle.sh); bench/peers.py runs the same cases through `methods`.
+"""Usage: peers_methods.py [--only CASE[,CASE...]]"""
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+CASES = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate",
+         "add_accumulate_l2"]
+
+
+def methods(data, want, emit, median_ms):
+    """The cases: 16M float32, flat or 4000x4000 (`want(case, False)`: run unless a quick run)."""
+    flat = data(16_000_000)
+    square = flat.reshape(4000, 4000)
+    cases = {
+        "add_reduce_all": lambda: np.add.reduce(flat),
+        "add_reduce_axis0": lambda: np.add.reduce(square, axis=0),
+        "add_reduce_axis1": lambda: np.add.reduce(square, axis=1),
+        "max_reduce_all": lambda: np.maximum.reduce(flat),
+        "add_accumulate": lambda: np.add.accumulate(flat),
+    }
+    for case, fn in cases.items():
+        if want(case, False):
+            emit(case, flat.size, "numpy", ms=round(median_ms(fn), 4))
+    if want("add_accumulate", False):
+        out = np.empty_like(flat)
+        emit("add_accumulate", flat.size, "numpy-out",
+             ms=round(median_ms(lambda: np.add.accumulate(flat, out=out)), 4))
+    if want("add_accumulate_l2", False):
+        # 64K float32 in and out (512 KiB), in cache: the scan's own speed.
+        small, out = flat[:65_536].copy(), np.empty(65_536, dtype=np.float32)
+        emit("add_accumulate_l2", small.size, "numpy-out",
+             ms=round(median_ms(lambda: np.add.accumulate(small, out=out)), 4))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", action="append", metavar="CASE", help="run only these cases (repeatable, or a,b)")
+    args = ap.parse_args()
+    only = {c for arg in args.only for c in arg.split(",")} if args.only else None
+    if only and not only <= set(CASES):
+        ap.error(f"unknown case(s) {sorted(only - set(CASES))}; known: {CASES}")
+
+    def want(case, _quick_too=True):
+        return only is None or case in only
+
+    def emit(case, n, impl, **value):
+        print(json.dumps({"case": case, "n": n, "impl": impl, **value}), flush=True)
+
+    def median_ms(f, reps=7):
+        f()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+
+    rng = np.random.default_rng(12345)
+    methods(lambda *shape: rng.uniform(-2.0, 2.0, size=shape).astype(np.float32), want, emit, median_ms)
+
+
+if __name__ == "__main__":
+    main()
