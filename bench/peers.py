@@ -54,19 +54,8 @@ def note(msg):
 
 
 def median_ms(f, first_s=None):
-    """Median wall time in ms of REPS fresh-output runs after one warm-up call (skipped when the caller
-    already made one, taking first_s seconds); 3 runs if a call takes >1 s, 1 run if >5 s."""
-    if first_s is None:
-        t0 = time.perf_counter()
-        f()
-        first_s = time.perf_counter() - t0
-    reps = 1 if first_s > 5.0 else 3 if first_s > 1.0 else REPS
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    """peers_methods.median_ms with REPS fresh-output runs."""
+    return peers_methods.median_ms(f, REPS, first_s)
 
 
 # --- Numba kernels: float32 signatures, float32 constants (a bare 0.5 or 1 would promote to float64).

@@ -13,6 +13,22 @@ CASES = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_a
          "add_accumulate_l2"]
 
 
+def median_ms(f, reps, first_s=None):
+    """Median wall time in ms of `reps` runs after one warm-up call (skipped when the caller already
+    made one, taking first_s seconds); 3 runs if a call takes >1 s, 1 run if >5 s."""
+    if first_s is None:
+        t0 = time.perf_counter()
+        f()
+        first_s = time.perf_counter() - t0
+    reps = 1 if first_s > 5.0 else 3 if first_s > 1.0 else reps
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
 def methods(data, want, emit, median_ms):
     """The cases: 16M float32, flat or 4000x4000 (`want(case, False)`: run unless a quick run)."""
     flat = data(16_000_000)
@@ -52,17 +68,9 @@ def main():
     def emit(case, n, impl, **value):
         print(json.dumps({"case": case, "n": n, "impl": impl, **value}), flush=True)
 
-    def median_ms(f, reps=7):
-        f()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
-
     rng = np.random.default_rng(12345)
-    methods(lambda *shape: rng.uniform(-2.0, 2.0, size=shape).astype(np.float32), want, emit, median_ms)
+    data = lambda *shape: rng.uniform(-2.0, 2.0, size=shape).astype(np.float32)  # noqa: E731
+    methods(data, want, emit, lambda f: median_ms(f, 7))
 
 
 if __name__ == "__main__":

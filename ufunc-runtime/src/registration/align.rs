@@ -3,7 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
-use super::pcc::{half_power, half_product_peak, normalise, threads_of, ImagePlan, Scratch};
+use super::pcc::{half_power, half_product_peak, normalise, threads_of, ImagePlan, ScratchPool};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
 use crate::alloc::try_zeroed_fft;
@@ -224,7 +224,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         && spectra_bytes(frames.len(), crop) <= options.memory_limit as u128;
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
     let mut spectra = Spectra::new(frames, &full, crop, taper.as_ref(), threads, keep)?;
-    let scratch = ScratchPool::new(plan);
+    let scratch = ScratchPool::new();
     let Registered {
         mut shifts,
         peaks,
@@ -233,7 +233,8 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     } = match options.reference {
         Reference::First => {
             let first = spectra.first()?;
-            let register = |_: usize, s: &Spectrum| register(&first, None, s, &scratch, &pcc, 0.0);
+            let register =
+                |_: usize, s: &Spectrum| register(&first, None, s, (plan, &scratch), &pcc, 0.0);
             let (found, total) = spectra.pass(threads, register, |r| r.0)?;
             let (shifts, peaks) = found.into_iter().unzip();
             Registered {
@@ -243,7 +244,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
                 total,
             }
         }
-        Reference::Sum => iterate_on_sum(&mut spectra, &scratch, &pcc, options, threads)?,
+        Reference::Sum => iterate_on_sum(&mut spectra, (plan, &scratch), &pcc, options, threads)?,
     };
     let origin = relative_to_first(&mut shifts, crop, (ny, nx));
     let sum = match (&cropped, &taper) {
@@ -622,36 +623,6 @@ impl Taper {
     }
 }
 
-/// Registration buffers, one per concurrent registration, reused across frames and passes.
-struct ScratchPool<'a> {
-    plan: &'a ImagePlan<f32>,
-    free: std::sync::Mutex<Vec<Scratch<f32>>>,
-}
-
-impl<'a> ScratchPool<'a> {
-    fn new(plan: &'a ImagePlan<f32>) -> Self {
-        ScratchPool {
-            plan,
-            free: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    fn with<R>(
-        &self,
-        f: impl FnOnce(&mut Scratch<f32>, &ImagePlan<f32>) -> Result<R>,
-    ) -> Result<R> {
-        let pool = || self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let taken = pool().pop();
-        let mut scratch = match taken {
-            Some(scratch) => scratch,
-            None => Scratch::new(self.plan)?,
-        };
-        let r = f(&mut scratch, self.plan);
-        pool().push(scratch);
-        r
-    }
-}
-
 /// The shift that registers `moving` onto a reference, and the peak height. The reference is
 /// `reference`, or with `leave_out = Some(shift)` the sum `reference` less `moving` moved by
 /// `shift` (the sum of the other frames, formed element by element here).
@@ -659,11 +630,11 @@ fn register(
     reference: &Spectrum,
     leave_out: Option<[f64; 2]>,
     moving: &Spectrum,
-    scratch: &ScratchPool<'_>,
+    (plan, pool): (&ImagePlan<f32>, &ScratchPool<f32>),
     pcc: &PccOptions,
     bfactor: f64,
 ) -> Result<([f64; 2], f64)> {
-    scratch.with(|scratch, plan| {
+    pool.with(plan, |scratch| {
         let (ny, nx) = (plan.height(), plan.width());
         let (wy, wx) = bfactor_weights(bfactor, ny, nx, reference.ncols());
         let product = scratch.product_mut();
@@ -695,7 +666,7 @@ fn register(
 /// Returns the shifts, peaks, passes and the sum with the final shifts.
 fn iterate_on_sum<S: FrameSource + ?Sized>(
     spectra: &mut Spectra<'_, S>,
-    scratch: &ScratchPool<'_>,
+    buffers: (&ImagePlan<f32>, &ScratchPool<f32>),
     pcc: &PccOptions,
     options: &AlignOptions,
     threads: Threads,
@@ -709,7 +680,7 @@ fn iterate_on_sum<S: FrameSource + ?Sized>(
         iterations += 1;
         let previous = &shifts;
         let visit = |i: usize, s: &Spectrum| {
-            register(&total, Some(previous[i]), s, scratch, pcc, options.bfactor)
+            register(&total, Some(previous[i]), s, buffers, pcc, options.bfactor)
         };
         let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
         let change = largest_change(&found, &shifts);

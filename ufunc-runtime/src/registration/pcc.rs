@@ -231,10 +231,7 @@ impl<T: FftReal> ImagePlan<T> {
     ) -> Result<(f64, Coarse<T>)> {
         let (ny, nx, m) = (self.ny, self.nx, self.half_width());
         let Scratch { product, rows, .. } = scratch;
-        let rows = match rows {
-            Some(rows) => rows,
-            None => rows.insert(try_zeroed_fft(&Ix2(ny, m))?),
-        };
+        let rows = made(rows, (ny, m))?;
         self.rows_forward[slot(threads)].execute_into(&moving, rows)?;
         // Each column's `Σ|M|²`, summed in column order afterwards (the same total whatever
         // the threads did).
@@ -578,8 +575,7 @@ struct HostCorrelator<T: FftReal> {
     reference: Array2<Complex<T>>,
     reference_power: f64,
     threads: Threads,
-    /// Buffers of finished calls, reused by the next ones (one per concurrent caller).
-    scratch: std::sync::Mutex<Vec<Scratch<T>>>,
+    scratch: ScratchPool<T>,
 }
 
 /// A registration's buffers: the cross-power spectrum and the cross-correlation.
@@ -596,7 +592,7 @@ pub(super) struct Scratch<T: FftReal> {
 impl<T: FftReal> Scratch<T> {
     /// Fresh zero pages ([`try_zeroed_fft`]): writing zeros into them on one thread was a third
     /// of a first registration.
-    pub(super) fn new(plan: &ImagePlan<T>) -> Result<Self> {
+    fn new(plan: &ImagePlan<T>) -> Result<Self> {
         let (ny, m) = (plan.height(), plan.half_width());
         Ok(Scratch {
             product: try_zeroed_fft(&Ix2(ny, m))?,
@@ -607,6 +603,44 @@ impl<T: FftReal> Scratch<T> {
 
     pub(super) fn product_mut(&mut self) -> &mut Array2<Complex<T>> {
         &mut self.product
+    }
+}
+
+/// Registration buffers of finished calls, reused by the next ones (one per concurrent caller).
+pub(super) struct ScratchPool<T: FftReal>(std::sync::Mutex<Vec<Scratch<T>>>);
+
+impl<T: FftReal> ScratchPool<T> {
+    pub(super) fn new() -> Self {
+        ScratchPool(std::sync::Mutex::new(Vec::new()))
+    }
+
+    /// `f` on buffers from the pool (made for `plan` where none is free), which go back to the
+    /// pool afterwards, whether or not `f` failed.
+    pub(super) fn with<R>(
+        &self,
+        plan: &ImagePlan<T>,
+        f: impl FnOnce(&mut Scratch<T>) -> Result<R>,
+    ) -> Result<R> {
+        let pool = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = pool().pop();
+        let mut scratch = match taken {
+            Some(scratch) => scratch,
+            None => Scratch::new(plan)?,
+        };
+        let r = f(&mut scratch);
+        pool().push(scratch);
+        r
+    }
+}
+
+/// The array in `slot`, made of fresh zero pages ([`try_zeroed_fft`]) on first use.
+fn made<A: FftElement>(
+    slot: &mut Option<Array2<A>>,
+    shape: (usize, usize),
+) -> Result<&mut Array2<A>> {
+    match slot {
+        Some(array) => Ok(array),
+        None => Ok(slot.insert(try_zeroed_fft(&Ix2(shape.0, shape.1))?)),
     }
 }
 
@@ -688,40 +722,29 @@ impl<T: FftReal> HostCorrelator<T> {
             reference: spectrum,
             plan,
             threads,
-            scratch: std::sync::Mutex::new(Vec::new()),
+            scratch: ScratchPool::new(),
         })
     }
 
     fn peak(&self, moving: ArrayView2<'_, T>, options: &PccOptions) -> Result<Peak> {
-        let pool = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let taken = pool().pop();
-        let mut scratch = match taken {
-            Some(scratch) => scratch,
-            None => Scratch::new(&self.plan)?,
-        };
-        let correlated = self.plan.correlate(
-            moving,
-            &self.reference,
-            &mut scratch,
-            options.normalization,
-            self.threads,
-        );
-        let peak = correlated.map(|(moving_power, coarse)| {
+        self.scratch.with(&self.plan, |scratch| {
+            let (moving_power, coarse) = self.plan.correlate(
+                moving,
+                &self.reference,
+                scratch,
+                options.normalization,
+                self.threads,
+            )?;
             let amplitudes = (self.reference_power, moving_power);
-            let upsample = options.upsample_factor;
-            let threads = self.threads;
-            correlation_peak(
+            Ok(correlation_peak(
                 &self.plan,
                 &scratch.product,
                 coarse,
-                upsample,
+                options.upsample_factor,
                 amplitudes,
-                threads,
-            )
-        });
-        // Back to the pool, whether or not the transforms failed.
-        pool().push(scratch);
-        peak
+                self.threads,
+            ))
+        })
     }
 }
 
@@ -846,10 +869,7 @@ pub(super) fn half_product_peak<T: FftReal>(
 ) -> Result<Peak> {
     let (ny, nx) = (plan.height(), plan.width());
     let Scratch { product, cc, .. } = scratch;
-    let cc = match cc {
-        Some(cc) => cc,
-        None => cc.insert(try_zeroed_fft(&Ix2(ny, nx))?),
-    };
+    let cc = made(cc, (ny, nx))?;
     plan.inverse(product, cc, threads)?;
     let coarse = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     Ok(correlation_peak(
