@@ -391,10 +391,11 @@ fn nan_propagates_through_maximum_not_fmax() {
 }
 
 #[test]
-fn a_long_run_is_reduced_as_four_parts_side_by_side() {
-    // Runs of 64 blocks of 2048 elements or more are read as four parts at once (the first
-    // three `n / 4` rounded down to whole blocks), each reduced alone, the totals combined
-    // pairwise: exact for integers, NaN from any part, the same float grouping.
+fn a_long_run_is_reduced_as_four_parts() {
+    // Runs of 64 blocks of 2048 elements or more are reduced as four parts (the first three
+    // `n / 4` rounded down to whole blocks; read side by side or one after another, as the
+    // instruction set's machines prefer), each reduced alone, the totals combined pairwise:
+    // exact for integers, NaN from any part, the same float grouping.
     let block = 2048;
     // Up to 490_001: each part (the last up to three blocks longer) stays under the
     // threshold, so that reducing it alone splits it no further.
@@ -435,7 +436,8 @@ fn a_long_run_is_reduced_as_four_parts_side_by_side() {
 
 #[test]
 fn rows_reduced_four_at_a_time_equal_each_row_reduced_alone() {
-    // An inner reduction over one contiguous axis reads four rows side by side: every row's
+    // An inner reduction over one contiguous axis reads four rows side by side (where the
+    // instruction set's machines gain from it; `reduce_four` is tested on its own): every row's
     // float sum is bit for bit its own, for short and long rows, any row count, and more
     // rows than one stretch of four streams takes (4096).
     for (rows, n) in [

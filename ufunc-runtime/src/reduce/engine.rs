@@ -222,6 +222,7 @@ impl<T: Element> Job<T> {
             && self.reduced.a_inner == 1
             && (SIDE_BY_SIDE_MIN..STREAMS_MIN).contains(&n_red)
             && n_kept >= 4
+            && self.k.side_by_side
         {
             SPLIT_KEPT.run(threads, n_kept, n_red, |range| {
                 self.reduce_rows_in_step(range, n_red)
@@ -237,8 +238,8 @@ impl<T: Element> Job<T> {
 
     /// The outputs `range` of an inner reduction over one contiguous axis of `n` elements,
     /// four at a time from four places in each stretch of [`ROWS_IN_STEP`] outputs (four input
-    /// streams far apart keep more of the memory busy than one), the rest one at a time: each
-    /// the same as alone.
+    /// streams far apart keep more of some machines' memory busy than one:
+    /// [`Kernels::side_by_side`]), the rest one at a time: each the same as alone.
     fn reduce_rows_in_step(&self, range: Range<usize>, n: usize) {
         let mut items = Vec::with_capacity(range.len().min(ROWS_IN_STEP));
         for start in range.clone().step_by(ROWS_IN_STEP) {

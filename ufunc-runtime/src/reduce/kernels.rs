@@ -28,6 +28,10 @@ pub(crate) struct Kernels<T> {
     /// `reduce` of four runs of `n` contiguous elements each, `1 <= n <` [`STREAMS_MIN`],
     /// read side by side (the same results as one at a time).
     pub reduce_four: unsafe fn([*const T; 4], usize) -> [T; 4],
+    /// Whether reading several runs side by side (`reduce_four`, and the parts of a long
+    /// `reduce`) keeps more of the memory busy than reading them one after another, on the
+    /// machines this instruction set runs on (see [`side_by_side`]).
+    pub side_by_side: bool,
     /// `acc[i] = f(..f(f(acc[i], x0[i]), x1[i]).., xk[i])` for `i < n`, over the rows `x`.
     pub combine: unsafe fn(*mut T, &[*const T], usize),
     /// `out[0] = x[0]`, `out[i] = f(out[i - 1], x[i])` along strided runs of `n >= 1`
@@ -159,23 +163,34 @@ impl<T: Element> Counter<T> {
 /// several of them side by side gains nothing.
 pub(crate) const SIDE_BY_SIDE_MIN: usize = 2 * LANES;
 
-/// Runs this long or longer are reduced as [`STREAMS`] parts side by side
-/// ([`reduce_streams`]).
+/// Runs this long or longer are reduced as [`STREAMS`] parts ([`reduce_parts`]).
 pub(crate) const STREAMS_MIN: usize = 64 * BLOCK;
-/// Parts of a long run read at once: four sequential streams far apart keep more of the
-/// memory busy than one (a 64 MB read on two cores of an AMD EPYC: 2.8-3.2 ms from one stream
-/// a core, 1.9-2.1 from four).
+/// Parts of a long run, read side by side where that is faster ([`side_by_side`]).
 const STREAMS: usize = 4;
 
+/// Whether the loops of an instruction set read several runs side by side: four sequential
+/// streams far apart kept more of an AVX2 AMD EPYC host's memory busy than one (a 64 MB read
+/// on two cores: 2.8-3.2 ms from one stream a core, 1.9-2.1 from four), while on the Zen 4
+/// host with AVX-512 one stream a core was faster with either instruction set (a 64 MB
+/// `maximum.reduce` on two cores: 1.7-2.3 ms, against 1.7-3.5 from four). The results are
+/// the same either way; only the order of the reads changes.
+const fn side_by_side(level: IsaLevel) -> bool {
+    !matches!(level, IsaLevel::Avx512)
+}
+
 /// `f` over `n >= 1` contiguous elements: blocks of [`BLOCK`] combined by a [`Counter`]; a run
-/// of [`STREAMS_MIN`] or more as [`STREAMS`] parts read side by side, each reduced so (its
-/// blocks counted from its own start), their totals combined pairwise.
+/// of [`STREAMS_MIN`] or more as [`STREAMS`] parts, each reduced so (its blocks counted from
+/// its own start), their totals combined pairwise; with `SIDE_BY_SIDE`, the parts are read in
+/// step.
 #[inline(always)]
-unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T, n: usize) -> T {
+unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa, const SIDE_BY_SIDE: bool>(
+    p: *const T,
+    n: usize,
+) -> T {
     // SAFETY: the caller's contract, passed on.
     unsafe {
         if n >= STREAMS_MIN {
-            reduce_streams::<B, T, M>(p, n)
+            reduce_parts::<B, T, M, SIDE_BY_SIDE>(p, n)
         } else {
             reduce_runs::<B, T, M, 1>([p], n)[0]
         }
@@ -183,10 +198,16 @@ unsafe fn reduce<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(p: *const T,
 }
 
 /// [`STREAMS`] parts of a long run (all but the last a whole number of blocks, equal; the
-/// last the rest): their blocks in step, a few lanes of each in turn; the last part's
-/// remaining blocks after. The same result as [`reduce_runs`] of each part, combined pairwise.
+/// last the rest); with `SIDE_BY_SIDE` their blocks in step, a few lanes of each in turn, and
+/// the last part's remaining blocks after. The same result as [`reduce_runs`] of each part,
+/// combined pairwise.
 #[inline(always)]
-unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+unsafe fn reduce_parts<
+    B: Body<In = (T, T), Out = T>,
+    T: Element,
+    M: Isa,
+    const SIDE_BY_SIDE: bool,
+>(
     p: *const T,
     n: usize,
 ) -> T {
@@ -197,7 +218,13 @@ unsafe fn reduce_streams<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
     // SAFETY (whole body): every address lies in the run of `n` elements.
     unsafe {
         let starts: [*const T; STREAMS] = std::array::from_fn(|s| p.add(s * part));
-        count_runs::<B, T, M, STREAMS>(starts, part, &mut counters);
+        if SIDE_BY_SIDE {
+            count_runs::<B, T, M, STREAMS>(starts, part, &mut counters);
+        } else {
+            for (start, counter) in starts.into_iter().zip(&mut counters) {
+                count_runs::<B, T, M, 1>([start], part, std::array::from_mut(counter));
+            }
+        }
         let last = std::array::from_mut(&mut counters[STREAMS - 1]);
         count_runs::<B, T, M, 1>([p.add(STREAMS * part)], n - STREAMS * part, last);
     }
@@ -769,11 +796,11 @@ fn prefetch(p: *const u8) {
 }
 
 macro_rules! entry {
-    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $scan_run:ident, $run:ident, $m:ty $(, $feat:literal)?) => {
+    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $scan_run:ident, $run:ident, $m:ty, $level:expr $(, $feat:literal)?) => {
         $(#[target_feature(enable = $feat)])?
         unsafe fn $reduce<B: Body<In = (T, T), Out = T>, T: Element>(p: *const T, n: usize) -> T {
             // SAFETY: the caller's contract, passed on.
-            unsafe { reduce::<B, T, $m>(p, n) }
+            unsafe { reduce::<B, T, $m, { side_by_side($level) }>(p, n) }
         }
         $(#[target_feature(enable = $feat)])?
         unsafe fn $reduce_four<B: Body<In = (T, T), Out = T>, T: Element>(
@@ -824,7 +851,8 @@ entry!(
     scan_base,
     scan_run_base,
     scan_run,
-    NoFma
+    NoFma,
+    IsaLevel::Baseline
 );
 #[cfg(target_arch = "x86_64")]
 entry!(
@@ -835,6 +863,7 @@ entry!(
     scan_run_avx2,
     scan_run_x86,
     crate::isa::WithFma,
+    IsaLevel::Avx2,
     "avx2,fma"
 );
 #[cfg(target_arch = "x86_64")]
@@ -846,6 +875,7 @@ entry!(
     scan_run_avx512,
     scan_run_x86,
     crate::isa::WithFma,
+    IsaLevel::Avx512,
     "avx2,fma,avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
 );
 #[cfg(target_arch = "aarch64")]
@@ -857,6 +887,7 @@ entry!(
     scan_run_neon,
     scan_run,
     crate::isa::WithFma,
+    IsaLevel::Neon,
     "neon"
 );
 
@@ -867,6 +898,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         IsaLevel::Avx512 => Kernels {
             reduce: reduce_avx512::<B, T>,
             reduce_four: reduce_four_avx512::<B, T>,
+            side_by_side: side_by_side(IsaLevel::Avx512),
             combine: combine_avx512::<B, T>,
             scan: scan_avx512::<B, T>,
             scan_run: scan_run_avx512::<B, T>,
@@ -875,6 +907,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         IsaLevel::Avx2 => Kernels {
             reduce: reduce_avx2::<B, T>,
             reduce_four: reduce_four_avx2::<B, T>,
+            side_by_side: side_by_side(IsaLevel::Avx2),
             combine: combine_avx2::<B, T>,
             scan: scan_avx2::<B, T>,
             scan_run: scan_run_avx2::<B, T>,
@@ -883,6 +916,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         IsaLevel::Neon => Kernels {
             reduce: reduce_neon::<B, T>,
             reduce_four: reduce_four_neon::<B, T>,
+            side_by_side: side_by_side(IsaLevel::Neon),
             combine: combine_neon::<B, T>,
             scan: scan_neon::<B, T>,
             scan_run: scan_run_neon::<B, T>,
@@ -890,9 +924,74 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
         _ => Kernels {
             reduce: reduce_base::<B, T>,
             reduce_four: reduce_four_base::<B, T>,
+            side_by_side: side_by_side(IsaLevel::Baseline),
             combine: combine_base::<B, T>,
             scan: scan_base::<B, T>,
             scan_run: scan_run_base::<B, T>,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::KernelPath;
+
+    struct AddF32;
+    impl Body for AddF32 {
+        type In = (f32, f32);
+        type Out = f32;
+        const NAME: &'static str = "add_f32";
+        const PATH: KernelPath = KernelPath::Simd;
+        fn call<M: Isa>((a, b): (f32, f32)) -> f32 {
+            a + b
+        }
+    }
+
+    fn data(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| 1.0 + ((i * 7919) % 1000) as f32 * 1e-3)
+            .collect()
+    }
+
+    #[test]
+    fn long_runs_give_the_same_bits_read_side_by_side_or_one_part_after_another() {
+        for n in [
+            STREAMS_MIN,
+            STREAMS_MIN + 1,
+            4 * STREAMS_MIN + 3 * BLOCK + 17,
+        ] {
+            let x = data(n);
+            // SAFETY: `n` elements at `x`.
+            let (side, apart, alone) = unsafe {
+                (
+                    reduce::<AddF32, f32, NoFma, true>(x.as_ptr(), n),
+                    reduce::<AddF32, f32, NoFma, false>(x.as_ptr(), n),
+                    reduce_runs::<AddF32, f32, NoFma, 1>([x.as_ptr()], n)[0],
+                )
+            };
+            assert_eq!(side.to_bits(), apart.to_bits(), "{n}");
+            // The parts regroup the sum: a run read as one is a different (equally good) sum.
+            assert!(
+                (side - alone).abs() <= 1e-6 * alone.abs(),
+                "{n}: {side} vs {alone}"
+            );
+        }
+    }
+
+    #[test]
+    fn four_runs_side_by_side_give_each_run_its_own_bits() {
+        for n in [1, 2 * LANES - 1, 2 * LANES, BLOCK + 5, 3 * BLOCK] {
+            let x = data(4 * n + 3);
+            let starts: [*const f32; 4] = std::array::from_fn(|s| x[s * n + s..].as_ptr());
+            // SAFETY: `n` elements at each start, inside `x`.
+            let (four, each) = unsafe {
+                (
+                    reduce_runs::<AddF32, f32, NoFma, 4>(starts, n),
+                    starts.map(|p| reduce_runs::<AddF32, f32, NoFma, 1>([p], n)[0]),
+                )
+            };
+            assert_eq!(four.map(f32::to_bits), each.map(f32::to_bits), "{n}");
+        }
     }
 }
