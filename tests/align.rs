@@ -3,7 +3,7 @@
 
 mod common;
 use common::{drift, movie, Lcg};
-use ndarray::{Array2, Array3, ArrayViewMut2};
+use ndarray::{Array2, Array3, ArrayViewMut2, Axis};
 use ufunc::registration::{align_movie, AlignOptions, FrameSource, Reference};
 use ufunc::{Error, Target};
 
@@ -118,6 +118,20 @@ fn cpu_and_parallel_agree() {
     );
 }
 
+/// An error with context, as `anyhow`'s: displayed alone, only the context shows.
+#[derive(Debug)]
+struct Context(&'static str, Box<dyn std::error::Error + Send + Sync>);
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+impl std::error::Error for Context {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.1)
+    }
+}
+
 /// A source that fails on one frame.
 struct Broken(Array3<f32>);
 impl FrameSource for Broken {
@@ -133,7 +147,10 @@ impl FrameSource for Broken {
         out: ArrayViewMut2<'_, f32>,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if index == 2 {
-            return Err("truncated file: frame 2 ends at byte 4096".into());
+            return Err(Box::new(Context(
+                "movie.tif: frame 2",
+                "truncated file: frame 2 ends at byte 4096".into(),
+            )));
         }
         self.0.read_frame(index, out)
     }
@@ -146,9 +163,11 @@ fn bad_movies_and_options_are_errors() {
         &AlignOptions::default(),
     )
     .unwrap_err();
+    // The source's error is shown with its cause, not its outermost context alone.
     assert_eq!(
         e.to_string(),
-        "invalid `frames`: frame 2 could not be read: truncated file: frame 2 ends at byte 4096"
+        "invalid `frames`: frame 2 could not be read: movie.tif: frame 2: truncated file: \
+         frame 2 ends at byte 4096"
     );
     let e = align_movie(
         &mut Array3::<f32>::zeros((0, 8, 8)),
@@ -187,6 +206,13 @@ fn bad_movies_and_options_are_errors() {
                 max_iterations: 0,
                 ..Default::default()
             },
+            "max_iterations",
+        ),
+        (
+            AlignOptions {
+                tolerance: -0.1,
+                ..Default::default()
+            },
             "tolerance",
         ),
     ] {
@@ -214,13 +240,28 @@ fn bad_movies_and_options_are_errors() {
     ] {
         assert!(matches!(e.unwrap_err(), Error::NotFinite { .. }));
     }
-    // One frame: nothing to align, frame 0 is the origin.
-    let a = align_movie(
-        &mut Array3::<f32>::ones((1, 8, 8)),
-        &AlignOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(a.shifts, vec![[0.0, 0.0]]);
+    // One frame: nothing to align, frame 0 is the origin and its own reference (peak 1, as
+    // frame 0's with the first frame as reference), and the sum is the frame.
+    let lone = Array3::from_shape_fn((1, 8, 8), |(_, y, x)| (y * 8 + x) as f32);
+    for reference in [Reference::Sum, Reference::First] {
+        let a = align_movie(
+            &mut lone.clone(),
+            &AlignOptions {
+                reference,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(a.shifts, vec![[0.0, 0.0]]);
+        assert!(
+            (a.peaks[0] - 1.0).abs() < 1e-6,
+            "{reference:?}: {:?}",
+            a.peaks
+        );
+        let off = (&a.sum - &lone.index_axis(Axis(0), 0)).mapv(f32::abs);
+        assert!(off.iter().all(|&d| d < 1e-4), "{reference:?}: {off}");
+        assert_eq!(a.iterations, usize::from(reference == Reference::First));
+    }
 }
 
 /// Large frames aligned on cropped spectra: the same drift, the same full-size sum.

@@ -308,5 +308,19 @@ fn align_movie_on_cuda_matches_parallel() {
             assert_eq!(g[0], 0.0, "one row: frame {i}");
             same_shift(&format!("one row: frame {i}"), g, w, 0.05 + 1e-9);
         }
+        // A lone frame is its own reference: no pass, peak 1, on the device as on the host.
+        let lone = frames((32, 40), 1, 5);
+        for target in [Target::Cuda, Target::Parallel] {
+            let options = AlignOptions {
+                target,
+                ..Default::default()
+            };
+            let a = align_movie(&mut lone.clone(), &options).unwrap();
+            assert_eq!(
+                (a.shifts, a.peaks, a.iterations),
+                (vec![[0.0, 0.0]], vec![1.0], 0),
+                "{target:?}"
+            );
+        }
     });
 }

@@ -36,7 +36,8 @@ pub struct AlignOptions {
     pub upsample_factor: u32,
     /// Phase correlation or plain cross-correlation (default: plain, better at low dose).
     pub normalization: Normalization,
-    /// B-factor in pixels² of the Gaussian weight `exp(-B |f|² / 4)` (`f` in cycles per pixel)
+    /// B-factor in pixels² of the Gaussian weight `exp(-B |f|² / 4)` (`f` in cycles per pixel
+    /// of the frames, also when they are aligned cropped by [`AlignOptions::max_size`])
     /// applied to the cross-power spectrum with [`Reference::Sum`]; 0 turns it off.
     pub bfactor: f64,
     /// The most passes over all frames with [`Reference::Sum`].
@@ -225,6 +226,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
     let mut spectra = Spectra::new(frames, &full, crop, taper.as_ref(), threads, keep)?;
     let scratch = ScratchPool::new();
+    let weights = |bfactor| bfactor_weights(bfactor, (crop.0, crop.1 / 2 + 1), (ny, nx));
     let Registered {
         mut shifts,
         peaks,
@@ -233,8 +235,9 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     } = match options.reference {
         Reference::First => {
             let first = spectra.first()?;
+            let ones = weights(0.0);
             let register =
-                |_: usize, s: &Spectrum| register(&first, None, s, (plan, &scratch), &pcc, 0.0);
+                |_: usize, s: &Spectrum| register(&first, None, s, (plan, &scratch), &pcc, &ones);
             let (found, total) = spectra.pass(threads, register, |r| r.0)?;
             let (shifts, peaks) = found.into_iter().unzip();
             Registered {
@@ -244,7 +247,13 @@ pub fn align_movie<S: FrameSource + ?Sized>(
                 total,
             }
         }
-        Reference::Sum => iterate_on_sum(&mut spectra, (plan, &scratch), &pcc, options, threads)?,
+        Reference::Sum => iterate_on_sum(
+            &mut spectra,
+            (plan, &scratch),
+            (&pcc, &weights(options.bfactor)),
+            options,
+            threads,
+        )?,
     };
     let origin = relative_to_first(&mut shifts, crop, (ny, nx));
     let sum = match (&cropped, &taper) {
@@ -298,19 +307,23 @@ pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> 
         .fold(0.0, f64::max)
 }
 
-/// The Gaussian weight `exp(-B |f|² / 4)` of a half spectrum of an `ny x nx` image (`cols`
-/// columns), factored into a row and a column weight.
+/// The Gaussian weight `exp(-B |f|² / 4)` of a half spectrum of `rows x cols` points, factored
+/// into a row and a column weight: the spectrum of a `frame = (ny, nx)` image, or its Fourier
+/// crop to `rows` rows, so that `f` is in cycles per pixel of the frame and `B` in the frame's
+/// pixels² whether or not it is aligned cropped.
 pub(super) fn bfactor_weights(
     bfactor: f64,
-    ny: usize,
-    nx: usize,
-    cols: usize,
+    (rows, cols): (usize, usize),
+    (ny, nx): (usize, usize),
 ) -> (Vec<f32>, Vec<f32>) {
     let weight = |k: f64, n: usize| (-bfactor * (k / n as f64).powi(2) / 4.0).exp() as f32;
-    let wy = (0..ny).map(|k| weight(signed_bin(k, ny), ny)).collect();
+    let wy = (0..rows).map(|k| weight(signed_bin(k, rows), ny)).collect();
     let wx = (0..cols).map(|k| weight(k as f64, nx)).collect();
     (wy, wx)
 }
+
+/// Row and column weights of the cross-power spectrum ([`bfactor_weights`]).
+type HostWeights = (Vec<f32>, Vec<f32>);
 
 /// The bytes of `frames` half spectra of `(cy, cx)` images.
 pub(super) fn spectra_bytes(frames: usize, (cy, cx): (usize, usize)) -> u128 {
@@ -482,6 +495,18 @@ fn streamed_sum<S: FrameSource + ?Sized>(
     Ok(sum)
 }
 
+/// `error` and what caused it, outermost first (`"frame 3: cannot decode the page: ..."`): a
+/// source's error with context shows only the context when displayed alone.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text = format!("{text}: {e}");
+        cause = e.source();
+    }
+    text
+}
+
 pub(super) fn read_one<S: FrameSource + ?Sized>(
     frames: &mut S,
     index: usize,
@@ -491,7 +516,7 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
         .read_frame(index, image.view_mut())
         .map_err(|e| Error::InvalidArgument {
             name: "frames",
-            message: format!("frame {index} could not be read: {e}"),
+            message: format!("frame {index} could not be read: {}", with_causes(&*e)),
         })?;
     // A frame of a large movie is 16 MB or more: a contiguous one in pieces side by side,
     // each folded without an early exit (so that it vectorises).
@@ -551,13 +576,16 @@ pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions)
             message: format!("must be a finite number >= 0, got {}", options.bfactor),
         });
     }
-    if options.tolerance.is_nan() || options.tolerance < 0.0 || options.max_iterations == 0 {
+    if options.tolerance.is_nan() || options.tolerance < 0.0 {
         return Err(Error::InvalidArgument {
             name: "tolerance",
-            message: format!(
-                "needs tolerance >= 0 and at least one iteration, got {} and {}",
-                options.tolerance, options.max_iterations
-            ),
+            message: format!("must be a number >= 0, got {}", options.tolerance),
+        });
+    }
+    if options.max_iterations == 0 {
+        return Err(Error::InvalidArgument {
+            name: "max_iterations",
+            message: "must be at least 1, got 0".into(),
         });
     }
     Ok(())
@@ -632,11 +660,10 @@ fn register(
     moving: &Spectrum,
     (plan, pool): (&ImagePlan<f32>, &ScratchPool<f32>),
     pcc: &PccOptions,
-    bfactor: f64,
+    (wy, wx): &HostWeights,
 ) -> Result<([f64; 2], f64)> {
     pool.with(plan, |scratch| {
         let (ny, nx) = (plan.height(), plan.width());
-        let (wy, wx) = bfactor_weights(bfactor, ny, nx, reference.ncols());
         let product = scratch.product_mut();
         match leave_out {
             Some(shift) => {
@@ -667,26 +694,26 @@ fn register(
 fn iterate_on_sum<S: FrameSource + ?Sized>(
     spectra: &mut Spectra<'_, S>,
     buffers: (&ImagePlan<f32>, &ScratchPool<f32>),
-    pcc: &PccOptions,
+    (pcc, weights): (&PccOptions, &HostWeights),
     options: &AlignOptions,
     threads: Threads,
 ) -> Result<Registered> {
     let n = spectra.len();
     let mut shifts = vec![[0.0f64; 2]; n];
-    let mut peaks = vec![0.0; n];
+    // A lone frame is its own reference, as frame 0 is with `Reference::First`: no pass.
+    let mut peaks = vec![1.0; n];
     let (_, mut total) = spectra.pass(threads, |_, _| Ok(()), |_| [0.0; 2])?;
     let mut iterations = 0;
-    while iterations < options.max_iterations {
+    while n > 1 && iterations < options.max_iterations {
         iterations += 1;
         let previous = &shifts;
-        let visit = |i: usize, s: &Spectrum| {
-            register(&total, Some(previous[i]), s, buffers, pcc, options.bfactor)
-        };
+        let visit =
+            |i: usize, s: &Spectrum| register(&total, Some(previous[i]), s, buffers, pcc, weights);
         let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
         let change = largest_change(&found, &shifts);
         (shifts, peaks) = found.into_iter().unzip();
         total = next;
-        if change <= options.tolerance || n == 1 {
+        if change <= options.tolerance {
             break;
         }
     }
@@ -763,5 +790,25 @@ fn add_shifted(
             .zip(spectrum.par_chunks(cols))
             .enumerate()
             .for_each(row),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cropped_spectrum_gets_the_frames_weights_at_its_frequencies() {
+        // B in the frame's pixels²: aligning Fourier-cropped frames weights each frequency as
+        // the full frames would (the crop keeps rows 0..16 and the last 16, columns 0..13).
+        let (frame, b) = ((64, 48), 150.0);
+        let (fy, fx) = bfactor_weights(b, (64, 25), frame);
+        let (cy, cx) = bfactor_weights(b, (32, 13), frame);
+        for (r, w) in cy.iter().enumerate() {
+            let source = if r < 16 { r } else { 64 - (32 - r) };
+            assert_eq!(*w, fy[source], "row {r}");
+        }
+        assert_eq!(cx[..], fx[..13]);
+        assert!(fy[32] < fy[1] && fx[24] < fx[1] && fy[0] == 1.0);
     }
 }

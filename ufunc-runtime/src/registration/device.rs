@@ -288,10 +288,10 @@ impl DevicePlan {
         self.shape.1 / 2 + 1
     }
 
-    /// The B-factor weights of this plan's spectra (all ones for 0).
+    /// The B-factor weights of this plan's spectra (all ones for 0), `B` in the frame's pixels².
     fn weights(&self, stream: &Stream, bfactor: f64) -> Result<Weights> {
-        let (ny, nx) = self.shape;
-        let (wy, wx) = bfactor_weights(bfactor, ny, nx, self.half_width());
+        let ny = self.shape.0;
+        let (wy, wx) = bfactor_weights(bfactor, (ny, self.half_width()), self.frame);
         let rows = Array2::from_shape_vec((ny, 1), wy).expect("ny weights");
         let cols = Array2::from_shape_vec((1, self.half_width()), wx).expect("m weights");
         Ok(Weights {
@@ -674,16 +674,17 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         Reference::Sum => {
             let weights = plan.weights(&movie.streams[0], options.bfactor)?;
             let mut shifts = vec![[0.0f64; 2]; n];
-            let mut peaks = vec![0.0; n];
+            // A lone frame is its own reference, as on the host: no pass.
+            let mut peaks = vec![1.0; n];
             let mut total = movie.pass(None)?.total;
             let mut iterations = 0;
-            while iterations < options.max_iterations {
+            while n > 1 && iterations < options.max_iterations {
                 iterations += 1;
                 let pass = movie.pass(Some((&total, Some(&shifts), &weights)))?;
                 let change = largest_change(&pass.found, &shifts);
                 (shifts, peaks) = pass.found.into_iter().unzip();
                 total = pass.total;
-                if change <= options.tolerance || n == 1 {
+                if change <= options.tolerance {
                     break;
                 }
             }
