@@ -35,8 +35,8 @@ pub struct Args {
     #[arg(long, value_name = "B")]
     pub bfactor: Option<f64>,
     /// The most passes over the frames with the sum reference [default: 10].
-    #[arg(long, value_name = "N")]
-    pub iterations: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub iterations: Option<u32>,
     /// Stop iterating when no shift changes by more than this many pixels [default: 0.05].
     #[arg(long, value_name = "PX")]
     pub tolerance: Option<f64>,
@@ -142,7 +142,9 @@ impl Args {
                 None => defaults.normalization,
             },
             bfactor: self.bfactor.unwrap_or(defaults.bfactor),
-            max_iterations: self.iterations.unwrap_or(defaults.max_iterations),
+            max_iterations: self
+                .iterations
+                .map_or(defaults.max_iterations, |n| n as usize),
             tolerance: self.tolerance.unwrap_or(defaults.tolerance),
             max_size: self.align_size.unwrap_or(defaults.max_size),
             taper: self.taper.unwrap_or(defaults.taper),

@@ -54,6 +54,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         return crate::demo::run_demo(args, progress);
     }
     let mut movies = find_movies(&args.movies)?;
+    if let Some(gain) = &args.gain {
+        // A gain reference kept beside the movies is not one of them.
+        let gain = gain.canonicalize().unwrap_or_else(|_| gain.clone());
+        movies.retain(|m| m.canonicalize().map_or(true, |m| m != gain));
+    }
     if let Some(shard) = args.shard {
         movies = shard.select(movies);
     }
@@ -141,7 +146,8 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
 }
 
 /// The movies named by `inputs`: files as given (a missing one fails later, in its turn),
-/// folders' movies and globs' matches sorted; each once.
+/// the movies in folders and among globs' matches sorted, without this program's own results;
+/// each once.
 pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for input in inputs {
@@ -150,7 +156,7 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
             let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
                 .with_context(|| format!("cannot list {input}"))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file() && is_movie(p))
+                .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
                 .collect();
             inside.sort();
             found.extend(inside);
@@ -158,10 +164,13 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
             let mut matches: Vec<PathBuf> = glob::glob(input)
                 .with_context(|| format!("bad glob pattern {input:?}"))?
                 .filter_map(|p| p.ok())
-                .filter(|p| p.is_file())
+                .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
                 .collect();
             if matches.is_empty() {
-                bail!("no file matches {input:?}");
+                bail!(
+                    "no movie matches {input:?} (movies end in .{})",
+                    EXTENSIONS.join(", .")
+                );
             }
             matches.sort();
             found.extend(matches);
@@ -180,6 +189,15 @@ fn is_movie(path: &Path) -> bool {
         .and_then(|e| e.to_str())
         .unwrap_or_default();
     EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+}
+
+/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`): with the default
+/// output folder, beside the movies, a rerun over the folder (or a glob such as `*.mrc`, or a
+/// shard listing it after other jobs wrote there) would take it for a movie.
+fn is_result(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.to_ascii_lowercase().ends_with(".aligned.mrc"))
 }
 
 /// `NAME` of `NAME.ext`.
@@ -581,7 +599,70 @@ mod tests {
         let twice = find_movies(&[fixture("movie_u16.npy"), fixture("movie_u16.npy")]).unwrap();
         assert_eq!(twice.len(), 1);
         let err = find_movies(&[fixture("nothing_*.mrc")]).unwrap_err();
-        assert!(err.to_string().contains("no file matches"), "{err}");
+        assert!(err.to_string().contains("no movie matches"), "{err}");
+    }
+
+    #[test]
+    fn a_rerun_over_a_folder_skips_its_results_and_its_gain() {
+        // Results beside the movies (no `--out`), and the gain kept there too: neither is
+        // taken for a movie, by the folder or by a glob over it.
+        let dir = temp_dir("rerun");
+        for name in ["movie_u16.npy", "gain.mrc"] {
+            std::fs::copy(fixture(name), dir.join(name)).unwrap();
+        }
+        let gain = dir.join("gain.mrc").display().to_string();
+        let folder = dir.display().to_string();
+        let glob = format!("{folder}/*");
+        let run_on = |input: &str| {
+            let argv = [
+                "phase_correlation",
+                input,
+                "--gain",
+                &gain,
+                "--upsample",
+                "1",
+            ];
+            statuses(&run(&Args::parse_from(argv), Progress::Quiet).unwrap())
+        };
+        assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "done")]);
+        assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
+        assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
+        assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
+        assert_eq!(files(&dir).len(), 7, "{:?}", files(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_frame_that_cannot_be_read_fails_its_movie_with_the_reason() {
+        // A TIFF whose second page's strip lies past the end of the file: it opens, and its
+        // first frame reads, so the error comes from the library's read of frame 1.
+        let dir = temp_dir("unreadable");
+        let mut bytes = std::fs::read(fixture("movie_u16_raw.tif")).unwrap();
+        assert_eq!(&bytes[..4], b"II*\0");
+        let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let half = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+        let first = word(&bytes, 4) as usize;
+        let second = word(&bytes, first + 2 + 12 * half(&bytes, first) as usize) as usize;
+        let entries = half(&bytes, second) as usize;
+        let strip = (0..entries)
+            .map(|e| second + 2 + 12 * e)
+            .find(|&at| half(&bytes, at) == 273)
+            .expect("a StripOffsets entry");
+        assert_eq!(word(&bytes, strip + 4), 1, "one strip");
+        bytes[strip + 8..strip + 12].copy_from_slice(&1_000_000u32.to_le_bytes());
+        let movie = dir.join("cut.tif");
+        std::fs::write(&movie, &bytes).unwrap();
+        let out = dir.join("out");
+        let summary = run_with(&out, &[movie.display().to_string()], &["--upsample", "1"]);
+        let Status::Failed(error) = &summary.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(
+            error.contains("cut.tif: frame 1: cannot decode the page: "),
+            "{error}"
+        );
+        assert!(!out.exists() || files(&out).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
