@@ -4,7 +4,10 @@
 mod common;
 use common::{drift, movie, Lcg};
 use ndarray::{Array2, Array3, ArrayViewMut2, Axis};
-use ufunc::registration::{align_movie, AlignOptions, FrameSource, Reference};
+use ufunc::registration::{
+    align_movie, phase_cross_correlation, AlignOptions, FrameSource, Normalization, PccOptions,
+    Reference,
+};
 use ufunc::{Error, Target};
 
 /// RMS distance between the measured shifts and the truth (registering frame i needs -drift).
@@ -43,6 +46,65 @@ fn the_sum_reference_beats_the_first_frame_at_low_dose() {
     // The aligned sum keeps the counts: its mean is the frames' summed mean.
     let mean_counts = m.mean().unwrap() as f64 * 24.0;
     assert!((sum.sum.mean().unwrap() as f64 - mean_counts).abs() < 1e-3 * mean_counts);
+}
+
+#[test]
+fn the_first_frame_reference_is_phase_cross_correlation_against_frame_0() {
+    let m = movie(5, (48, 40), 50.0, 6);
+    for normalization in [Normalization::Phase, Normalization::Off] {
+        let a = align_movie(
+            &mut m.clone(),
+            &AlignOptions {
+                reference: Reference::First,
+                normalization,
+                upsample_factor: 20,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let frame0 = m.index_axis(Axis(0), 0);
+        for (i, frame) in m.outer_iter().enumerate() {
+            let pcc = PccOptions {
+                upsample_factor: 20,
+                normalization,
+                ..Default::default()
+            };
+            let r = phase_cross_correlation(&frame0, &frame, &pcc).unwrap();
+            assert_eq!(
+                a.shifts[i],
+                [r.shift[0], r.shift[1]],
+                "{normalization:?} {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn passes_stop_at_the_tolerance_or_the_limit_and_the_bfactor_weighs_in() {
+    let m = movie(8, (64, 64), 2.0, 7);
+    let run = |max_iterations, tolerance, bfactor| {
+        align_movie(
+            &mut m.clone(),
+            &AlignOptions {
+                max_iterations,
+                tolerance,
+                bfactor,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    // Any change is within a tolerance of 1000 px: one pass. None is within -0: every pass.
+    assert_eq!(run(10, 1000.0, 150.0).iterations, 1);
+    assert_eq!(run(3, 0.0, 150.0).iterations, 3);
+    // At two counts a pixel the weighting of the high frequencies changes some shifts.
+    let (plain, weighted) = (run(10, 0.05, 0.0), run(10, 0.05, 2000.0));
+    assert_ne!(plain.shifts, weighted.shifts);
+    assert!(
+        rms_error(&weighted.shifts) < 0.5,
+        "{}",
+        rms_error(&weighted.shifts)
+    );
 }
 
 #[test]

@@ -113,12 +113,25 @@ fn known_subpixel_shifts_in_two_dimensions() {
 
 #[test]
 fn known_subpixel_shifts_in_three_dimensions() {
-    let shape = [12, 17, 16];
-    let shift = [2.3, -4.55, 6.9];
-    let reference = image(&shape, &[0.0; 3], 3);
-    let moving = image(&shape, &shift, 3);
-    let r = phase_cross_correlation(&reference, &moving, &options(50)).unwrap();
-    assert_shift(&r.shift, &[-2.3, 4.55, -6.9], 0.05, "3-d");
+    // Odd and even sizes, shifts near half the image, at upsample 100 with low noise.
+    for (shape, shift, seed) in [
+        ([12, 17, 16], [2.3, -4.55, 6.9], 3),
+        ([11, 14, 15], [5.32, -6.81, 7.26], 4),
+    ] {
+        let reference = image(&shape, &[0.0; 3], seed);
+        let mut moving = image(&shape, &shift, seed);
+        let mut rng = Lcg(seed + 10);
+        moving.mapv_inplace(|v| v + 0.02 * (rng.next() - 0.5));
+        let want: Vec<f64> = shift.iter().map(|s| -s).collect();
+        for target in [Target::Cpu, Target::Parallel] {
+            let o = PccOptions {
+                target,
+                ..options(100)
+            };
+            let r = phase_cross_correlation(&reference, &moving, &o).unwrap();
+            assert_shift(&r.shift, &want, 0.05, &format!("3-d {shape:?} {target:?}"));
+        }
+    }
     // A 3-d array typed as such works too, and an axis of length 1 carries no shift.
     let flat: Array3<f64> = image(&[1, 20, 24], &[0.0; 3], 5)
         .into_dimensionality()
