@@ -200,7 +200,36 @@ mod tests {
         );
         assert_eq!((o.taper, o.memory_limit), (0.25, 3 << 20));
         assert_eq!(o.bfactor, AlignOptions::default().bfactor);
-        assert!(Args::try_parse_from(["phase_correlation", "--upsample", "0"]).is_err());
+        let args = Args::parse_from([
+            "phase_correlation",
+            "m.mrc",
+            "--normalization",
+            "none",
+            "--bfactor",
+            "500",
+            "--iterations",
+            "4",
+            "--tolerance",
+            "0.01",
+            "--align-size",
+            "1024",
+            "--target",
+            "cpu",
+        ]);
+        let o = args.align_options();
+        assert_eq!(
+            (o.normalization, o.bfactor, o.max_iterations, o.tolerance),
+            (Normalization::Off, 500.0, 4, 0.01)
+        );
+        assert_eq!((o.max_size, o.target), (1024, Target::Cpu));
+        assert_eq!(o.reference, AlignOptions::default().reference);
+        for bad in [
+            ["--upsample", "0"],
+            ["--iterations", "0"],
+            ["--target", "gpu"],
+        ] {
+            assert!(Args::try_parse_from(["phase_correlation", bad[0], bad[1]]).is_err());
+        }
         assert!(Args::try_parse_from(["phase_correlation", "--shard", "2/2"]).is_err());
     }
 }
