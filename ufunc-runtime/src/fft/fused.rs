@@ -247,7 +247,9 @@ struct Between<'a, T, F> {
 /// Along `axis`, for every lane: the first input's lane transformed forward (zero-padded to
 /// `n` points), and the second's where `between.transform_b`; the two combined; the result
 /// kept where asked, transformed back, times `scale`, and the points of `window` written to
-/// `dst`. Blocks of lanes are gathered and scattered a row at a time, as in the column pass.
+/// `dst`. Blocks of lanes are gathered and scattered a row at a time, as in the column pass;
+/// a second input that is not transformed and whose lanes are contiguous (stride 1 along
+/// `axis`, all `n` points) is read where it lies, without a copy.
 ///
 /// # Safety
 /// The inputs address their lengths along `axis` at their strides for every lane of `dst`'s
@@ -283,6 +285,7 @@ unsafe fn complex_lanes<T: FftReal, F>(
         COLUMN_BLOCK
     };
     let pitch = lane_pitch(n);
+    let b_in_place = !between.transform_b && space_b.src_axis == 1 && read_b == n;
     let scratch_len = forward
         .get_inplace_scratch_len()
         .max(inverse.get_inplace_scratch_len());
@@ -310,7 +313,7 @@ unsafe fn complex_lanes<T: FftReal, F>(
                     }
                 }
                 let lanes_a = fit(&mut buf.block, w * pitch);
-                let lanes_b = fit(&mut buf.other, w * pitch);
+                let lanes_b = fit(&mut buf.other, if b_in_place { 0 } else { w * pitch });
                 // SAFETY: the input lanes, per the contract.
                 unsafe {
                     gather_block(
@@ -321,25 +324,31 @@ unsafe fn complex_lanes<T: FftReal, F>(
                         space_a.src_axis,
                         read_a,
                     );
-                    gather_block(
-                        lanes_b,
-                        (n, pitch),
-                        pb.0,
-                        &offsets_b[..w],
-                        space_b.src_axis,
-                        read_b,
-                    );
-                }
-                for (i, (x, y)) in lanes_a
-                    .chunks_exact_mut(pitch)
-                    .zip(lanes_b.chunks_exact_mut(pitch))
-                    .enumerate()
-                {
-                    let (x, y) = (&mut x[..n], &mut y[..n]);
-                    forward.process_with_scratch(x, scratch);
-                    if between.transform_b {
-                        forward.process_with_scratch(y, scratch);
+                    if !b_in_place {
+                        gather_block(
+                            lanes_b,
+                            (n, pitch),
+                            pb.0,
+                            &offsets_b[..w],
+                            space_b.src_axis,
+                            read_b,
+                        );
                     }
+                }
+                for (i, x) in lanes_a.chunks_exact_mut(pitch).enumerate() {
+                    let x = &mut x[..n];
+                    forward.process_with_scratch(x, scratch);
+                    let y: &[Complex<T>] = if b_in_place {
+                        // SAFETY: the second input's lane: `n` contiguous points, per the
+                        // contract, only read.
+                        unsafe { std::slice::from_raw_parts(pb.0.offset(offsets_b[i].0), n) }
+                    } else {
+                        let y = &mut lanes_b[i * pitch..i * pitch + n];
+                        if between.transform_b {
+                            forward.process_with_scratch(y, scratch);
+                        }
+                        y
+                    };
                     (between.combine)(start + i, x, y);
                 }
                 if let Some((kp, space)) = &keep {
@@ -400,12 +409,13 @@ impl<T: FftReal> ColumnRoundTrip<T> {
         }
     }
 
-    /// Runs it (see the type). All three arrays have the same shape, `ny` rows, and standard
-    /// layout.
+    /// Runs it (see the type). All three arrays have the same shape and `ny` rows; `rows` and
+    /// `keep` have standard layout, `other` any: with its columns contiguous (the transpose of
+    /// a standard array) they are read where they lie, not gathered.
     pub(crate) fn run(
         &self,
         rows: &mut ndarray::Array2<Complex<T>>,
-        other: &ndarray::Array2<Complex<T>>,
+        other: ndarray::ArrayView2<'_, Complex<T>>,
         keep: &mut ndarray::Array2<Complex<T>>,
         scale: T,
         threads: Threads,
@@ -417,15 +427,16 @@ impl<T: FftReal> ColumnRoundTrip<T> {
                 && rows.shape() == other.shape()
                 && rows.shape() == keep.shape()
                 && rows.is_standard_layout()
-                && other.is_standard_layout()
                 && keep.is_standard_layout(),
             "ColumnRoundTrip: arrays of {ny} rows and one shape"
         );
         let shape = rows.shape().to_vec();
         let strides = Strides::from_slice(rows.strides());
+        let other_strides = Strides::from_slice(other.strides());
         let ptr = rows.as_mut_ptr();
-        // SAFETY: three standard arrays of one shape; `rows` is both the first input and the
-        // destination (each block is gathered before it is scattered), `keep` is distinct.
+        // SAFETY: three arrays of one shape, `rows` and `keep` standard; `rows` is both the
+        // first input and the destination (each block is gathered before it is scattered),
+        // `keep` is distinct.
         unsafe {
             complex_lanes(
                 (&*self.forward, &*self.inverse),
@@ -438,7 +449,7 @@ impl<T: FftReal> ColumnRoundTrip<T> {
                         strides: &strides,
                     },
                     (ny, ny),
-                    &strides,
+                    &other_strides,
                 ),
                 Between {
                     transform_b: false,

@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::fft::{ColumnRoundTrip, FftElement, FftOptions, FftPlan, FftReal};
 use crate::parallel::Threads;
 use crate::Target;
-use ndarray::{s, Array2, ArrayBase, ArrayD, ArrayView2, Data, Dimension, Ix2, IxDyn, Zip};
+use ndarray::{
+    s, Array2, ArrayBase, ArrayD, ArrayView2, Data, DataMut, Dimension, Ix2, IxDyn, Zip,
+};
 use num_complex::Complex;
 use rayon::prelude::*;
 
@@ -193,11 +195,11 @@ impl<T: FftReal> ImagePlan<T> {
         self.nx / 2 + 1
     }
 
-    /// The half spectrum of `image` (any strides) into `out`.
-    pub(super) fn forward(
+    /// The half spectrum of `image` (any strides) into `out` (any strides).
+    pub(super) fn forward<S: DataMut<Elem = Complex<T>>>(
         &self,
         image: ArrayView2<'_, T>,
-        out: &mut Array2<Complex<T>>,
+        out: &mut ArrayBase<S, Ix2>,
         threads: Threads,
     ) -> Result<()> {
         self.forward[slot(threads)].execute_into(&image, out)
@@ -224,7 +226,7 @@ impl<T: FftReal> ImagePlan<T> {
     fn correlate(
         &self,
         moving: ArrayView2<'_, T>,
-        reference: &Array2<Complex<T>>,
+        reference: ArrayView2<'_, Complex<T>>,
         scratch: &mut Scratch<T>,
         normalization: Normalization,
         threads: Threads,
@@ -237,7 +239,7 @@ impl<T: FftReal> ImagePlan<T> {
         // the threads did).
         let powers: Vec<std::sync::atomic::AtomicU64> = (0..m).map(|_| 0.into()).collect();
         let combine = |c: usize, column: &mut [Complex<T>], r: &[Complex<T>]| {
-            let power = norm_sqr_sum(column) * mirrored(c, nx);
+            let power = column_power(c, column, nx);
             powers[c].store(power.to_bits(), std::sync::atomic::Ordering::Relaxed);
             for (z, &r) in column.iter_mut().zip(r) {
                 *z = normalise(r * z.conj(), normalization);
@@ -572,7 +574,9 @@ enum Engine<T: FftReal> {
 /// The `cpu` and `parallel` correlator: the reference's half spectrum and the plans.
 struct HostCorrelator<T: FftReal> {
     plan: ImagePlan<T>,
-    reference: Array2<Complex<T>>,
+    /// The reference's half spectrum, column by column (`m x ny`, the transpose of the
+    /// spectrum): the fused column pass reads each column where it lies.
+    reference_columns: Array2<Complex<T>>,
     reference_power: f64,
     threads: Threads,
     scratch: ScratchPool<T>,
@@ -715,11 +719,17 @@ impl<T: FftReal> HostCorrelator<T> {
     fn new(reference: ArrayView2<'_, T>, threads: Threads) -> Result<Self> {
         let (ny, nx) = reference.dim();
         let plan = ImagePlan::<T>::new(ny, nx)?;
-        let mut spectrum = try_zeroed_fft(&Ix2(ny, plan.half_width()))?;
-        plan.forward(reference, &mut spectrum, threads)?;
+        let mut columns: Array2<Complex<T>> = try_zeroed_fft(&Ix2(plan.half_width(), ny))?;
+        plan.forward(reference, &mut columns.view_mut().reversed_axes(), threads)?;
         Ok(HostCorrelator {
-            reference_power: half_power(&spectrum, nx),
-            reference: spectrum,
+            // Column by column, as `correlate` sums the moving image's power.
+            reference_power: columns
+                .rows()
+                .into_iter()
+                .enumerate()
+                .map(|(c, column)| column_power(c, column.as_slice().expect("a row"), nx))
+                .sum(),
+            reference_columns: columns,
             plan,
             threads,
             scratch: ScratchPool::new(),
@@ -730,7 +740,7 @@ impl<T: FftReal> HostCorrelator<T> {
         self.scratch.with(&self.plan, |scratch| {
             let (moving_power, coarse) = self.plan.correlate(
                 moving,
-                &self.reference,
+                self.reference_columns.t(),
                 scratch,
                 options.normalization,
                 self.threads,
@@ -774,6 +784,11 @@ fn norm_sqr_sum<T: FftReal>(values: &[Complex<T>]) -> f64 {
     }
     let rest: f64 = fours.remainder().iter().map(|z| z.to_f64_norm_sqr()).sum();
     (sums[0] + sums[1]) + (sums[2] + sums[3]) + rest
+}
+
+/// `Σ|S|²` of column `c` of a half spectrum of `nx` columns, counted as in the full spectrum.
+fn column_power<T: FftReal>(c: usize, column: &[Complex<T>], nx: usize) -> f64 {
+    norm_sqr_sum(column) * mirrored(c, nx)
 }
 
 /// How many times column `c` of a half spectrum counts in the full one of `nx` columns: twice
