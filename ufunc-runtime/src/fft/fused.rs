@@ -239,10 +239,13 @@ struct Between<'a, T, F> {
     transform_b: bool,
     /// `combine(lane, a, b)`: `a`, transformed, becomes the spectrum transformed back.
     combine: F,
-    /// Where each lane's combined spectrum is also written (all `n` points; strides), if
-    /// anywhere.
-    keep: Option<(*mut Complex<T>, &'a [isize])>,
+    /// `keep(first, lanes, pitch)`, if given, sees each block's combined spectra before
+    /// they are transformed back: lanes `first..` at `pitch` in `lanes`, `n` points each.
+    keep: Option<&'a Keep<'a, T>>,
 }
+
+/// What [`Between::keep`] calls with each block of combined lanes.
+type Keep<'a, T> = dyn Fn(usize, &[Complex<T>], usize) + Sync + 'a;
 
 /// Along `axis`, for every lane: the first input's lane transformed forward (zero-padded to
 /// `n` points), and the second's where `between.transform_b`; the two combined; the result
@@ -253,9 +256,8 @@ struct Between<'a, T, F> {
 ///
 /// # Safety
 /// The inputs address their lengths along `axis` at their strides for every lane of `dst`'s
-/// shape; `dst` and `keep` are writable, with `window.1` and `n` points a lane, and distinct
-/// from each other; `dst` may be the first input (each block is read before it is written),
-/// but is otherwise distinct from the inputs.
+/// shape; `dst` is writable, with `window.1` points a lane; `dst` may be the first input (each
+/// block is read before it is written), but is otherwise distinct from the inputs.
 #[allow(clippy::too_many_arguments)]
 unsafe fn complex_lanes<T: FftReal, F>(
     (forward, inverse): (&dyn Fft<T>, &dyn Fft<T>),
@@ -271,12 +273,6 @@ unsafe fn complex_lanes<T: FftReal, F>(
 {
     let space_a = LaneSpace::new((dst.shape, a.strides), dst.strides, axis);
     let space_b = LaneSpace::new((dst.shape, b_strides), dst.strides, axis);
-    let keep = between.keep.map(|(ptr, strides)| {
-        (
-            Shared(ptr),
-            LaneSpace::new((dst.shape, strides), strides, axis),
-        )
-    });
     let (read_a, read_b) = (len_a.min(n), len_b.min(n));
     let (pa, pb, dp) = (Shared(a.ptr.0), Shared(a.ptr.1), Shared(dst.ptr));
     let block = if space_a.dst_axis == 1 {
@@ -301,16 +297,12 @@ unsafe fn complex_lanes<T: FftReal, F>(
             let scratch = fit(&mut buf.scratch, scratch_len);
             let mut offsets_a = [(0isize, 0isize); COLUMN_BLOCK];
             let mut offsets_b = [(0isize, 0isize); COLUMN_BLOCK];
-            let mut offsets_keep = [(0isize, 0isize); COLUMN_BLOCK];
             let mut start = range.start;
             while start < range.end {
                 let w = block.min(range.end - start);
                 for i in 0..w {
                     offsets_a[i] = space_a.offsets(start + i);
                     offsets_b[i] = space_b.offsets(start + i);
-                    if let Some((_, space)) = &keep {
-                        offsets_keep[i] = space.offsets(start + i);
-                    }
                 }
                 let lanes_a = fit(&mut buf.block, w * pitch);
                 let lanes_b = fit(&mut buf.other, if b_in_place { 0 } else { w * pitch });
@@ -351,19 +343,8 @@ unsafe fn complex_lanes<T: FftReal, F>(
                     };
                     (between.combine)(start + i, x, y);
                 }
-                if let Some((kp, space)) = &keep {
-                    // SAFETY: the block's lanes of `keep`, this call's alone.
-                    unsafe {
-                        pass::scatter_block(
-                            lanes_a,
-                            pitch,
-                            (0, n),
-                            T::one(),
-                            kp.0,
-                            &offsets_keep[..w],
-                            space.dst_axis,
-                        )
-                    };
+                if let Some(keep) = between.keep {
+                    keep(start, lanes_a, pitch);
                 }
                 for x in lanes_a.chunks_exact_mut(pitch) {
                     inverse.process_with_scratch(&mut x[..n], scratch);
@@ -388,7 +369,7 @@ unsafe fn complex_lanes<T: FftReal, F>(
 
 /// The column pass of a 2-D cross-correlation, fused: for each column of `rows` (an image's
 /// half spectrum transformed along its rows only, `ny` by `m`), the column's forward
-/// transform, `combine(column, spectrum, other's column)`, the result kept in `keep`, its
+/// transform, `combine(column, spectrum, other's column)`, the result shown to `keep`, its
 /// inverse transform times `scale` written back into `rows` (ready for the rows' real
 /// inverse). One pass over memory where the forward column pass, an element-wise product and
 /// the inverse column pass would read and write the spectrum three times. The transforms and
@@ -400,6 +381,9 @@ pub(crate) struct ColumnRoundTrip<T: FftReal> {
 }
 
 impl<T: FftReal> ColumnRoundTrip<T> {
+    /// Columns per block of the pass.
+    pub(crate) const BLOCK: usize = COLUMN_BLOCK;
+
     /// The round trip of columns of `ny` points.
     pub(crate) fn new(ny: usize) -> Self {
         ColumnRoundTrip {
@@ -409,34 +393,32 @@ impl<T: FftReal> ColumnRoundTrip<T> {
         }
     }
 
-    /// Runs it (see the type). All three arrays have the same shape and `ny` rows; `rows` and
-    /// `keep` have standard layout, `other` any: with its columns contiguous (the transpose of
-    /// a standard array) they are read where they lie, not gathered.
+    /// Runs it (see the type). Both arrays have the same shape and `ny` rows; `rows` has
+    /// standard layout, `other` any: with its columns contiguous (the transpose of a standard
+    /// array) they are read where they lie, not gathered. `keep(first, lanes, pitch)` sees the
+    /// combined columns a block at a time: columns `first..` (a multiple of
+    /// [`ColumnRoundTrip::BLOCK`]) at `pitch` in `lanes`, `ny` points each; each block once,
+    /// on one thread.
     pub(crate) fn run(
         &self,
         rows: &mut ndarray::Array2<Complex<T>>,
         other: ndarray::ArrayView2<'_, Complex<T>>,
-        keep: &mut ndarray::Array2<Complex<T>>,
+        keep: impl Fn(usize, &[Complex<T>], usize) + Sync,
         scale: T,
         threads: Threads,
         combine: impl Fn(usize, &mut [Complex<T>], &[Complex<T>]) + Sync,
     ) {
         let ny = self.forward.len();
         assert!(
-            rows.nrows() == ny
-                && rows.shape() == other.shape()
-                && rows.shape() == keep.shape()
-                && rows.is_standard_layout()
-                && keep.is_standard_layout(),
+            rows.nrows() == ny && rows.shape() == other.shape() && rows.is_standard_layout(),
             "ColumnRoundTrip: arrays of {ny} rows and one shape"
         );
         let shape = rows.shape().to_vec();
         let strides = Strides::from_slice(rows.strides());
         let other_strides = Strides::from_slice(other.strides());
         let ptr = rows.as_mut_ptr();
-        // SAFETY: three arrays of one shape, `rows` and `keep` standard; `rows` is both the
-        // first input and the destination (each block is gathered before it is scattered),
-        // `keep` is distinct.
+        // SAFETY: two arrays of one shape, `rows` standard; `rows` is both the first input and
+        // the destination (each block is gathered before it is scattered).
         unsafe {
             complex_lanes(
                 (&*self.forward, &*self.inverse),
@@ -454,7 +436,7 @@ impl<T: FftReal> ColumnRoundTrip<T> {
                 Between {
                     transform_b: false,
                     combine,
-                    keep: Some((keep.as_mut_ptr(), &strides)),
+                    keep: Some(&keep),
                 },
                 Lanes {
                     ptr,

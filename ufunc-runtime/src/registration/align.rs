@@ -664,7 +664,7 @@ fn register(
 ) -> Result<([f64; 2], f64)> {
     pool.with(plan, |scratch| {
         let (ny, nx) = (plan.height(), plan.width());
-        let product = scratch.product_mut();
+        let product = scratch.product_mut()?;
         match leave_out {
             Some(shift) => {
                 let (py, px) = shift_phases(shift, reference.dim(), nx);

@@ -3,7 +3,7 @@
 //! upsampled DFT on half the columns); everything else the full n-d complex path. Both give
 //! scikit-image's results.
 
-use super::upsample::{upsampled_dft, upsampled_dft_half};
+use super::upsample::{upsampled_dft, upsampled_dft_half, HalfProduct, Strips};
 use super::{Normalization, Pcc, PccOptions, Space};
 use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
@@ -219,7 +219,8 @@ impl<T: FftReal> ImagePlan<T> {
 impl<T: FftReal> ImagePlan<T> {
     /// The cross-correlation of `moving` with the half spectrum `reference`, as
     /// [`ImagePlan::forward`], a cross-power spectrum and [`ImagePlan::inverse`] would give
-    /// it: the cross-power spectrum (`R conj(M)`, normalised) in `scratch.product`; returns
+    /// it: the cross-power spectrum (`R conj(M)`, normalised) in `scratch.strips`, as the
+    /// refinement reads it; returns
     /// `Σ|M|²` over the full spectrum and the correlation image's peak ([`Coarse`]). The image
     /// itself is never written out: each block of rows is transformed back into a buffer in
     /// cache and searched there.
@@ -232,8 +233,21 @@ impl<T: FftReal> ImagePlan<T> {
         threads: Threads,
     ) -> Result<(f64, Coarse<T>)> {
         let (ny, nx, m) = (self.ny, self.nx, self.half_width());
-        let Scratch { product, rows, .. } = scratch;
+        let Scratch { strips, rows, .. } = scratch;
         let rows = made(rows, (ny, m))?;
+        let strips = match strips {
+            Some(strips) => strips,
+            None => strips.insert(Strips::new(ny, m)?),
+        };
+        // Each block of the column pass is one piece of the strips (both 32 columns).
+        const { assert!(ColumnRoundTrip::<f32>::BLOCK == Strips::<f32>::COLUMNS) };
+        let data = SendPtr(strips.as_mut_ptr());
+        let keep = |first: usize, lanes: &[Complex<T>], pitch: usize| {
+            let width = (m - first).min(Strips::<T>::COLUMNS);
+            let index = first / Strips::<T>::COLUMNS;
+            // SAFETY: the strips of this spectrum, and piece `index` is this block's alone.
+            unsafe { Strips::fill(data.get(), ny, index, width, |q, j| lanes[j * pitch + q]) };
+        };
         self.rows_forward[slot(threads)].execute_into(&moving, rows)?;
         // Each column's `Σ|M|²`, summed in column order afterwards (the same total whatever
         // the threads did).
@@ -248,7 +262,7 @@ impl<T: FftReal> ImagePlan<T> {
         // The rows' inverse divides by `nx`: the columns' round trip by `ny`.
         let scale = T::of_f64(1.0 / ny as f64);
         self.columns
-            .run(rows, reference, product, scale, threads, combine);
+            .run(rows, reference, keep, scale, threads, combine);
         let coarse = self.rows_inverse_peak(rows, threads)?;
         let power = powers
             .iter()
@@ -582,31 +596,52 @@ struct HostCorrelator<T: FftReal> {
     scratch: ScratchPool<T>,
 }
 
-/// A registration's buffers: the cross-power spectrum and the cross-correlation.
+/// A registration's buffers: the cross-power spectrum and the cross-correlation, each made on
+/// first use (fresh zero pages, [`try_zeroed_fft`]: writing zeros into them on one thread was
+/// a third of a first registration).
 pub(super) struct Scratch<T: FftReal> {
-    product: Array2<Complex<T>>,
-    /// The correlation image (made on first use: [`Correlator`] searches it block by block
+    /// The cross-power spectrum (the movie path's).
+    product: Option<Array2<Complex<T>>>,
+    /// The cross-power spectrum in the refinement's strips ([`Correlator`]'s).
+    strips: Option<Strips<T>>,
+    /// The correlation image (the movie path's: [`Correlator`] searches it block by block
     /// without writing it out).
     cc: Option<Array2<T>>,
-    /// The moving image transformed along its rows, then the correlation's columns (made on
-    /// first use: only [`Correlator`] needs it).
+    /// The moving image transformed along its rows, then the correlation's columns
+    /// ([`Correlator`]'s).
     rows: Option<Array2<Complex<T>>>,
+    /// The plan's half-spectrum size.
+    half: (usize, usize),
 }
 
 impl<T: FftReal> Scratch<T> {
-    /// Fresh zero pages ([`try_zeroed_fft`]): writing zeros into them on one thread was a third
-    /// of a first registration.
-    fn new(plan: &ImagePlan<T>) -> Result<Self> {
-        let (ny, m) = (plan.height(), plan.half_width());
-        Ok(Scratch {
-            product: try_zeroed_fft(&Ix2(ny, m))?,
+    fn new(plan: &ImagePlan<T>) -> Self {
+        Scratch {
+            product: None,
+            strips: None,
             cc: None,
             rows: None,
-        })
+            half: (plan.height(), plan.half_width()),
+        }
     }
 
-    pub(super) fn product_mut(&mut self) -> &mut Array2<Complex<T>> {
-        &mut self.product
+    pub(super) fn product_mut(&mut self) -> Result<&mut Array2<Complex<T>>> {
+        made(&mut self.product, self.half)
+    }
+}
+
+/// A pointer that the column pass's threads share: each writes its own pieces.
+#[derive(Clone, Copy)]
+struct SendPtr<P>(*mut P);
+// SAFETY: the users write disjoint parts of what it points to.
+unsafe impl<P> Send for SendPtr<P> {}
+// SAFETY: as above.
+unsafe impl<P> Sync for SendPtr<P> {}
+
+impl<P> SendPtr<P> {
+    /// The pointer (a method, so that closures capture the whole `Sync` wrapper).
+    fn get(self) -> *mut P {
+        self.0
     }
 }
 
@@ -629,7 +664,7 @@ impl<T: FftReal> ScratchPool<T> {
         let taken = pool().pop();
         let mut scratch = match taken {
             Some(scratch) => scratch,
-            None => Scratch::new(plan)?,
+            None => Scratch::new(plan),
         };
         let r = f(&mut scratch);
         pool().push(scratch);
@@ -746,9 +781,10 @@ impl<T: FftReal> HostCorrelator<T> {
                 self.threads,
             )?;
             let amplitudes = (self.reference_power, moving_power);
+            let strips = scratch.strips.as_ref().expect("made by correlate");
             Ok(correlation_peak(
                 &self.plan,
-                &scratch.product,
+                HalfProduct::Strips(strips),
                 coarse,
                 options.upsample_factor,
                 amplitudes,
@@ -884,11 +920,13 @@ pub(super) fn half_product_peak<T: FftReal>(
 ) -> Result<Peak> {
     let (ny, nx) = (plan.height(), plan.width());
     let Scratch { product, cc, .. } = scratch;
+    let product = product.as_ref().expect("the product made by the caller");
     let cc = made(cc, (ny, nx))?;
     plan.inverse(product, cc, threads)?;
     let coarse = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
+    let half = HalfProduct::Rows(product.view());
     Ok(correlation_peak(
-        plan, product, coarse, upsample, amplitudes, threads,
+        plan, half, coarse, upsample, amplitudes, threads,
     ))
 }
 
@@ -896,7 +934,7 @@ pub(super) fn half_product_peak<T: FftReal>(
 /// upsampled DFT of its cross-power half spectrum `product`.
 fn correlation_peak<T: FftReal>(
     plan: &ImagePlan<T>,
-    product: &Array2<Complex<T>>,
+    product: HalfProduct<'_, T>,
     coarse: Coarse<T>,
     upsample: u32,
     amplitudes: (f64, f64),
@@ -912,7 +950,7 @@ fn correlation_peak<T: FftReal>(
     let (region, _, offsets) = peak.refinement_grid(upsample);
     let offsets = [offsets[0], offsets[1]];
     let u = upsample as f64;
-    let up = upsampled_dft_half(product.view(), nx, region, u, offsets, threads);
+    let up = upsampled_dft_half(product, nx, region, u, offsets, threads);
     peak.refined(up.into_dyn().view(), upsample, amplitudes)
 }
 

@@ -90,7 +90,7 @@ pub(crate) fn upsampled_dft<T: FftReal>(
 /// of `nx / 2 + 1` columns, without building the full one: the contraction over rows runs on
 /// the half only, the other half follows from Hermitian symmetry.
 pub(crate) fn upsampled_dft_half<T: FftReal>(
-    half: ArrayView2<'_, Complex<T>>,
+    half: HalfProduct<'_, T>,
     nx: usize,
     region: usize,
     upsample: f64,
@@ -115,7 +115,7 @@ pub(crate) fn upsampled_dft_half<T: FftReal>(
                 let mut v = g[[r, j]].conj();
                 if ny % 2 == 0 {
                     let e = ey[[r, ny / 2]];
-                    let h = half[[ny / 2, j]];
+                    let h = half.nyquist(j);
                     let h = Complex::new(h.re.as_f64(), h.im.as_f64());
                     v += Complex::new(0.0, 2.0 * e.im) * h.conj();
                 }
@@ -149,11 +149,11 @@ const COLUMNS_PER_PIECE: usize = 32;
 /// multiply-adds of the plain product.
 fn rows_times_half<T: FftReal>(
     weights: &Array2<Complex<f64>>,
-    half: ArrayView2<'_, Complex<T>>,
+    half: HalfProduct<'_, T>,
     threads: Threads,
 ) -> Array2<Complex<f64>> {
     let (region, ny) = weights.dim();
-    let m = half.ncols();
+    let m = half.dim().1;
     let w_re: Vec<T> = weights.iter().map(|z| T::of_f64(z.re)).collect();
     let w_im: Vec<T> = weights.iter().map(|z| T::of_f64(z.im)).collect();
     let pieces = m.div_ceil(COLUMNS_PER_PIECE);
@@ -165,19 +165,25 @@ fn rows_times_half<T: FftReal>(
         align: 1,
     };
     split.run(threads, pieces, region * ny * COLUMNS_PER_PIECE, |range| {
-        let mut strip = vec![T::zero(); strip_rows(ny) * 4 * COLUMNS_PER_PIECE];
-        for piece in range {
-            let c0 = piece * COLUMNS_PER_PIECE;
+        let mut gathered = Vec::new();
+        for index in range {
+            let c0 = index * COLUMNS_PER_PIECE;
             let c1 = (c0 + COLUMNS_PER_PIECE).min(m);
             let piece = Piece {
                 w_re: &w_re,
                 w_im: &w_im,
                 region,
-                half,
-                cols: c0..c1,
+                ny,
             };
-            gather_strip(&piece, &mut strip);
-            let (re, im) = accumulate(&piece, &strip);
+            let strip: &[T] = match half {
+                HalfProduct::Rows(rows) => {
+                    gathered.resize(strip_len(ny), T::zero());
+                    gather_strip(rows, c0..c1, &mut gathered);
+                    &gathered
+                }
+                HalfProduct::Strips(strips) => strips.piece(index),
+            };
+            let (re, im) = accumulate(&piece, strip);
             let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
             for r in 0..region {
                 for (j, c) in (c0..c1).enumerate() {
@@ -197,50 +203,157 @@ fn strip_rows(ny: usize) -> usize {
     ny / 2 + 1
 }
 
-/// The inputs of one piece of the blocked product.
+/// The weights of the blocked product and its sizes.
 struct Piece<'a, T> {
     w_re: &'a [T],
     w_im: &'a [T],
     region: usize,
-    half: ArrayView2<'a, Complex<T>>,
-    cols: std::ops::Range<usize>,
+    ny: usize,
 }
 
-/// The piece's columns into `strip`, planar, for each strip row `q` ([`strip_rows`]): the real
-/// parts of `S = P[q] + P[ny - q]`, its imaginary parts, then those of `D = P[q] - P[ny - q]`
-/// (`COLUMNS_PER_PIECE` each, zero past the last column). A row without a mirror has
-/// `S = D = P[q]`, so that `c S + i s D` is its plain product.
-fn gather_strip<T: FftReal>(piece: &Piece<'_, T>, strip: &mut [T]) {
-    const W: usize = COLUMNS_PER_PIECE;
-    let half = piece.half;
-    let (ny, width) = (half.nrows(), piece.cols.len());
+/// Values of a strip: [`strip_rows`] rows of four parts of [`COLUMNS_PER_PIECE`].
+fn strip_len(ny: usize) -> usize {
+    strip_rows(ny) * 4 * COLUMNS_PER_PIECE
+}
+
+/// A real image's cross-power half spectrum (`ny` x `m`), as the upsampled DFT reads it.
+#[derive(Clone, Copy)]
+pub(crate) enum HalfProduct<'a, T> {
+    /// The spectrum itself, any strides: each piece's strip is gathered from it.
+    Rows(ArrayView2<'a, Complex<T>>),
+    /// Already in strips, as the fused column pass writes them.
+    Strips(&'a Strips<T>),
+}
+
+impl<T: FftReal> HalfProduct<'_, T> {
+    fn dim(&self) -> (usize, usize) {
+        match self {
+            HalfProduct::Rows(rows) => rows.dim(),
+            HalfProduct::Strips(strips) => (strips.ny, strips.m),
+        }
+    }
+
+    /// Point `(ny / 2, j)`: the Nyquist row of an even `ny`.
+    fn nyquist(&self, j: usize) -> Complex<T> {
+        const W: usize = COLUMNS_PER_PIECE;
+        match self {
+            HalfProduct::Rows(rows) => rows[[rows.nrows() / 2, j]],
+            HalfProduct::Strips(strips) => {
+                // The Nyquist row is its own mirror: its strip row holds `S = P[ny / 2]`.
+                let row = &strips.piece(j / W)[strips.ny / 2 * 4 * W..];
+                Complex::new(row[j % W], row[W + j % W])
+            }
+        }
+    }
+}
+
+/// A half spectrum of `ny` rows and `m` columns in strips, piece after piece: for each piece
+/// of [`COLUMNS_PER_PIECE`] columns, what [`fill_strip`] makes of its columns.
+pub(crate) struct Strips<T> {
+    data: ndarray::Array1<T>,
+    ny: usize,
+    m: usize,
+}
+
+impl<T: FftReal> Strips<T> {
+    /// Columns per piece: the lanes of one piece are written together.
+    pub(crate) const COLUMNS: usize = COLUMNS_PER_PIECE;
+
+    /// Zeroed strips of a `ny` x `m` half spectrum, of fresh pages.
+    pub(crate) fn new(ny: usize, m: usize) -> crate::error::Result<Self> {
+        let len = m.div_ceil(COLUMNS_PER_PIECE) * strip_len(ny);
+        Ok(Strips {
+            data: crate::alloc::try_zeroed_fft(&ndarray::Ix1(len))?,
+            ny,
+            m,
+        })
+    }
+
+    fn piece(&self, index: usize) -> &[T] {
+        let len = strip_len(self.ny);
+        &self.data.as_slice().expect("a fresh array")[index * len..(index + 1) * len]
+    }
+
+    /// The strips' storage, for pieces written from several threads ([`Strips::fill`]).
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
+        self.data.as_mut_ptr()
+    }
+
+    /// Writes piece `index` from its `width` columns (`column(q, j)`: row `q` of column `j`
+    /// of the piece).
+    ///
+    /// # Safety
+    /// `data` is [`Strips::as_mut_ptr`] of strips of this `ny` with more than `index` pieces,
+    /// and no other thread accesses piece `index` meanwhile.
+    pub(crate) unsafe fn fill(
+        data: *mut T,
+        ny: usize,
+        index: usize,
+        width: usize,
+        column: impl Fn(usize, usize) -> Complex<T>,
+    ) {
+        let len = strip_len(ny);
+        // SAFETY: the piece lies in the strips and is this caller's alone, per the contract.
+        let strip = unsafe { std::slice::from_raw_parts_mut(data.add(index * len), len) };
+        fill_strip(strip, ny, width, column, |_| {});
+    }
+}
+
+/// The columns `cols` of `half` into `strip` ([`fill_strip`]), the rows ahead prefetched.
+fn gather_strip<T: FftReal>(
+    half: ArrayView2<'_, Complex<T>>,
+    cols: std::ops::Range<usize>,
+    strip: &mut [T],
+) {
     let row_stride = half.strides()[0];
-    let first = piece.cols.start as isize * half.strides()[1];
-    let last = (piece.cols.end - 1) as isize * half.strides()[1];
+    let first = cols.start as isize * half.strides()[1];
+    let last = (cols.end - 1) as isize * half.strides()[1];
     let prefetch = |ky: usize| {
         let row = half.as_ptr().wrapping_offset(ky as isize * row_stride);
         // SAFETY: a prefetch is a hint and never faults; both ends lie in the spectrum.
         unsafe { prefetch_span(row.wrapping_offset(first), row.wrapping_offset(last)) };
     };
-    for (q, h) in strip.chunks_exact_mut(4 * W).enumerate() {
+    let ny = half.nrows();
+    let ahead = |q: usize| {
         let mirror = ny - q;
         if q + PREFETCH_ROWS < mirror.saturating_sub(PREFETCH_ROWS) {
             prefetch(q + PREFETCH_ROWS);
             prefetch(mirror - PREFETCH_ROWS);
         }
-        let row = half.index_axis(Axis(0), q);
+    };
+    let width = cols.len();
+    fill_strip(strip, ny, width, |q, j| half[[q, cols.start + j]], ahead);
+}
+
+/// A piece's `width` columns (`column(q, j)`: row `q` of column `j`) into `strip`, planar, for
+/// each strip row `q` ([`strip_rows`]): the real parts of `S = P[q] + P[ny - q]`, its imaginary
+/// parts, then those of `D = P[q] - P[ny - q]` (`COLUMNS_PER_PIECE` each, zero past the last
+/// column). A row without a mirror has `S = D = P[q]`, so that `c S + i s D` is its plain
+/// product. `before(q)` runs before each strip row.
+#[inline(always)]
+fn fill_strip<T: FftReal>(
+    strip: &mut [T],
+    ny: usize,
+    width: usize,
+    column: impl Fn(usize, usize) -> Complex<T>,
+    before: impl Fn(usize),
+) {
+    const W: usize = COLUMNS_PER_PIECE;
+    for (q, h) in strip.chunks_exact_mut(4 * W).enumerate() {
+        before(q);
+        let mirror = ny - q;
         let (s, d) = h.split_at_mut(2 * W);
         let (s_re, s_im) = s.split_at_mut(W);
         let (d_re, d_im) = d.split_at_mut(W);
         if q == 0 || mirror == q {
-            for (j, c) in piece.cols.clone().enumerate() {
-                (s_re[j], s_im[j]) = (row[c].re, row[c].im);
-                (d_re[j], d_im[j]) = (row[c].re, row[c].im);
+            for j in 0..width {
+                let a = column(q, j);
+                (s_re[j], s_im[j]) = (a.re, a.im);
+                (d_re[j], d_im[j]) = (a.re, a.im);
             }
         } else {
-            let other = half.index_axis(Axis(0), mirror);
-            for (j, c) in piece.cols.clone().enumerate() {
-                let (a, b) = (row[c], other[c]);
+            for j in 0..width {
+                let (a, b) = (column(q, j), column(mirror, j));
                 (s_re[j], s_im[j]) = (a.re + b.re, a.im + b.im);
                 (d_re[j], d_im[j]) = (a.re - b.re, a.im - b.im);
             }
@@ -284,17 +397,27 @@ fn accumulate_portable<T: FftReal, const FMA: bool>(
     strip: &[T],
 ) -> (Vec<T>, Vec<T>) {
     const W: usize = COLUMNS_PER_PIECE;
-    let (region, ny) = (piece.region, piece.half.nrows());
+    let (region, ny) = (piece.region, piece.ny);
     let mut re = vec![T::zero(); region * W];
     let mut im = vec![T::zero(); region * W];
-    for (c, chunk) in strip.chunks(CHUNK_ROWS * 4 * W).enumerate() {
+    let chunk_len = CHUNK_ROWS * 4 * W;
+    for (c, chunk) in strip.chunks(chunk_len).enumerate() {
         let first = c * CHUNK_ROWS;
         let rows = first..first + chunk.len() / (4 * W);
+        // The next chunk's lines are asked for a slice per weight row, spread over this
+        // chunk's work (strips written earlier, by the column pass, come from memory).
+        let next = &strip[((c + 1) * chunk_len).min(strip.len())..];
+        let next = &next[..next.len().min(chunk_len)];
+        let slice = next.len().div_ceil(region.max(1)).max(1);
         for (r, (out_re, out_im)) in re
             .chunks_exact_mut(W)
             .zip(im.chunks_exact_mut(W))
             .enumerate()
         {
+            if let Some(part) = next.chunks(slice).nth(r) {
+                // SAFETY: both ends lie in the strip; a prefetch never faults.
+                unsafe { prefetch_span(part.as_ptr(), part.as_ptr().add(part.len() - 1)) };
+            }
             let at = r * ny + rows.start..r * ny + rows.end;
             let weights = piece.w_re[at.clone()].iter().zip(&piece.w_im[at]);
             let out_re: &mut [T; W] = out_re.try_into().expect("W long");
@@ -407,7 +530,19 @@ mod tests {
                 .to_owned();
             let offsets = [3.25, -1.5];
             for threads in [Threads::One, Threads::All] {
-                let got = upsampled_dft_half(half.view(), nx, 5, 4.0, offsets, threads);
+                let got = upsampled_dft_half(
+                    HalfProduct::Rows(half.view()),
+                    nx,
+                    5,
+                    4.0,
+                    offsets,
+                    threads,
+                );
+                // The same bits from strips as from the rows.
+                let strips = strips_of(half.view());
+                let from_strips =
+                    upsampled_dft_half(HalfProduct::Strips(&strips), nx, 5, 4.0, offsets, threads);
+                assert_eq!(got, from_strips, "{ny}x{nx}");
                 close(
                     &got.into_dyn(),
                     &upsampled_dft(full.view(), 5, 4.0, &offsets),
@@ -415,7 +550,14 @@ mod tests {
                 );
             }
             let half32 = half.mapv(|z| Complex::new(z.re as f32, z.im as f32));
-            let got = upsampled_dft_half(half32.view(), nx, 5, 4.0, offsets, Threads::One);
+            let got = upsampled_dft_half(
+                HalfProduct::Rows(half32.view()),
+                nx,
+                5,
+                4.0,
+                offsets,
+                Threads::One,
+            );
             close(
                 &got.into_dyn(),
                 &upsampled_dft(full.view(), 5, 4.0, &offsets),
@@ -444,6 +586,19 @@ mod tests {
         }
     }
 
+    /// `half` in strips, each piece filled from its columns as the fused column pass does.
+    fn strips_of<T: FftReal>(half: ArrayView2<'_, Complex<T>>) -> Strips<T> {
+        let (ny, m) = half.dim();
+        let mut strips = Strips::new(ny, m).unwrap();
+        let data = strips.as_mut_ptr();
+        for (index, c0) in (0..m).step_by(Strips::<T>::COLUMNS).enumerate() {
+            let width = Strips::<T>::COLUMNS.min(m - c0);
+            // SAFETY: the strips' own storage, one piece at a time on this thread.
+            unsafe { Strips::fill(data, ny, index, width, |q, j| half[[q, c0 + j]]) };
+        }
+        strips
+    }
+
     #[test]
     fn wide_spectra_cross_piece_boundaries() {
         // Rows 1 to 5: row 0 alone, a Nyquist row or none, mirrored pairs or none; columns
@@ -466,7 +621,12 @@ mod tests {
                 .unwrap();
             let w = kernel(ny, 6, 2.0, 1.3);
             for threads in [Threads::One, Threads::All] {
-                let got = rows_times_half(&w, half.view(), threads);
+                let got = rows_times_half(&w, HalfProduct::Rows(half.view()), threads);
+                let strips = strips_of(half.view());
+                assert_eq!(
+                    got,
+                    rows_times_half(&w, HalfProduct::Strips(&strips), threads)
+                );
                 close(&got.into_dyn(), &w.dot(&half).into_dyn(), 1e-9);
             }
         }
@@ -490,7 +650,12 @@ mod tests {
             .slice_move(ndarray::s![..;-1, ..;-1]);
         let w = kernel(ny, 30, 20.0, 14.2);
         for threads in [Threads::One, Threads::All] {
-            let got = rows_times_half(&w, reversed32, threads);
+            let got = rows_times_half(&w, HalfProduct::Rows(reversed32), threads);
+            let strips = strips_of(reversed32);
+            assert_eq!(
+                got,
+                rows_times_half(&w, HalfProduct::Strips(&strips), threads)
+            );
             close(&got.into_dyn(), &w.dot(&reversed).into_dyn(), 1e-3);
         }
     }
