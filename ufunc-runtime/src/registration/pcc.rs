@@ -3,7 +3,7 @@
 //! upsampled DFT on half the columns); everything else the full n-d complex path. Both give
 //! scikit-image's results.
 
-use super::upsample::{upsampled_dft, upsampled_dft_half, HalfProduct, Strips};
+use super::upsample::{upsampled_dft, upsampled_dft_half, HalfProduct, Refinement, Strips};
 use super::{Normalization, Pcc, PccOptions, Space};
 use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
@@ -610,6 +610,8 @@ pub(super) struct Scratch<T: FftReal> {
     /// The moving image transformed along its rows, then the correlation's columns
     /// ([`Correlator`]'s).
     rows: Option<Array2<Complex<T>>>,
+    /// The refinement's buffers.
+    refine: Refinement<T>,
     /// The plan's half-spectrum size.
     half: (usize, usize),
 }
@@ -621,6 +623,7 @@ impl<T: FftReal> Scratch<T> {
             strips: None,
             cc: None,
             rows: None,
+            refine: Refinement::default(),
             half: (plan.height(), plan.half_width()),
         }
     }
@@ -781,12 +784,13 @@ impl<T: FftReal> HostCorrelator<T> {
                 self.threads,
             )?;
             let amplitudes = (self.reference_power, moving_power);
-            let strips = scratch.strips.as_ref().expect("made by correlate");
+            let Scratch { strips, refine, .. } = scratch;
+            let strips = strips.as_ref().expect("made by correlate");
             Ok(correlation_peak(
                 &self.plan,
                 HalfProduct::Strips(strips),
                 coarse,
-                options.upsample_factor,
+                (options.upsample_factor, refine),
                 amplitudes,
                 self.threads,
             ))
@@ -919,14 +923,24 @@ pub(super) fn half_product_peak<T: FftReal>(
     threads: Threads,
 ) -> Result<Peak> {
     let (ny, nx) = (plan.height(), plan.width());
-    let Scratch { product, cc, .. } = scratch;
+    let Scratch {
+        product,
+        cc,
+        refine,
+        ..
+    } = scratch;
     let product = product.as_ref().expect("the product made by the caller");
     let cc = made(cc, (ny, nx))?;
     plan.inverse(product, cc, threads)?;
     let coarse = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
     let half = HalfProduct::Rows(product.view());
     Ok(correlation_peak(
-        plan, half, coarse, upsample, amplitudes, threads,
+        plan,
+        half,
+        coarse,
+        (upsample, refine),
+        amplitudes,
+        threads,
     ))
 }
 
@@ -936,7 +950,7 @@ fn correlation_peak<T: FftReal>(
     plan: &ImagePlan<T>,
     product: HalfProduct<'_, T>,
     coarse: Coarse<T>,
-    upsample: u32,
+    (upsample, buffers): (u32, &mut Refinement<T>),
     amplitudes: (f64, f64),
     threads: Threads,
 ) -> Peak {
@@ -950,7 +964,7 @@ fn correlation_peak<T: FftReal>(
     let (region, _, offsets) = peak.refinement_grid(upsample);
     let offsets = [offsets[0], offsets[1]];
     let u = upsample as f64;
-    let up = upsampled_dft_half(product, nx, region, u, offsets, threads);
+    let up = upsampled_dft_half(product, nx, region, u, offsets, threads, buffers);
     peak.refined(up.into_dyn().view(), upsample, amplitudes)
 }
 

@@ -29,24 +29,62 @@ pub(crate) fn signed_bin(k: usize, n: usize) -> f64 {
 /// from the formula again (one `sincos` an entry was a tenth of a 2048x2048 frame's
 /// registration). The entries stay within 1e-14 of the direct formula.
 fn kernel(n: usize, region: usize, upsample: f64, offset: f64) -> Array2<Complex<f64>> {
-    let step_phase = |k: usize| 2.0 * PI * signed_bin(k, n) / (n as f64 * upsample);
-    let step: Vec<Complex<f64>> = (0..n)
-        .map(|k| Complex::from_polar(1.0, step_phase(k)))
-        .collect();
-    let mut row = vec![Complex::new(0.0, 0.0); n];
     let mut out = Array2::zeros((region, n));
+    kernel_into(
+        &mut out,
+        (&mut Vec::new(), &mut Vec::new()),
+        upsample,
+        offset,
+    );
+    out
+}
+
+/// [`kernel`] into `out` (`region x n`), with `step` and `row` as its scratch.
+fn kernel_into(
+    out: &mut Array2<Complex<f64>>,
+    (step, row): (&mut Vec<Complex<f64>>, &mut Vec<Complex<f64>>),
+    upsample: f64,
+    offset: f64,
+) {
+    let n = out.ncols();
+    let step_phase = |k: usize| 2.0 * PI * signed_bin(k, n) / (n as f64 * upsample);
+    step.clear();
+    step.extend((0..n).map(|k| Complex::from_polar(1.0, step_phase(k))));
+    row.resize(n, Complex::new(0.0, 0.0));
     for (r, mut out_row) in out.rows_mut().into_iter().enumerate() {
         if r % KERNEL_RESEED == 0 {
             for (k, z) in row.iter_mut().enumerate() {
                 *z = Complex::from_polar(1.0, (r as f64 - offset) * step_phase(k));
             }
         }
-        for ((o, z), s) in out_row.iter_mut().zip(&mut row).zip(&step) {
+        for ((o, z), s) in out_row.iter_mut().zip(row.iter_mut()).zip(step.iter()) {
             *o = *z;
             *z *= s;
         }
     }
-    out
+}
+
+/// The buffers of [`upsampled_dft_half`], kept from one refinement to the next: each is about
+/// 1 MB for a 2048-wide frame, and memory freshly taken from the system for them (as the
+/// allocator gave it back between frames) cost a page fault every 4 KiB of it.
+#[derive(Default)]
+pub(crate) struct Refinement<T> {
+    ey: Array2<Complex<f64>>,
+    ex: Array2<Complex<f64>>,
+    g: Array2<Complex<f64>>,
+    b: Array2<Complex<f64>>,
+    w_re: Vec<T>,
+    w_im: Vec<T>,
+    step: Vec<Complex<f64>>,
+    row: Vec<Complex<f64>>,
+}
+
+/// `a`, of shape `shape` (its values unspecified): made anew only when the shape changed.
+fn sized(a: &mut Array2<Complex<f64>>, shape: (usize, usize)) -> &mut Array2<Complex<f64>> {
+    if a.dim() != shape {
+        *a = Array2::zeros(shape);
+    }
+    a
 }
 
 /// Rows of a [`kernel`] made by products between two made from the formula (the products'
@@ -96,16 +134,30 @@ pub(crate) fn upsampled_dft_half<T: FftReal>(
     upsample: f64,
     offsets: [f64; 2],
     threads: Threads,
+    buffers: &mut Refinement<T>,
 ) -> Array2<Complex<f64>> {
     let (ny, m) = half.dim();
-    let ey = kernel(ny, region, upsample, offsets[0]);
-    let ex = kernel(nx, region, upsample, offsets[1]);
+    let Refinement {
+        ey,
+        ex,
+        g,
+        b,
+        w_re,
+        w_im,
+        step,
+        row,
+    } = buffers;
+    let ey = sized(ey, (region, ny));
+    kernel_into(ey, (&mut *step, &mut *row), upsample, offsets[0]);
+    let ex = sized(ex, (region, nx));
+    kernel_into(ex, (step, row), upsample, offsets[1]);
     // g[r, j] = Σ_ky ey[r, ky] half[ky, j]: the costly product, region x ny x (nx/2 + 1).
-    let g = rows_times_half(&ey, half, threads);
+    let g = sized(g, (region, m));
+    rows_times_half(ey, half, threads, (w_re, w_im), g);
     // The full row contraction b[r, kx] for every kx: the columns past the half are the
     // conjugate of the mirrored column, except for the Nyquist row of an even `ny`, whose
     // frequency does not change sign under mirroring.
-    let mut b = Array2::<Complex<f64>>::zeros((region, nx));
+    let b = sized(b, (region, nx));
     for r in 0..region {
         for kx in 0..nx {
             b[[r, kx]] = if kx < m {
@@ -151,13 +203,24 @@ fn rows_times_half<T: FftReal>(
     weights: &Array2<Complex<f64>>,
     half: HalfProduct<'_, T>,
     threads: Threads,
-) -> Array2<Complex<f64>> {
+    (w_re, w_im): (&mut Vec<T>, &mut Vec<T>),
+    out: &mut Array2<Complex<f64>>,
+) {
     let (region, ny) = weights.dim();
     let m = half.dim().1;
-    let w_re: Vec<T> = weights.iter().map(|z| T::of_f64(z.re)).collect();
-    let w_im: Vec<T> = weights.iter().map(|z| T::of_f64(z.im)).collect();
+    assert_eq!(
+        out.dim(),
+        (region, m),
+        "rows_times_half: the output's shape"
+    );
+    w_re.clear();
+    w_re.extend(weights.iter().map(|z| T::of_f64(z.re)));
+    w_im.clear();
+    w_im.extend(weights.iter().map(|z| T::of_f64(z.im)));
+    let (w_re, w_im) = (&*w_re, &*w_im);
     let pieces = m.div_ceil(COLUMNS_PER_PIECE);
-    let out = std::sync::Mutex::new(Array2::<Complex<f64>>::zeros((region, m)));
+    // Every column is written by the piece that holds it.
+    let out = std::sync::Mutex::new(out);
     let split = Split {
         min_work: 1 << 16,
         min_items: 2,
@@ -170,8 +233,8 @@ fn rows_times_half<T: FftReal>(
             let c0 = index * COLUMNS_PER_PIECE;
             let c1 = (c0 + COLUMNS_PER_PIECE).min(m);
             let piece = Piece {
-                w_re: &w_re,
-                w_im: &w_im,
+                w_re,
+                w_im,
                 region,
                 ny,
             };
@@ -193,7 +256,6 @@ fn rows_times_half<T: FftReal>(
             }
         }
     });
-    out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Rows of a strip: row 0, the pairs `(k, ny - k)` for `k` in `1..=(ny - 1) / 2`, and for an
@@ -530,18 +592,11 @@ mod tests {
                 .to_owned();
             let offsets = [3.25, -1.5];
             for threads in [Threads::One, Threads::All] {
-                let got = upsampled_dft_half(
-                    HalfProduct::Rows(half.view()),
-                    nx,
-                    5,
-                    4.0,
-                    offsets,
-                    threads,
-                );
+                let got = half_dft(HalfProduct::Rows(half.view()), nx, 5, 4.0, offsets, threads);
                 // The same bits from strips as from the rows.
                 let strips = strips_of(half.view());
                 let from_strips =
-                    upsampled_dft_half(HalfProduct::Strips(&strips), nx, 5, 4.0, offsets, threads);
+                    half_dft(HalfProduct::Strips(&strips), nx, 5, 4.0, offsets, threads);
                 assert_eq!(got, from_strips, "{ny}x{nx}");
                 close(
                     &got.into_dyn(),
@@ -550,7 +605,7 @@ mod tests {
                 );
             }
             let half32 = half.mapv(|z| Complex::new(z.re as f32, z.im as f32));
-            let got = upsampled_dft_half(
+            let got = half_dft(
                 HalfProduct::Rows(half32.view()),
                 nx,
                 5,
@@ -584,6 +639,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// [`rows_times_half`] into a fresh output.
+    fn times<T: FftReal>(
+        w: &Array2<Complex<f64>>,
+        half: HalfProduct<'_, T>,
+        threads: Threads,
+    ) -> Array2<Complex<f64>> {
+        let mut out = Array2::zeros((w.nrows(), half.dim().1));
+        rows_times_half(
+            w,
+            half,
+            threads,
+            (&mut Vec::new(), &mut Vec::new()),
+            &mut out,
+        );
+        out
+    }
+
+    /// [`upsampled_dft_half`] with fresh buffers.
+    fn half_dft<T: FftReal>(
+        half: HalfProduct<'_, T>,
+        nx: usize,
+        region: usize,
+        upsample: f64,
+        offsets: [f64; 2],
+        threads: Threads,
+    ) -> Array2<Complex<f64>> {
+        upsampled_dft_half(
+            half,
+            nx,
+            region,
+            upsample,
+            offsets,
+            threads,
+            &mut Refinement::default(),
+        )
     }
 
     /// `half` in strips, each piece filled from its columns as the fused column pass does.
@@ -621,12 +713,9 @@ mod tests {
                 .unwrap();
             let w = kernel(ny, 6, 2.0, 1.3);
             for threads in [Threads::One, Threads::All] {
-                let got = rows_times_half(&w, HalfProduct::Rows(half.view()), threads);
+                let got = times(&w, HalfProduct::Rows(half.view()), threads);
                 let strips = strips_of(half.view());
-                assert_eq!(
-                    got,
-                    rows_times_half(&w, HalfProduct::Strips(&strips), threads)
-                );
+                assert_eq!(got, times(&w, HalfProduct::Strips(&strips), threads));
                 close(&got.into_dyn(), &w.dot(&half).into_dyn(), 1e-9);
             }
         }
@@ -650,12 +739,9 @@ mod tests {
             .slice_move(ndarray::s![..;-1, ..;-1]);
         let w = kernel(ny, 30, 20.0, 14.2);
         for threads in [Threads::One, Threads::All] {
-            let got = rows_times_half(&w, HalfProduct::Rows(reversed32), threads);
+            let got = times(&w, HalfProduct::Rows(reversed32), threads);
             let strips = strips_of(reversed32);
-            assert_eq!(
-                got,
-                rows_times_half(&w, HalfProduct::Strips(&strips), threads)
-            );
+            assert_eq!(got, times(&w, HalfProduct::Strips(&strips), threads));
             close(&got.into_dyn(), &w.dot(&reversed).into_dyn(), 1e-3);
         }
     }
