@@ -592,11 +592,10 @@ mod tests {
                 .to_owned();
             let offsets = [3.25, -1.5];
             for threads in [Threads::One, Threads::All] {
-                let got = half_dft(HalfProduct::Rows(half.view()), nx, 5, 4.0, offsets, threads);
+                let got = half_dft(HalfProduct::Rows(half.view()), nx, threads);
                 // The same bits from strips as from the rows.
                 let strips = strips_of(half.view());
-                let from_strips =
-                    half_dft(HalfProduct::Strips(&strips), nx, 5, 4.0, offsets, threads);
+                let from_strips = half_dft(HalfProduct::Strips(&strips), nx, threads);
                 assert_eq!(got, from_strips, "{ny}x{nx}");
                 close(
                     &got.into_dyn(),
@@ -605,14 +604,7 @@ mod tests {
                 );
             }
             let half32 = half.mapv(|z| Complex::new(z.re as f32, z.im as f32));
-            let got = half_dft(
-                HalfProduct::Rows(half32.view()),
-                nx,
-                5,
-                4.0,
-                offsets,
-                Threads::One,
-            );
+            let got = half_dft(HalfProduct::Rows(half32.view()), nx, Threads::One);
             close(
                 &got.into_dyn(),
                 &upsampled_dft(full.view(), 5, 4.0, &offsets),
@@ -658,24 +650,15 @@ mod tests {
         out
     }
 
-    /// [`upsampled_dft_half`] with fresh buffers.
+    /// [`upsampled_dft_half`] with fresh buffers, on a grid of 5 points at U = 4 and the
+    /// offsets `[3.25, -1.5]`.
     fn half_dft<T: FftReal>(
         half: HalfProduct<'_, T>,
         nx: usize,
-        region: usize,
-        upsample: f64,
-        offsets: [f64; 2],
         threads: Threads,
     ) -> Array2<Complex<f64>> {
-        upsampled_dft_half(
-            half,
-            nx,
-            region,
-            upsample,
-            offsets,
-            threads,
-            &mut Refinement::default(),
-        )
+        let buffers = &mut Refinement::default();
+        upsampled_dft_half(half, nx, 5, 4.0, [3.25, -1.5], threads, buffers)
     }
 
     /// `half` in strips, each piece filled from its columns as the fused column pass does.
