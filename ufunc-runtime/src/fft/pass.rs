@@ -405,22 +405,57 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
         && rows
         && STREAM_STORES
         && space.count * m * size_of::<Complex<T>>() >= STREAM_MIN_BYTES;
+    // Lanes whose outputs are strided (a transposed destination) are made a block at a time
+    // and scattered row by row across the block, as the column pass does: written one lane at
+    // a time, every point would land on a cache line of its own.
+    let block = if rows { 1 } else { COLUMN_BLOCK };
     drive(
         threads,
         workspace,
         space.count,
-        1,
+        block,
         work_of(n),
         |range, buf| {
             let (sp, dp) = (sp, dp);
             let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
             let line = fit(&mut buf.real, n);
+            if !rows {
+                let pitch = lane_pitch(m);
+                let mut offsets = [(0isize, 0isize); COLUMN_BLOCK];
+                let mut start = range.start;
+                while start < range.end {
+                    let w = block.min(range.end - start);
+                    let lanes = fit(&mut buf.spectrum, w * pitch);
+                    for (b, lane) in lanes.chunks_exact_mut(pitch).enumerate() {
+                        offsets[b] = space.offsets(start + b);
+                        // SAFETY: the lane of `src` holds `len_in >= read` elements.
+                        unsafe {
+                            gather_real(line, sp.0.offset(offsets[b].0), space.src_axis, read)
+                        };
+                        let _ = fft.process_with_scratch(line, &mut lane[..m], scratch);
+                    }
+                    // SAFETY: the block's destination lanes are this call's alone.
+                    unsafe {
+                        scatter_block(
+                            lanes,
+                            pitch,
+                            (0, m),
+                            scale,
+                            dp.0,
+                            &offsets[..w],
+                            space.dst_axis,
+                        )
+                    };
+                    start += w;
+                }
+                return;
+            }
             let spectrum = fit(&mut buf.spectrum, m);
             for k in range {
                 let (so, d) = space.offsets(k);
                 // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
                 unsafe { gather_real(line, sp.0.offset(so), space.src_axis, read) };
-                let out: &mut [Complex<T>] = if rows && !stream {
+                let out: &mut [Complex<T>] = if !stream {
                     // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
                     unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), m) }
                 } else {
@@ -432,11 +467,6 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                 if stream {
                     // SAFETY: lane `k` of `dst` is `m` contiguous elements, ours alone.
                     unsafe { stream_out(dp.0.offset(d), out.as_ptr(), m) };
-                } else if !rows {
-                    for (j, v) in out.iter().enumerate() {
-                        // SAFETY: element `j` of destination lane `k`, ours alone.
-                        unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
-                    }
                 }
             }
             if stream {
