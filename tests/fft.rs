@@ -411,16 +411,16 @@ fn plans_are_reusable_into_and_in_place() -> Result<(), Error> {
     plan.execute_inplace(&mut b)?;
     assert!(max_err(&b, &want) < 1e-15);
     // A real transform into a transposed output: more rows than one block of the strided
-    // scatter (32), and a short last block, on one thread and on all.
-    let re = random_nd(&[70, 45], 12).mapv(|z| z.re as f32);
+    // scatter (32), and a short last block, on one thread and on all (enough work to split).
+    let re = random_nd(&[70, 1000], 12).mapv(|z| z.re as f32);
     for target in [Target::Cpu, Target::Parallel] {
         let o = FftOptions::new().target(target);
-        let plan = FftPlan::rfftn(&[70, 45], &o)?;
+        let plan = FftPlan::rfftn(&[70, 1000], &o)?;
         let want = plan.execute(&re)?;
-        let mut t = ArrayD::zeros(IxDyn(&[23, 70]));
+        let mut t = ArrayD::zeros(IxDyn(&[501, 70]));
         plan.execute_into(&re, &mut t.view_mut().reversed_axes())?;
         assert_eq!(t.view().reversed_axes(), want, "{target:?}");
-        let rows = FftPlan::rfftn(&[70, 45], &o.clone().axis(1))?;
+        let rows = FftPlan::rfftn(&[70, 1000], &o.clone().axis(1))?;
         let want = rows.execute(&re)?;
         rows.execute_into(&re, &mut t.view_mut().reversed_axes())?;
         assert_eq!(t.view().reversed_axes(), want, "{target:?} rows");

@@ -316,6 +316,44 @@ fn a_shift_of_half_the_image_stays_positive() {
     assert_eq!(r.shift, vec![8.0, -7.0]);
 }
 
+/// Images large enough that the fused column pass, the strips and the peak search split over
+/// threads (2 x 256 x 101 columns, not a multiple of the 32-column pieces): `parallel` gives
+/// `cpu`'s result bit for bit, and the known shift.
+#[test]
+fn a_large_registration_splits_over_threads_with_cpus_result() {
+    use ufunc::registration::Correlator;
+    let (ny, nx) = (256, 200);
+    let mut rng = Lcg(21);
+    let noise = Array2::from_shape_simple_fn((ny, nx), || rng.next());
+    let reference = Array2::from_shape_fn((ny, nx), |(y, x)| {
+        let (a, b) = (y as f64 / 9.0, x as f64 / 13.0);
+        (a * 0.7 + b * 1.3).sin() + (a * 0.3 - b * 0.5).cos() + 0.3 * noise[[y, x]]
+    });
+    let moving = Array2::from_shape_fn((ny, nx), |(y, x)| {
+        reference[[(y + ny - 5) % ny, (x + 7) % nx]]
+    });
+    for f32_images in [false, true] {
+        let run = |target| {
+            let o = PccOptions {
+                target,
+                ..options(20)
+            };
+            if f32_images {
+                let (r, m) = (reference.mapv(|v| v as f32), moving.mapv(|v| v as f32));
+                Correlator::new(&r, &o).unwrap().register(&m).unwrap()
+            } else {
+                Correlator::new(&reference, &o)
+                    .unwrap()
+                    .register(&moving)
+                    .unwrap()
+            }
+        };
+        let (cpu, parallel) = (run(Target::Cpu), run(Target::Parallel));
+        assert_eq!(cpu, parallel, "f32 {f32_images}");
+        assert_shift(&cpu.shift, &[-5.0, 7.0], 1e-9, "a whole-pixel shift");
+    }
+}
+
 /// A correlator made once gives, frame after frame, what the one-off function gives.
 #[test]
 fn a_correlator_registers_like_the_function() {

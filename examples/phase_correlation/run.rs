@@ -58,6 +58,12 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         // A gain reference kept beside the movies is not one of them.
         let gain = gain.canonicalize().unwrap_or_else(|_| gain.clone());
         movies.retain(|m| m.canonicalize().map_or(true, |m| m != gain));
+        if movies.is_empty() {
+            bail!(
+                "no movie among {:?} once the gain reference is left out",
+                args.movies
+            );
+        }
     }
     if let Some(shard) = args.shard {
         movies = shard.select(movies);
@@ -628,7 +634,16 @@ mod tests {
         assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
         assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
         assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
-        assert_eq!(files(&dir).len(), 7, "{:?}", files(&dir));
+        // A glob that names the gain alone leaves no movie: an error, not a run of nothing.
+        let only_gain = format!("{folder}/*.mrc");
+        let argv = ["phase_correlation", &only_gain, "--gain", &gain];
+        let err = run(&Args::parse_from(argv), Progress::Quiet).unwrap_err();
+        assert!(
+            err.to_string().contains("gain reference is left out"),
+            "{err}"
+        );
+        // The movie, the gain and the movie's five results: nothing aligned twice.
+        assert_eq!(files(&dir).len(), 2 + 5, "{:?}", files(&dir));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -82,6 +82,7 @@ pub(crate) use fused::{real_convolution, ColumnRoundTrip};
 use ndarray::{Array, ArrayBase, Data, Dimension};
 use num_complex::Complex;
 pub(crate) use options::{plan_recipe, DefaultAxes, Pass, PassKind, Recipe, Transform};
+pub(crate) use pass::Shared;
 
 /// The complex output of a transform of `A`s, of dimension `D`.
 pub type Spectrum<A, D> = Array<Complex<<A as FftElement>::Real>, D>;

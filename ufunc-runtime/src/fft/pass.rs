@@ -24,6 +24,10 @@ use std::sync::{Arc, Mutex};
 /// which stays in L2, and each row access covers whole cache lines.
 pub(super) const COLUMN_BLOCK: usize = 32;
 
+/// The most a block of [`real_forward`]'s strided lanes may hold: the block stays in L2, and
+/// a long lane's block does not take the parallelism away (pieces are whole blocks).
+const STRIDED_BLOCK_BYTES: usize = 1 << 20;
+
 /// Below this much work (points times log2 points) a pass stays on the calling thread.
 const MIN_PARALLEL_WORK: usize = 1 << 16;
 
@@ -131,9 +135,16 @@ impl LaneSpace {
     }
 }
 
-/// A pointer that may cross to rayon's threads: the lanes each thread touches are disjoint.
+/// A pointer that may cross to rayon's threads: the parts each thread touches are disjoint.
 #[derive(Clone, Copy)]
-pub(super) struct Shared<P>(pub(super) P);
+pub(crate) struct Shared<P>(pub(crate) P);
+
+impl<P: Copy> Shared<P> {
+    /// The pointer (a method, so that a closure captures the whole `Sync` wrapper).
+    pub(crate) fn get(self) -> P {
+        self.0
+    }
+}
 // SAFETY: the pass functions hand each lane to exactly one thread.
 unsafe impl<P> Send for Shared<P> {}
 // SAFETY: as above.
@@ -407,8 +418,14 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
         && space.count * m * size_of::<Complex<T>>() >= STREAM_MIN_BYTES;
     // Lanes whose outputs are strided (a transposed destination) are made a block at a time
     // and scattered row by row across the block, as the column pass does: written one lane at
-    // a time, every point would land on a cache line of its own.
-    let block = if rows { 1 } else { COLUMN_BLOCK };
+    // a time, every point would land on a cache line of its own. A block of long lanes stays
+    // within `STRIDED_BLOCK_BYTES` (down to one lane).
+    let lane_bytes = lane_pitch(m) * size_of::<Complex<T>>();
+    let block = if rows {
+        1
+    } else {
+        (STRIDED_BLOCK_BYTES / lane_bytes).clamp(1, COLUMN_BLOCK)
+    };
     drive(
         threads,
         workspace,

@@ -980,6 +980,46 @@ mod tests {
     }
 
     #[test]
+    fn every_instruction_sets_entries_agree_with_the_portable_loops() {
+        // The entries of the instruction sets this CPU has, whether or not the engine calls
+        // them here (on AVX-512 the rows are read one after another, not four side by side).
+        type Entries = (
+            unsafe fn(*const f32, usize) -> f32,
+            unsafe fn([*const f32; 4], usize) -> [f32; 4],
+        );
+        let mut entries: Vec<Entries> =
+            vec![(reduce_base::<AddF32, f32>, reduce_four_base::<AddF32, f32>)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if IsaLevel::Avx2.is_supported() {
+                entries.push((reduce_avx2::<AddF32, f32>, reduce_four_avx2::<AddF32, f32>));
+            }
+            if IsaLevel::Avx512.is_supported() {
+                entries.push((
+                    reduce_avx512::<AddF32, f32>,
+                    reduce_four_avx512::<AddF32, f32>,
+                ));
+            }
+        }
+        for n in [1, 2 * LANES + 3, BLOCK + 5, 3 * BLOCK, STREAMS_MIN + 1] {
+            let x = data(4 * n + 3);
+            let starts: [*const f32; 4] = std::array::from_fn(|s| x[s * n + s..].as_ptr());
+            // SAFETY: `n` elements at each start, inside `x`.
+            let want = unsafe { reduce::<AddF32, f32, NoFma, true>(x.as_ptr(), n) };
+            for &(reduce, reduce_four) in &entries {
+                // SAFETY: as above; each entry's instruction set is supported.
+                unsafe {
+                    assert_eq!(reduce(x.as_ptr(), n).to_bits(), want.to_bits(), "{n}");
+                    if n < STREAMS_MIN {
+                        let each = starts.map(|p| reduce(p, n).to_bits());
+                        assert_eq!(reduce_four(starts, n).map(f32::to_bits), each, "{n}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn four_runs_side_by_side_give_each_run_its_own_bits() {
         for n in [1, 2 * LANES - 1, 2 * LANES, BLOCK + 5, 3 * BLOCK] {
             let x = data(4 * n + 3);

@@ -496,12 +496,16 @@ fn streamed_sum<S: FrameSource + ?Sized>(
 }
 
 /// `error` and what caused it, outermost first (`"frame 3: cannot decode the page: ..."`): a
-/// source's error with context shows only the context when displayed alone.
+/// source's error with context shows only the context when displayed alone. A cause that an
+/// error already prints as part of its own message is not repeated.
 fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(e) = cause {
-        text = format!("{text}: {e}");
+        let message = e.to_string();
+        if !text.ends_with(&message) {
+            text = format!("{text}: {message}");
+        }
         cause = e.source();
     }
     text

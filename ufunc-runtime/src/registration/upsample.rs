@@ -126,7 +126,8 @@ pub(crate) fn upsampled_dft<T: FftReal>(
 
 /// The same for a real signal's 2-D cross-power spectrum given as its half (`rfft2`) spectrum
 /// of `nx / 2 + 1` columns, without building the full one: the contraction over rows runs on
-/// the half only, the other half follows from Hermitian symmetry.
+/// the half only, the other half follows from Hermitian symmetry. `buffers` are kept by the
+/// caller from one call to the next.
 pub(crate) fn upsampled_dft_half<T: FftReal>(
     half: HalfProduct<'_, T>,
     nx: usize,
@@ -190,15 +191,16 @@ pub(crate) fn upsampled_dft_half<T: FftReal>(
 
 /// Columns per piece of the blocked product: the piece's column strip (for each pair of
 /// mirrored spectrum rows, the piece's `COLUMNS_PER_PIECE` values of their sum and difference,
-/// planar: 512 KiB of f32 for 2048 rows) is gathered once into L2, then each weight row runs
-/// down it with its accumulators in registers.
+/// planar: 512 KiB of f32 for 2048 rows) is gathered once into L2, or made by the fused column
+/// pass ([`Strips`]), then each weight row runs down it with its accumulators in registers.
 const COLUMNS_PER_PIECE: usize = 32;
 
 /// `weights (region x ny) · half (ny x m)`, blocked over columns and split across threads, for
 /// weights that are a [`kernel`]: each row's entries at mirrored frequencies are conjugates
 /// (`w[r, ny - k] = conj w[r, k]`), so that `w[k] P[k] + w[ny - k] P[ny - k]` is
 /// `c (P[k] + P[ny - k]) + i s (P[k] - P[ny - k])` with `w[k] = c + i s`: half the
-/// multiply-adds of the plain product.
+/// multiply-adds of the plain product. Into `out` (`region x m`, every point written), with
+/// `w_re` and `w_im` as the weights' planar copies.
 fn rows_times_half<T: FftReal>(
     weights: &Array2<Complex<f64>>,
     half: HalfProduct<'_, T>,
@@ -298,6 +300,7 @@ impl<T: FftReal> HalfProduct<'_, T> {
     /// Point `(ny / 2, j)`: the Nyquist row of an even `ny`.
     fn nyquist(&self, j: usize) -> Complex<T> {
         const W: usize = COLUMNS_PER_PIECE;
+        debug_assert!(self.dim().0 % 2 == 0, "only an even ny has a Nyquist row");
         match self {
             HalfProduct::Rows(rows) => rows[[rows.nrows() / 2, j]],
             HalfProduct::Strips(strips) => {
@@ -566,7 +569,18 @@ mod tests {
     /// for odd and even sizes (the Nyquist row and column of even sizes are the subtle part).
     #[test]
     fn the_half_spectrum_path_matches_the_full_one() {
-        for (ny, nx) in [(6, 8), (5, 7), (6, 7), (5, 8), (1, 4), (4, 1), (2, 2)] {
+        // Also wide ones: the Nyquist row read from strips past the first piece.
+        for (ny, nx) in [
+            (6, 8),
+            (5, 7),
+            (6, 7),
+            (5, 8),
+            (1, 4),
+            (4, 1),
+            (2, 2),
+            (6, 70),
+            (4, 131),
+        ] {
             let img = spectrum(&[ny, nx], 9).mapv(|z| z.re);
             // The full DFT of the real image, by definition.
             let full = ArrayD::from_shape_fn(IxDyn(&[ny, nx]), |k| {
