@@ -237,10 +237,7 @@ impl<T: FftReal> ImagePlan<T> {
         let (ny, nx, m) = (self.ny, self.nx, self.half_width());
         let Scratch { strips, rows, .. } = scratch;
         let rows = made(rows, (ny, m))?;
-        let strips = match strips {
-            Some(strips) => strips,
-            None => strips.insert(Strips::new(ny, m)?),
-        };
+        let strips = made_with(strips, || Strips::new(ny, m))?;
         // Each block of the column pass is one piece of the strips (both 32 columns).
         const { assert!(ColumnRoundTrip::<f32>::BLOCK == Strips::<f32>::COLUMNS) };
         let data = Shared(strips.as_mut_ptr());
@@ -672,9 +669,14 @@ fn made<A: FftElement>(
     slot: &mut Option<Array2<A>>,
     shape: (usize, usize),
 ) -> Result<&mut Array2<A>> {
+    made_with(slot, || try_zeroed_fft(&Ix2(shape.0, shape.1)))
+}
+
+/// The buffer in `slot`, made by `make` on first use.
+fn made_with<X>(slot: &mut Option<X>, make: impl FnOnce() -> Result<X>) -> Result<&mut X> {
     match slot {
-        Some(array) => Ok(array),
-        None => Ok(slot.insert(try_zeroed_fft(&Ix2(shape.0, shape.1))?)),
+        Some(x) => Ok(x),
+        None => Ok(slot.insert(make()?)),
     }
 }
 
