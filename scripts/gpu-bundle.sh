@@ -66,7 +66,8 @@ if wanted tests; then
     status=$?
     # The runtime's unit tests that launch kernels on crafted data (the registration's folds).
     UFUNC_REQUIRE_GPU=1 UFUNC_REQUIRE_NVRTC=1 step runtime-tests 60 ./runtime-tests registration::device
-    [[ $status -ne 0 ]] || status=$?
+    runtime=$?
+    [[ $status -ne 0 ]] || status=$runtime
 fi
 wanted bench && step cuda-bench 60 ./cuda-bench
 # Device FFTs on device data, then cuFFT's own time through CuPy where it is installed (the

@@ -46,6 +46,12 @@ pub(crate) fn cuda_shift_in(a: i64, b: i64) -> i64 {
     a.wrapping_mul(2).wrapping_add(b)
 }
 
+/// Panics on a zero element (integer division).
+#[vectorize(targets = ["cpu", "cuda"])]
+pub(crate) fn cuda_add_inverse(a: i64, b: i64) -> i64 {
+    a.wrapping_add(1_000_000 / b)
+}
+
 /// The sources of the functions above, for the NVRTC test.
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -55,6 +61,7 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("cuda_maximum", cuda_maximum::cuda_source()),
         ("cuda_fmax", cuda_fmax::cuda_source()),
         ("cuda_shift_in", cuda_shift_in::cuda_source()),
+        ("cuda_add_inverse", cuda_add_inverse::cuda_source()),
     ]
 }
 
@@ -159,6 +166,31 @@ fn many_elements_per_output_take_two_passes_and_agree() {
         let all = cuda_add_i64::reduce_device(&d, Axes::All).unwrap();
         assert_eq!(all.copy_to_host().unwrap()[[]], a.sum());
     });
+}
+
+#[test]
+fn a_panic_in_a_two_pass_reduction_is_an_error_of_that_call_only() {
+    on_gpu(
+        "a_panic_in_a_two_pass_reduction_is_an_error_of_that_call_only",
+        || {
+            // 20000 elements a row: two passes, the zero met in the first.
+            let mut zero = Array::from_elem((2, 20000), 1i64);
+            zero[[1, 12345]] = 0;
+            let d = to_device(&zero).unwrap();
+            for axes in [Axes::All, Axes::from(1)] {
+                let e = cuda_add_inverse::reduce_device(&d, axes.clone()).unwrap_err();
+                assert!(
+                    matches!(&e, ufunc::Error::KernelPanic { message, .. }
+                        if message.contains("divide by zero")),
+                    "{e}"
+                );
+                // The next call on the same queue starts clean.
+                let got = cuda_add_i64::reduce_device(&d, axes.clone()).unwrap();
+                let want = cuda_add_i64::reduce_on(Target::Cpu, &zero, axes).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want);
+            }
+        },
+    );
 }
 
 #[test]

@@ -107,12 +107,26 @@ pub(super) fn run(
     kernel: &CudaKernel,
     entry: &str,
     shape: LaunchShape,
+    args: Vec<Arg<'_>>,
+) -> Result<()> {
+    let mut status = queue.status_word()?;
+    queue_with_status(queue, kernel, entry, shape, args, &mut status)?;
+    queue.finish_launch(function, kernel.panics, status)
+}
+
+/// Queues `entry` of `kernel` on `queue` with `args` and the status word `status`, which
+/// launches queued one after another may share (the first panic stays in it): `finish_launch`
+/// then waits once for all of them.
+pub(super) fn queue_with_status(
+    queue: &Queue,
+    kernel: &CudaKernel,
+    entry: &str,
+    shape: LaunchShape,
     mut args: Vec<Arg<'_>>,
+    status: &mut Buffer,
 ) -> Result<()> {
     let module = module(queue, kernel)?;
-    let mut status = queue.status_word()?;
-    queue.launch(&module, entry, shape, &mut args, &mut status)?;
-    queue.finish_launch(function, kernel.panics, status)
+    queue.launch(&module, entry, shape, &mut args, status)
 }
 
 /// Launches the contiguous or the strided kernel of `kernel` over `shape`: inputs with any

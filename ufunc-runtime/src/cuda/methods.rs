@@ -18,7 +18,7 @@ use super::array::{wrap, DeviceArray};
 use super::call::{kernel_of, launch_inputs, queue_of};
 use super::host::upload_host;
 use super::kernel::{CudaKernel, DeviceKernel};
-use super::launch::{launch_elementwise, run, LaunchInput};
+use super::launch::{launch_elementwise, queue_with_status, LaunchInput};
 use super::operand::DeviceOperand;
 use super::queue::{DeviceBuffer, Queue};
 use super::stream::Stream;
@@ -58,12 +58,23 @@ struct Methods<'q> {
 }
 
 impl Methods<'_> {
-    fn launch(
+    /// Runs `queued`, which queues launches with the one status word it is given, then (on a
+    /// waiting queue) waits once for them all.
+    fn waited(&self, queued: impl FnOnce(&mut Buffer) -> Result<()>) -> Result<()> {
+        let mut status = self.queue.status_word()?;
+        queued(&mut status)?;
+        self.queue
+            .finish_launch(self.function, self.kernel.panics, status)
+    }
+
+    /// Queues `entry` over `items` with the status word `status`, without waiting.
+    fn queue_entry(
         &self,
         entry: &str,
         items: usize,
         cooperative: bool,
         args: Vec<Arg<'_>>,
+        status: &mut Buffer,
     ) -> Result<()> {
         let entry = format!("{}_{entry}", self.kernel.name);
         let shape = LaunchShape {
@@ -71,7 +82,7 @@ impl Methods<'_> {
             threads: THREADS,
             cooperative,
         };
-        run(self.queue, self.function, &self.kernel, &entry, shape, args)
+        queue_with_status(self.queue, &self.kernel, &entry, shape, args, status)
     }
 
     /// `g` of the skeleton: the kept and the reduced axes.
@@ -85,7 +96,8 @@ impl Methods<'_> {
         self.queue.upload_i64(&g)
     }
 
-    /// `f` over `red` of `input` for each element of `kept`, into `out` (both non-empty).
+    /// `f` over `red` of `input` for each element of `kept`, into `out` (both non-empty):
+    /// its passes queued with the status word `status`.
     fn reduce<T: Element>(
         &self,
         input: (&Buffer, usize),
@@ -93,6 +105,7 @@ impl Methods<'_> {
         red: &[Axis],
         inner: bool,
         out: &mut Buffer,
+        status: &mut Buffer,
     ) -> Result<()> {
         let n_out: usize = kept.iter().map(|x| x.len).product();
         let n_red: usize = red.iter().map(|x| x.len).product();
@@ -106,11 +119,12 @@ impl Methods<'_> {
             args.extend([Arg::I64(parts as i64), Arg::I64(chunk as i64)]);
             args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1)]);
             args.push(Arg::Out(&mut partials));
-            self.launch(
+            self.queue_entry(
                 "reduce_blocks",
                 n_out * parts * THREADS as usize,
                 true,
                 args,
+                status,
             )?;
             // Each output's partials are contiguous, outputs in the order of `kept`.
             let lens: Vec<usize> = kept.iter().map(|x| x.len).collect();
@@ -127,17 +141,17 @@ impl Methods<'_> {
                 a: 1,
                 out: 0,
             }];
-            return self.reduce::<T>((&partials, 0), &kept, &red, true, out);
+            return self.reduce::<T>((&partials, 0), &kept, &red, true, out, status);
         }
         let g = self.geometry(kept, red)?;
         let mut args = sizes();
         if inner {
             args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
-            self.launch("reduce_warps", n_out * WARP, true, args)
+            self.queue_entry("reduce_warps", n_out * WARP, true, args, status)
         } else {
             args.push(Arg::I32(0));
             args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
-            self.launch("reduce_cols", n_out, false, args)
+            self.queue_entry("reduce_cols", n_out, false, args, status)
         }
     }
 
@@ -168,7 +182,9 @@ impl Methods<'_> {
             .map(|i| (shape[i], input.strides[i], out_strides[i], reduced[i]))
             .collect();
         let (kept, red, inner) = split_axes(&specs);
-        self.reduce::<T>((input.mem, input.offset), &kept, &red, inner, out)
+        self.waited(|status| {
+            self.reduce::<T>((input.mem, input.offset), &kept, &red, inner, out, status)
+        })
     }
 
     /// `a[idx[k], ..] = f(a[idx[k], ..], b[k, ..])` for each `k` in order, `a` in C order of
@@ -206,7 +222,7 @@ impl Methods<'_> {
             Arg::Out(a),
             Arg::In(b.mem, b.offset),
         ];
-        self.launch("at", n_sub, false, args)
+        self.waited(|status| self.queue_entry("at", n_sub, false, args, status))
     }
 
     /// The running `f` along `axis` of `input` into `out`, device memory of its shape in C
@@ -232,7 +248,7 @@ impl Methods<'_> {
             Arg::In(input.mem, input.offset),
             Arg::Out(out),
         ];
-        self.launch("reduce_cols", n_out, false, args)
+        self.waited(|status| self.queue_entry("reduce_cols", n_out, false, args, status))
     }
 }
 
