@@ -123,6 +123,14 @@ pub trait FrameSource {
 /// Values per piece where a frame is copied or checked in pieces side by side.
 const FRAME_PIECE: usize = 1 << 16;
 
+/// `from` copied over `to` (of the same length) in pieces side by side: one core copies a
+/// large frame at a fraction of the memory's (and the device upload's) speed.
+pub(super) fn copy_in_pieces(to: &mut [f32], from: &[f32]) {
+    to.par_chunks_mut(FRAME_PIECE)
+        .zip(from.par_chunks(FRAME_PIECE))
+        .for_each(|(to, from)| to.copy_from_slice(from));
+}
+
 impl FrameSource for ArrayView3<'_, f32> {
     fn frame_shape(&self) -> (usize, usize) {
         (self.shape()[1], self.shape()[2])
@@ -137,13 +145,7 @@ impl FrameSource for ArrayView3<'_, f32> {
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let frame = self.index_axis(ndarray::Axis(0), index);
         match (out.as_slice_mut(), frame.as_slice()) {
-            // One core copies a large frame at a fraction of the memory's (and the device
-            // upload's) speed: pieces side by side.
-            (Some(to), Some(from)) if to.len() == from.len() => {
-                to.par_chunks_mut(FRAME_PIECE)
-                    .zip(from.par_chunks(FRAME_PIECE))
-                    .for_each(|(to, from)| to.copy_from_slice(from));
-            }
+            (Some(to), Some(from)) if to.len() == from.len() => copy_in_pieces(to, from),
             _ => out.assign(&frame),
         }
         Ok(())
