@@ -29,6 +29,20 @@ UFUNC_CUDA_SIM=1 cargo run --release --example fft_convolution -- --size 256 --k
 # The drift-correction program on its built-in movie with the cuda target (on the simulator).
 UFUNC_CUDA_SIM=1 cargo run --release --example phase_correlation -- --target cuda \
     --out "${CARGO_TARGET_DIR:-target}/phase_correlation_cuda"
+# Its exit status: a batch with a truncated movie aligns the other movie, leaves nothing for
+# the bad one and exits non-zero; the rerun skips the finished movie and exits 0.
+exit_dir="${CARGO_TARGET_DIR:-target}/phase_correlation_exit"
+rm -rf "$exit_dir"
+batch=(tests/fixtures/movie/movie_f32.npy tests/fixtures/movie/bad_truncated.npy)
+if cargo run --release --example phase_correlation -- "${batch[@]}" --out "$exit_dir"; then
+    echo "test.sh: the program exited 0 after a movie failed" >&2
+    exit 1
+fi
+if [[ ! -s "$exit_dir/movie_f32.shifts.csv" ]] || compgen -G "$exit_dir/bad_truncated*" >/dev/null; then
+    echo "test.sh: the batch's outputs are not the good movie's alone: $(ls "$exit_dir")" >&2
+    exit 1
+fi
+cargo run --release --example phase_correlation -- "${batch[0]}" --out "$exit_dir"
 # A subset under valgrind memcheck (host paths, the simulator's device paths, the fuzz corpus).
 echo "test.sh: valgrind memcheck subset"
 bash scripts/valgrind.sh
