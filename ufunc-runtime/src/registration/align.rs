@@ -3,7 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
-use super::pcc::{half_power, half_product_peak, normalise, threads_of, ImagePlan, ScratchPool};
+use super::pcc::{half_product_peak, normalise, row_power, threads_of, ImagePlan, ScratchPool};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
 use crate::alloc::try_zeroed_fft;
@@ -671,23 +671,34 @@ fn register(
     pool.with(plan, |scratch| {
         let (ny, nx) = (plan.height(), plan.width());
         let product = scratch.product_mut()?;
-        match leave_out {
-            Some(shift) => {
-                let (py, px) = shift_phases(shift, reference.dim(), nx);
-                ndarray::Zip::indexed(&mut *product)
-                    .and(reference)
-                    .and(moving)
-                    .for_each(|(ky, kx), p, &r, &m| *p = r - m * (py[ky] * px[kx]));
+        let phases = leave_out.map(|shift| shift_phases(shift, reference.dim(), nx));
+        // One row at a time while it is in cache: the reference (less the moving frame),
+        // both powers, then the weighted cross-power spectrum.
+        let mut amplitudes = (0.0, 0.0);
+        let rows = product
+            .rows_mut()
+            .into_iter()
+            .zip(reference.rows())
+            .zip(moving.rows());
+        for (ky, ((mut p, r), m)) in rows.enumerate() {
+            let (Some(p), Some(r), Some(m)) = (p.as_slice_mut(), r.as_slice(), m.as_slice()) else {
+                unreachable!("spectra in standard layout");
+            };
+            match &phases {
+                Some((py, px)) => {
+                    for (((p, &r), &m), &px) in p.iter_mut().zip(r).zip(m).zip(px) {
+                        *p = r - m * (py[ky] * px);
+                    }
+                }
+                None => p.copy_from_slice(r),
             }
-            None => product.assign(reference),
+            amplitudes.0 += row_power(p, nx);
+            amplitudes.1 += row_power(m, nx);
+            for ((p, &m), &wx) in p.iter_mut().zip(m).zip(wx) {
+                *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx);
+            }
         }
-        let amplitudes = (half_power(product, nx), half_power(moving, nx));
-        ndarray::Zip::indexed(&mut *product)
-            .and(moving)
-            .for_each(|(ky, kx), p, &m| {
-                *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx[kx]);
-            });
-        let peak = half_product_peak(plan, scratch, pcc.upsample_factor, amplitudes, Threads::One)?;
+        let peak = half_product_peak(plan, scratch, pcc.upsample_factor, amplitudes)?;
         let s = peak.shift(&[ny, nx], pcc.upsample_factor);
         Ok(([s[0], s[1]], peak.correlation()))
     })

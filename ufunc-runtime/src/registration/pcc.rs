@@ -16,7 +16,6 @@ use ndarray::{
 };
 use num_complex::Complex;
 use rayon::prelude::*;
-use std::borrow::Cow;
 
 const CONTEXT: &str = "phase_cross_correlation";
 
@@ -147,6 +146,9 @@ pub(super) struct ImagePlan<T: FftReal> {
     block_inverse: FftPlan<Complex<T>, T>,
     last_block_inverse: Option<FftPlan<Complex<T>, T>>,
     columns: ColumnRoundTrip<T>,
+    /// The inverse along the columns of a half spectrum on one thread (the movie path's, whose
+    /// rows then go through the block inverse and search).
+    columns_inverse: FftPlan<Complex<T>, Complex<T>>,
 }
 
 /// Rows per block of the fused inverse and peak search: 128 KiB of a 2048-wide f32 image,
@@ -182,6 +184,7 @@ impl<T: FftReal> ImagePlan<T> {
                 rest => Some(FftPlan::irfftn(&[rest, half[1]], &row_length(Target::Cpu))?),
             },
             columns: ColumnRoundTrip::new(ny),
+            columns_inverse: FftPlan::ifftn(&half, &one.clone().axis(0))?,
         })
     }
 
@@ -272,7 +275,7 @@ impl<T: FftReal> ImagePlan<T> {
         Ok((power, coarse))
     }
 
-    /// The peak of the rows' real inverse of `rows` ([`argmax_abs`]'s), a block of
+    /// The peak of the rows' real inverse of `rows` ([`largest_abs`]'s), a block of
     /// [`PEAK_ROWS`] rows at a time into a buffer of each rayon job.
     fn rows_inverse_peak(&self, rows: &Array2<Complex<T>>, threads: Threads) -> Result<Coarse<T>> {
         let (ny, nx) = (self.ny, self.nx);
@@ -600,19 +603,16 @@ struct HostCorrelator<T: FftReal> {
     scratch: ScratchPool<T>,
 }
 
-/// A registration's buffers: the cross-power spectrum and the cross-correlation, each made on
-/// first use (fresh zero pages, [`try_zeroed_fft`]: writing zeros into them on one thread was
+/// A registration's buffers, each made on first use (fresh zero pages, [`try_zeroed_fft`]: writing zeros into them on one thread was
 /// a third of a first registration).
 pub(super) struct Scratch<T: FftReal> {
     /// The cross-power spectrum (the movie path's).
     product: Option<Array2<Complex<T>>>,
     /// The cross-power spectrum in the refinement's strips ([`Correlator`]'s).
     strips: Option<Strips<T>>,
-    /// The correlation image (the movie path's: [`Correlator`] searches it block by block
-    /// without writing it out).
-    cc: Option<Array2<T>>,
     /// The moving image transformed along its rows, then the correlation's columns
-    /// ([`Correlator`]'s).
+    /// ([`Correlator`]'s), or the movie path's cross-power spectrum transformed back along
+    /// its columns.
     rows: Option<Array2<Complex<T>>>,
     /// The refinement's buffers.
     refine: Refinement<T>,
@@ -625,7 +625,6 @@ impl<T: FftReal> Scratch<T> {
         Scratch {
             product: None,
             strips: None,
-            cc: None,
             rows: None,
             refine: Refinement::default(),
             half: (plan.height(), plan.half_width()),
@@ -792,27 +791,17 @@ impl<T: FftReal> HostCorrelator<T> {
     }
 }
 
-/// `Σ|S|²` over the full spectrum, from the half: the columns that have a mirror count twice.
-/// Each row in four interleaved sums ([`norm_sqr_sum`]), twice, less the columns without a
-/// mirror: one running sum over a 2048-wide spectrum is a chain of 2 million dependent
-/// additions, about 2.5 ms, and the movie path takes two of them per registration.
-pub(super) fn half_power<T: FftReal>(s: &Array2<Complex<T>>, nx: usize) -> f64 {
-    let unmirrored = |row: &[Complex<T>]| -> f64 {
-        let last = (nx % 2 == 0 && nx / 2 > 0)
-            .then(|| row.get(nx / 2))
-            .flatten()
-            .map_or(0.0, |z| z.to_f64_norm_sqr());
-        row.first().map_or(0.0, |z| z.to_f64_norm_sqr()) + last
-    };
-    s.rows()
-        .into_iter()
-        .map(|row| {
-            let row = row
-                .as_slice()
-                .map_or_else(|| row.to_vec().into(), Cow::Borrowed);
-            2.0 * norm_sqr_sum(&row) - unmirrored(&row)
-        })
-        .sum()
+/// `Σ|S|²` over one row of a half spectrum as it counts in the full one: the columns that have
+/// a mirror count twice. In four interleaved sums ([`norm_sqr_sum`]), twice, less the columns
+/// without a mirror: one running sum over a 2048-wide spectrum is a chain of 2 million
+/// dependent additions, about 2.5 ms, and the movie path takes two of them per registration.
+pub(super) fn row_power<T: FftReal>(row: &[Complex<T>], nx: usize) -> f64 {
+    let last = (nx % 2 == 0 && nx / 2 > 0)
+        .then(|| row.get(nx / 2))
+        .flatten()
+        .map_or(0.0, |z| z.to_f64_norm_sqr());
+    let unmirrored = row.first().map_or(0.0, |z| z.to_f64_norm_sqr()) + last;
+    2.0 * norm_sqr_sum(row) - unmirrored
 }
 
 /// `Σ|z|²` in f64, in four interleaved sums (one running sum is a chain of dependent
@@ -944,7 +933,9 @@ fn largest_abs<T: FftReal>(values: &[T], offset: usize) -> Coarse<T> {
     }
 }
 
-/// [`largest_abs`] of a contiguous image, pieces split across threads.
+/// [`largest_abs`] of a contiguous image, pieces split across threads (the block search's
+/// reference in the tests).
+#[cfg(test)]
 fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> Coarse<T> {
     const PIECE: usize = 1 << 16;
     let piece = |(p, chunk): (usize, &[T])| largest_abs(chunk, p * PIECE);
@@ -963,25 +954,27 @@ fn argmax_abs<T: FftReal>(values: &[T], threads: Threads) -> Coarse<T> {
     }
 }
 
-/// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input).
+/// The peak of a cross-power half spectrum (`amplitudes` unscaled: `Σ|S|²` of each input), on
+/// one thread (the movie path registers its frames side by side). The correlation image is
+/// never written out: the spectrum goes back along its columns, then each block of rows is
+/// transformed back into a buffer in cache and searched there, as [`Correlator`]'s.
 pub(super) fn half_product_peak<T: FftReal>(
     plan: &ImagePlan<T>,
     scratch: &mut Scratch<T>,
     upsample: u32,
     amplitudes: (f64, f64),
-    threads: Threads,
 ) -> Result<Peak> {
-    let (ny, nx) = (plan.height(), plan.width());
     let Scratch {
         product,
-        cc,
+        rows,
         refine,
+        half,
         ..
     } = scratch;
     let product = product.as_ref().expect("the product made by the caller");
-    let cc = made(cc, (ny, nx))?;
-    plan.inverse(product, cc, threads)?;
-    let coarse = argmax_abs(cc.as_slice().expect("a standard-layout image"), threads);
+    let rows = made(rows, *half)?;
+    plan.columns_inverse.execute_into(product, rows)?;
+    let coarse = plan.rows_inverse_peak(rows, Threads::One)?;
     let half = HalfProduct::Rows(product.view());
     Ok(correlation_peak(
         plan,
@@ -989,7 +982,7 @@ pub(super) fn half_product_peak<T: FftReal>(
         coarse,
         (upsample, refine),
         amplitudes,
-        threads,
+        Threads::One,
     ))
 }
 
@@ -1024,7 +1017,7 @@ mod tests {
     #[test]
     fn the_half_spectrums_power_counts_mirrored_columns_twice() {
         // Odd and even widths (an even one's last column is its own mirror), one and two
-        // columns, and an array reversed along its rows (whose rows are not slices).
+        // columns.
         for (ny, nx) in [(5, 1), (4, 2), (3, 7), (6, 8), (7, 2049), (2, 2048)] {
             let m = nx / 2 + 1;
             let s = Array2::from_shape_fn((ny, m), |(r, c)| {
@@ -1033,19 +1026,19 @@ mod tests {
                     (r + 3 * c) as f32 % 7.0,
                 )
             });
-            let mut reversed = s.clone();
-            reversed.invert_axis(ndarray::Axis(1));
-            for array in [s, reversed] {
-                let naive: f64 = array
-                    .indexed_iter()
-                    .map(|((_, c), z)| z.to_f64_norm_sqr() * mirrored(c, nx))
-                    .sum();
-                let got = half_power(&array, nx);
-                assert!(
-                    (got - naive).abs() <= 1e-12 * naive,
-                    "{ny}x{nx}: {got} vs {naive}"
-                );
-            }
+            let naive: f64 = s
+                .indexed_iter()
+                .map(|((_, c), z)| z.to_f64_norm_sqr() * mirrored(c, nx))
+                .sum();
+            let got: f64 = s
+                .rows()
+                .into_iter()
+                .map(|r| row_power(r.as_slice().unwrap(), nx))
+                .sum();
+            assert!(
+                (got - naive).abs() <= 1e-12 * naive,
+                "{ny}x{nx}: {got} vs {naive}"
+            );
         }
     }
 
