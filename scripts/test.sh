@@ -34,15 +34,23 @@ UFUNC_CUDA_SIM=1 cargo run --release --example phase_correlation -- --target cud
 exit_dir="${CARGO_TARGET_DIR:-target}/phase_correlation_exit"
 rm -rf "$exit_dir"
 batch=(tests/fixtures/movie/movie_f32.npy tests/fixtures/movie/bad_truncated.npy)
-if cargo run --release --example phase_correlation -- "${batch[@]}" --out "$exit_dir"; then
-    echo "test.sh: the program exited 0 after a movie failed" >&2
+status=0
+cargo run --release --example phase_correlation -- "${batch[@]}" --out "$exit_dir" || status=$?
+if [[ $status -ne 1 ]]; then
+    echo "test.sh: the program exited $status, not 1, after a movie failed" >&2
     exit 1
 fi
-if [[ ! -s "$exit_dir/movie_f32.shifts.csv" ]] || compgen -G "$exit_dir/bad_truncated*" >/dev/null; then
-    echo "test.sh: the batch's outputs are not the good movie's alone: $(ls "$exit_dir")" >&2
+outputs=$(ls -A "$exit_dir" | tr '\n' ' ')
+expected="movie_f32.aligned.mrc movie_f32.aligned.png movie_f32.drift.png movie_f32.shifts.csv movie_f32.shifts.json "
+if [[ $outputs != "$expected" ]]; then
+    echo "test.sh: the batch left $outputs, not the good movie's five results alone" >&2
     exit 1
 fi
-cargo run --release --example phase_correlation -- "${batch[0]}" --out "$exit_dir"
+rerun=$(cargo run --release --example phase_correlation -- "${batch[0]}" --out "$exit_dir")
+if [[ $rerun != *"0 done, 1 skipped, 0 failed"* ]]; then
+    echo "test.sh: the rerun did not skip the finished movie: $rerun" >&2
+    exit 1
+fi
 # A subset under valgrind memcheck (host paths, the simulator's device paths, the fuzz corpus).
 echo "test.sh: valgrind memcheck subset"
 bash scripts/valgrind.sh

@@ -178,7 +178,12 @@ fn a_panic_in_a_two_pass_reduction_is_an_error_of_that_call_only() {
             zero[[1, 12345]] = 0;
             let d = to_device(&zero).unwrap();
             for axes in [Axes::All, Axes::from(1)] {
+                let before = ufunc::cuda::cuda_counters();
                 let e = cuda_add_inverse::reduce_device(&d, axes.clone()).unwrap_err();
+                // The output, the partials, the two passes' geometry and one status word
+                // that both passes share (one wait, one read of it).
+                let allocations = ufunc::cuda::cuda_counters().allocations - before.allocations;
+                assert_eq!(allocations, 5, "{axes:?}");
                 assert!(
                     matches!(&e, ufunc::Error::KernelPanic { message, .. }
                         if message.contains("divide by zero")),

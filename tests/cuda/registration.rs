@@ -44,6 +44,8 @@ fn correlator_on_cuda_matches_parallel() {
             ((48, 64), 20, Normalization::Phase),
             ((45, 61), 10, Normalization::Off),
             ((33, 40), 4, Normalization::Phase),
+            // More values than one piece of the staged copy (65536).
+            ((256, 300), 2, Normalization::Phase),
         ] {
             let m = frames(shape, 4, 7);
             let options = |target| PccOptions {

@@ -471,7 +471,8 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             }
 
             /// `reduce_device` into a device array of the reduced shape, with or without the
-            /// reduced axes kept as length 1.
+            /// reduced axes kept as length 1. Where the function panics, the `Err` comes after
+            /// every pass has run: `out` may have been written.
             pub fn reduce_out_device<
                 #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncD: ::ufunc::ndarray::Dimension,
             >(a: __UfuncA, axes: #axes, out: &mut #dev<#t, __UfuncD>) -> ::ufunc::Result<()> {

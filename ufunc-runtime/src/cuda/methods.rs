@@ -295,7 +295,8 @@ pub fn reduce_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
 }
 
 /// `f::reduce_out_device`: into a device array of the reduced shape, with or without the
-/// reduced axes kept as length 1.
+/// reduced axes kept as length 1. A panic of `f` is an `Err` after every pass has run, so
+/// `out` may have been written.
 pub fn reduce_out_device<B: DeviceBinaryOp<T>, T: Element, A, D>(
     compiled: &'static [Target],
     stream: Option<&Stream>,

@@ -17,9 +17,10 @@ typedef long long isize;
 // The panic codes, written here by the runtime from its one list (cuda/kernel.rs).
 // @PANIC_CODES@
 
-// This launch's status word (0, or the first panic code raised by any of its threads): every
-// kernel takes it as its last parameter and stores it here on entry, so that device functions
-// report to their own launch. The runtime reads it once, for the call or stream that launched.
+// This launch's status word (0, or the first panic code raised by any of its threads, or of the
+// launches queued before it with the same word, as a reduction's passes are): every kernel takes
+// it as its last parameter and stores it here on entry, so that device functions report to
+// their own launch. The runtime reads it once, for the call or stream that launched.
 __shared__ int* __ufunc_status;
 // Whether this thread raised the launch's first panic, which then writes the message's arguments.
 __device__ inline bool __ufunc_panic_first(int code) { return atomicCAS(__ufunc_status, 0, code) == 0; }

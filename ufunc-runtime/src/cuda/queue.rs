@@ -1,6 +1,6 @@
 //! Queues of device work: a stream of the backend, and, for a `Stream` the user holds, the
-//! status words of the launches that `synchronize` must read. Each launch owns its status word
-//! and reports it exactly once, to its own call or stream. Every copy of operand data between
+//! status words of the launches that `synchronize` must read. Each launch has a status word
+//! (the passes of one reduction share one) reported exactly once, to its own call or stream. Every copy of operand data between
 //! host and device goes through here and is counted.
 
 use super::args::{

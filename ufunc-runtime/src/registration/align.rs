@@ -10,7 +10,7 @@ use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
 use crate::parallel::Threads;
 use crate::Target;
-use ndarray::{Array2, Array3, ArrayView3, ArrayViewMut2, Ix2};
+use ndarray::{Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut2, Ix2};
 use num_complex::Complex;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -123,12 +123,16 @@ pub trait FrameSource {
 /// Values per piece where a frame is copied or checked in pieces side by side.
 const FRAME_PIECE: usize = 1 << 16;
 
-/// `from` copied over `to` (of the same length) in pieces side by side: one core copies a
-/// large frame at a fraction of the memory's (and the device upload's) speed.
-pub(super) fn copy_in_pieces(to: &mut [f32], from: &[f32]) {
-    to.par_chunks_mut(FRAME_PIECE)
-        .zip(from.par_chunks(FRAME_PIECE))
-        .for_each(|(to, from)| to.copy_from_slice(from));
+/// `from` copied over `to` (of the same shape), contiguous frames in pieces side by side: one
+/// core copies a large frame at a fraction of the memory's (and the device upload's) speed.
+pub(super) fn copy_frame(mut to: ArrayViewMut2<'_, f32>, from: ArrayView2<'_, f32>) {
+    match (to.as_slice_mut(), from.as_slice()) {
+        (Some(to), Some(from)) if to.len() == from.len() => to
+            .par_chunks_mut(FRAME_PIECE)
+            .zip(from.par_chunks(FRAME_PIECE))
+            .for_each(|(to, from)| to.copy_from_slice(from)),
+        _ => to.assign(&from),
+    }
 }
 
 impl FrameSource for ArrayView3<'_, f32> {
@@ -141,13 +145,9 @@ impl FrameSource for ArrayView3<'_, f32> {
     fn read_frame(
         &mut self,
         index: usize,
-        mut out: ArrayViewMut2<'_, f32>,
+        out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let frame = self.index_axis(ndarray::Axis(0), index);
-        match (out.as_slice_mut(), frame.as_slice()) {
-            (Some(to), Some(from)) if to.len() == from.len() => copy_in_pieces(to, from),
-            _ => out.assign(&frame),
-        }
+        copy_frame(out, self.index_axis(ndarray::Axis(0), index));
         Ok(())
     }
 }

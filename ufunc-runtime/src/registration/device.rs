@@ -8,8 +8,8 @@
 //! on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
-    bfactor_weights, check, copy_in_pieces, largest_change, read_one, relative_to_first,
-    shift_phases, spectra_bytes, Taper,
+    bfactor_weights, check, copy_frame, largest_change, read_one, relative_to_first, shift_phases,
+    spectra_bytes, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -551,29 +551,26 @@ fn contiguous_f32<'a, T: FftReal>(image: &ArrayView2<'a, T>) -> Option<ArrayView
     ArrayView2::from_shape(image.raw_dim(), floats).ok()
 }
 
-/// Threads from which a contiguous frame is staged by [`stage`] rather than copied by the
-/// driver: two cores copy a frame into page-locked memory no faster than the driver.
+/// Threads from which a contiguous frame is staged through page-locked memory ([`fill`])
+/// rather than copied by the driver: two cores copy a frame into page-locked memory no faster
+/// than the driver.
 const STAGING_MIN_THREADS: usize = 4;
 
-/// Copies the contiguous `image` into the page-locked `frame` in pieces side by side.
-fn stage(frame: &mut PinnedImage, stream: &Stream, image: &ArrayView2<'_, f32>) -> Result<()> {
-    let mut to = frame.view_mut(stream)?;
-    match (to.as_slice_mut(), image.as_slice()) {
-        (Some(to), Some(from)) if to.len() == from.len() => copy_in_pieces(to, from),
-        _ => to.assign(image),
-    }
-    Ok(())
-}
-
-/// Copies `image` (of `f32`: `require_f32`) into the page-locked `frame`.
+/// Copies `image` (of `f32`: `require_f32`) into the page-locked `frame`, a contiguous one in
+/// pieces side by side.
 fn fill<T: FftReal>(
     frame: &mut PinnedImage,
     stream: &Stream,
     image: ArrayView2<'_, T>,
 ) -> Result<()> {
-    frame
-        .view_mut(stream)?
-        .zip_mut_with(&image, |o, &v| *o = v.as_f64() as f32);
+    let to = frame.view_mut(stream)?;
+    match contiguous_f32(&image) {
+        Some(image) => copy_frame(to, image),
+        None => {
+            let mut to = to;
+            to.zip_mut_with(&image, |o, &v| *o = v.as_f64() as f32)
+        }
+    }
     Ok(())
 }
 
@@ -623,8 +620,7 @@ impl DeviceCorrelator {
             Some(image) if rayon::current_num_threads() < STAGING_MIN_THREADS => {
                 to_device_on(&stream, &image)
             }
-            Some(image) => stage(&mut frame, &stream, &image).and_then(|()| frame.upload(&stream)),
-            None => fill(&mut frame, &stream, moving).and_then(|()| frame.upload(&stream)),
+            _ => fill(&mut frame, &stream, moving).and_then(|()| frame.upload(&stream)),
         };
         let peak = image
             .and_then(|image| self.plan.spectrum(&stream, &image))

@@ -603,8 +603,8 @@ struct HostCorrelator<T: FftReal> {
     scratch: ScratchPool<T>,
 }
 
-/// A registration's buffers, each made on first use (fresh zero pages, [`try_zeroed_fft`]: writing zeros into them on one thread was
-/// a third of a first registration).
+/// A registration's buffers, each made on first use (fresh zero pages, [`try_zeroed_fft`]:
+/// writing zeros into them on one thread was a third of a first registration).
 pub(super) struct Scratch<T: FftReal> {
     /// The cross-power spectrum (the movie path's).
     product: Option<Array2<Complex<T>>>,
