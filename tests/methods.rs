@@ -111,13 +111,18 @@ fn sub_i64(a: i64, b: i64) -> i64 {
     a.wrapping_sub(b)
 }
 
-/// The naive reduction: every element folded in C order into its output element.
+/// The naive reduction: every element folded in C order into its output element; `None`
+/// (NumPy's error) where a reduced axis is empty and there is no identity, even when the
+/// result is empty too.
 fn naive<T: Copy>(
     a: &ArrayViewD<'_, T>,
     axes: &[usize],
     identity: Option<T>,
     f: impl Fn(T, T) -> T,
 ) -> Option<ArrayD<T>> {
+    if identity.is_none() && axes.iter().any(|&i| a.shape()[i] == 0) {
+        return None;
+    }
     let shape: Vec<usize> = (0..a.ndim())
         .filter(|i| !axes.contains(i))
         .map(|i| a.shape()[i])
@@ -355,6 +360,14 @@ fn empty_axes_give_the_identity_or_an_error() {
          shape (0,3) is empty (give the function `identity = ...`)"
     );
     assert!(maximum::reduce(&a, 1).unwrap().is_empty());
+    // An empty reduced axis without an identity is an error even where the result is empty
+    // (NumPy's `maximum.reduce(zeros((0, 0)), axis=1)`), on every target.
+    let none = Array::<f64, _>::zeros((0, 0));
+    for target in [Target::Cpu, Target::Parallel] {
+        let e = maximum::reduce_on(target, &none, 1).unwrap_err();
+        assert!(matches!(e, Error::EmptyReduction { axis: 1, .. }), "{e}");
+    }
+    assert_eq!(add_f64::reduce(&none, 1).unwrap().shape(), &[0]);
     assert!(add_generic::reduce(&Array::<i64, _>::zeros(0), 0).unwrap()[[]] == 0);
     // Length-1 axes: a copy.
     let b = array![[1.5f64], [2.5]];

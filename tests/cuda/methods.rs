@@ -253,8 +253,20 @@ fn empty_and_length_one_axes_follow_the_cpu_rules() {
                 "{err}"
             );
         }
-        // Nothing to write: no error even without an identity, as on the CPU.
+        // Nothing to write from a non-empty reduced axis: no error even without an identity;
+        // from an empty one, NumPy's error, even though the result is empty.
         assert_eq!(cuda_maximum::reduce_device(&dm, 0).unwrap().shape(), &[0]);
+        let none = ArrayD::<f64>::zeros(IxDyn(&[0, 0]));
+        for err in [
+            cuda_maximum::reduce_device(&to_device(&none).unwrap(), 1).unwrap_err(),
+            cuda_maximum::reduce_on(Target::Cuda, &none, 1).unwrap_err(),
+            cuda_maximum::reduce_on(Target::Cpu, &none, 1).unwrap_err(),
+        ] {
+            assert!(
+                matches!(err, Error::EmptyReduction { axis: 1, .. }),
+                "{err}"
+            );
+        }
         let one = values_i64(&[1, 5, 1]);
         let d1 = to_device(&one).unwrap();
         for axes in axis_sets(3) {

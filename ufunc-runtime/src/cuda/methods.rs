@@ -166,10 +166,12 @@ impl Methods<'_> {
         let shape = input.shape;
         let kept_shape = reduced_shape(shape, reduced, false);
         let n_out: usize = kept_shape.iter().product();
+        // An empty reduced axis needs an identity even for an empty result, as in NumPy.
+        let empty = empty_reduction::<B, T>(shape, reduced)?;
         if n_out == 0 {
             return Ok(());
         }
-        if let Some(identity) = empty_reduction::<B, T>(shape, reduced)? {
+        if let Some(identity) = empty {
             let fill = vec![identity; n_out];
             // SAFETY: `n_out` plain elements.
             let bytes = unsafe {

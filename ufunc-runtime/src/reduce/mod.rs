@@ -189,10 +189,12 @@ fn reduce_into<B: Body<In = (T, T), Out = T>, T: Element>(
         }
     };
     let n_out: usize = shape.iter().product();
+    // An empty reduced axis needs an identity even for an empty result, as in NumPy.
+    let empty = empty_reduction::<B, T>(a.shape, reduced)?;
     if n_out == 0 {
         return Ok(());
     }
-    if let Some(identity) = empty_reduction::<B, T>(a.shape, reduced)? {
+    if let Some(identity) = empty {
         let strides = byte_strides(
             &kept.iter().map(|&i| out_strides[i]).collect::<Vec<_>>(),
             size_of::<T>(),
