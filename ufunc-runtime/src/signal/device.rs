@@ -27,7 +27,7 @@
 //! ```
 
 use super::overlap_add::{full_shape_of, OaPlan};
-use super::shapes::{conv_shapes, ConvShapes};
+use super::shapes::ConvShapes;
 use super::{fast_shape, Computation, ConvOptions, Method, Mode};
 use crate::cuda::{contiguous, launch_support, queue_of, wrap, Arg};
 use crate::element::Element;
@@ -340,8 +340,7 @@ where
     let (s1, s2) = (in1.shape().to_vec(), in2.shape().to_vec());
     let empty = in1.is_empty() || in2.is_empty();
     let (a, b) = (in1.into_dyn(), in2.into_dyn());
-    let mode = options.mode;
-    let result = match conv_shapes(mode, &s1, &s2, options.axes.as_deref(), empty)? {
+    let result = match options.shapes(&s1, &s2, empty)? {
         ConvShapes::Scalar => A::multiply(stream, a, b)?,
         ConvShapes::Empty(ndim) => crate::device_array::<A, _>(IxDyn(&vec![0; ndim]))?,
         ConvShapes::Conv {

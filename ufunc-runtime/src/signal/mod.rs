@@ -59,7 +59,7 @@ use crate::fft::{next_fast_len, next_fast_len_real, FftElement, FftOptions};
 use crate::shape::Shape;
 use crate::Target;
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IxDyn};
-use shapes::{conv_shapes, ConvShapes};
+use shapes::{conv_shapes, inputs_swap_needed, ConvShapes};
 
 /// Which part of the full convolution to return (SciPy's `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,10 +75,11 @@ pub enum Mode {
 /// How to compute a convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Method {
-    /// Whichever SciPy's `choose_conv_method` predicts is faster: direct or FFT.
+    /// Whichever SciPy's `choose_conv_method` predicts is faster: direct or FFT, with SciPy
+    /// `convolve`'s shape rules (in `valid` mode one input at least as large on every axis).
     #[default]
     Auto,
-    /// The sum of products, one kernel point at a time.
+    /// The sum of products, one kernel point at a time, with SciPy `convolve`'s shape rules.
     Direct,
     /// One FFT of the whole inputs ([`fftconvolve`]).
     Fft,
@@ -129,6 +130,20 @@ impl ConvOptions {
     pub fn target(mut self, target: Target) -> Self {
         self.target = target;
         self
+    }
+
+    /// The shapes of the convolution ([`conv_shapes`]). Without axes, [`Method::Auto`] and
+    /// [`Method::Direct`] are SciPy's `convolve`, whose `valid` mode wants one input at least
+    /// as large as the other on every axis, length-1 axes included (`fftconvolve` and
+    /// `oaconvolve` leave those out, as [`Method::Fft`] and [`Method::OverlapAdd`] do here).
+    pub(crate) fn shapes(&self, s1: &[usize], s2: &[usize], empty: bool) -> Result<ConvShapes> {
+        let shapes = conv_shapes(self.mode, s1, s2, self.axes.as_deref(), empty)?;
+        let scipy_convolve = matches!(self.method, Method::Auto | Method::Direct);
+        if self.axes.is_none() && scipy_convolve && !empty {
+            let every: Vec<usize> = (0..s1.len()).collect();
+            inputs_swap_needed(self.mode, s1, s2, &every)?;
+        }
+        Ok(shapes)
     }
 
     fn fft_options(&self) -> FftOptions {
@@ -259,7 +274,7 @@ where
     let (s1, s2) = (in1.shape(), in2.shape());
     let (a, b) = (in1.view().into_dyn(), in2.view().into_dyn());
     let empty = in1.is_empty() || in2.is_empty();
-    let result = match conv_shapes(options.mode, s1, s2, options.axes.as_deref(), empty)? {
+    let result = match options.shapes(s1, s2, empty)? {
         ConvShapes::Scalar => ArrayD::from_elem(IxDyn(&[]), A::multiply(a[[]], b[[]])),
         ConvShapes::Empty(ndim) => ArrayD::from_shape_vec(IxDyn(&vec![0; ndim]), Vec::new())
             .map_err(|_| Error::TooLarge { shape: s1.to_vec() })?,
