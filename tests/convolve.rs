@@ -96,6 +96,20 @@ fn check_case(case: &Value, index: usize) {
     ] {
         let expected = &case["modes"][mode_name];
         let fft_expected = &expected["fftconvolve"];
+        // SciPy's choose_conv_method for these inputs, as `Method::Auto` chooses.
+        if let Some(choice) = expected["choice"].as_str() {
+            let shape = |v: &Value| -> Vec<usize> {
+                let dims = v["shape"].as_array().unwrap();
+                dims.iter().map(|n| n.as_u64().unwrap() as usize).collect()
+            };
+            let want = if choice == "fft" {
+                Method::Fft
+            } else {
+                Method::Direct
+            };
+            let got = signal::choose_conv_method(&shape(&case["in1"]), &shape(&case["in2"]), mode);
+            assert_eq!(got, want, "case {index} {mode_name}: choose_conv_method");
+        }
         for (name, method, target) in [
             ("fftconvolve", Method::Fft, Target::Parallel),
             ("fftconvolve", Method::Fft, Target::Cpu),
