@@ -272,55 +272,81 @@ fn n_d_axes_choices_against_the_naive_dft() -> Result<(), Error> {
     Ok(())
 }
 
+/// The same four views of a 2-d array: every other row, every third column backwards,
+/// reversed rows with every other column, and the transpose.
+macro_rules! strided_views {
+    ($a:expr) => {
+        [
+            $a.slice(s![..;2, ..]),
+            $a.slice(s![.., ..;-3]),
+            $a.slice(s![..;-1, 1..;2]),
+            $a.t(),
+        ]
+    };
+}
+
 #[test]
 fn strided_negative_and_transposed_inputs() -> Result<(), Error> {
     let base = random_nd(&[9, 14], 4)
         .into_dimensionality::<ndarray::Ix2>()
         .unwrap();
-    let views = [
-        base.slice(s![..;2, ..]).to_owned(),
-        base.slice(s![.., ..;-3]).to_owned(),
-        base.slice(s![..;-1, 1..;2]).to_owned(),
-        base.t().to_owned(),
-    ];
-    let strided = [
-        base.slice(s![..;2, ..]),
-        base.slice(s![.., ..;-3]),
-        base.slice(s![..;-1, 1..;2]),
-        base.t(),
-    ];
-    for (owned, view) in views.iter().zip(strided) {
-        for target in [Target::Cpu, Target::Parallel] {
-            let o = FftOptions::new().target(target);
-            assert_eq!(fft::fft2_with(&view, &o)?, fft::fft2_with(owned, &o)?);
-            assert_eq!(
-                fft::fft_with(&view, &o.clone().axis(0))?,
-                fft::fft_with(owned, &o.clone().axis(0))?
-            );
-            let re_view = view.map(|v| v.re);
-            let re_view = if view.is_standard_layout() {
-                re_view
-            } else {
-                re_view.reversed_axes()
-            };
-            let _ = re_view;
-        }
-        let re = owned.mapv(|v| v.re);
-        let want = fft::rfft2(&re)?;
-        let mut flipped = re.clone();
-        flipped.invert_axis(Axis(1));
-        flipped.invert_axis(Axis(1));
-        assert_eq!(fft::rfft2(&flipped)?, want);
-        assert_eq!(fft::rfft2(&re.t().t())?, want);
-    }
-    // A real view with negative strides along the transformed axis.
+    let base32 = base.mapv(|v| Complex::new(v.re as f32, v.im as f32));
     let re = base.mapv(|v| v.re);
-    let view = re.slice(s![.., ..;-1]);
-    assert_eq!(fft::rfft(&view)?, fft::rfft(&view.to_owned())?);
-    assert_eq!(
-        fft::rfft_with(&re.t(), &FftOptions::new().axis(0))?,
-        fft::rfft_with(&re.t().to_owned(), &FftOptions::new().axis(0))?
-    );
+    let re32 = re.mapv(|v| v as f32);
+    // Every transform of a view equals the same transform of its owned copy, forward and
+    // inverse, complex and real, f64 and f32, along every axis choice, on both targets.
+    for target in [Target::Cpu, Target::Parallel] {
+        let o = FftOptions::new().target(target);
+        let (rows, cols) = (o.clone().axis(0), o.clone().axes(&[0]));
+        for view in strided_views!(base) {
+            let owned = view.to_owned();
+            assert_eq!(fft::fft2_with(&view, &o)?, fft::fft2_with(&owned, &o)?);
+            assert_eq!(fft::ifft2_with(&view, &o)?, fft::ifft2_with(&owned, &o)?);
+            assert_eq!(fft::fft_with(&view, &rows)?, fft::fft_with(&owned, &rows)?);
+            assert_eq!(
+                fft::ifft_with(&view, &rows)?,
+                fft::ifft_with(&owned, &rows)?
+            );
+            assert_eq!(fft::irfft2_with(&view, &o)?, fft::irfft2_with(&owned, &o)?);
+            assert_eq!(
+                fft::irfft_with(&view, &rows)?,
+                fft::irfft_with(&owned, &rows)?
+            );
+            assert_eq!(
+                fft::irfftn_with(&view, &cols)?,
+                fft::irfftn_with(&owned, &cols)?
+            );
+        }
+        for view in strided_views!(base32) {
+            let owned = view.to_owned();
+            assert_eq!(fft::fft2_with(&view, &o)?, fft::fft2_with(&owned, &o)?);
+            assert_eq!(
+                fft::ifft_with(&view, &rows)?,
+                fft::ifft_with(&owned, &rows)?
+            );
+            assert_eq!(fft::irfft2_with(&view, &o)?, fft::irfft2_with(&owned, &o)?);
+        }
+        for view in strided_views!(re) {
+            let owned = view.to_owned();
+            assert_eq!(fft::rfft2_with(&view, &o)?, fft::rfft2_with(&owned, &o)?);
+            assert_eq!(
+                fft::rfft_with(&view, &rows)?,
+                fft::rfft_with(&owned, &rows)?
+            );
+            assert_eq!(
+                fft::rfftn_with(&view, &cols)?,
+                fft::rfftn_with(&owned, &cols)?
+            );
+        }
+        for view in strided_views!(re32) {
+            let owned = view.to_owned();
+            assert_eq!(fft::rfft2_with(&view, &o)?, fft::rfft2_with(&owned, &o)?);
+            assert_eq!(
+                fft::rfft_with(&view, &rows)?,
+                fft::rfft_with(&owned, &rows)?
+            );
+        }
+    }
     Ok(())
 }
 
