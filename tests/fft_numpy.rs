@@ -122,3 +122,80 @@ fn numpy_parity_on_every_fixture() {
         );
     }
 }
+
+/// The helpers against NumPy and SciPy (`tests/fixtures/fft/helpers.json`, made by the same
+/// script): `fftfreq` and `rfftfreq` for odd and even lengths and two spacings, `fftshift` and
+/// `ifftshift` over all axes or some of 1-d to 3-d arrays, and `next_fast_len` (complex and
+/// real) for every target up to 2000 and a few large ones.
+#[test]
+fn helpers_match_numpy_and_scipy() {
+    let fixtures: Value = serde_json::from_str(include_str!("fixtures/fft/helpers.json")).unwrap();
+    let floats = |v: &Value| -> Vec<f64> {
+        let values = v["values"].as_array().unwrap();
+        values.iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    for f in fixtures["freqs"].as_array().unwrap() {
+        let (n, d) = (f["n"].as_u64().unwrap() as usize, f["d"].as_f64().unwrap());
+        // The fixture keeps ten significant digits.
+        let close = |got: &[f64], want: &[f64], tol: f64| {
+            got.len() == want.len()
+                && got
+                    .iter()
+                    .zip(want)
+                    .all(|(a, b)| (a - b).abs() <= tol * b.abs().max(1.0))
+        };
+        let got = fft::fftfreq(n, d).unwrap();
+        let ok = close(got.as_slice().unwrap(), &floats(&f["fftfreq"]), 1e-9);
+        assert!(ok, "fftfreq({n}, {d}): {got}");
+        let got = fft::rfftfreq(n, d).unwrap();
+        let ok = close(got.as_slice().unwrap(), &floats(&f["rfftfreq"]), 1e-9);
+        assert!(ok, "rfftfreq({n}, {d}): {got}");
+        let got32 = fft::fftfreq(n, d as f32).unwrap().mapv(f64::from);
+        let ok = close(got32.as_slice().unwrap(), &floats(&f["fftfreq"]), 1e-6);
+        assert!(ok, "fftfreq::<f32>({n}, {d}): {got32}");
+    }
+    for case in fixtures["shifts"].as_array().unwrap() {
+        let shape = usizes(&case["shape"]).unwrap();
+        let x = ndarray::ArrayD::from_shape_vec(
+            IxDyn(&shape),
+            (0..shape.iter().product::<usize>() as i64).collect(),
+        )
+        .unwrap();
+        let ints = |v: &Value| -> Vec<i64> {
+            let values = v["values"].as_array().unwrap();
+            values.iter().map(|x| x.as_f64().unwrap() as i64).collect()
+        };
+        let (shifted, unshifted) = match usizes(&case["axes"]) {
+            None => (fft::fftshift(&x), fft::ifftshift(&x)),
+            Some(axes) => (
+                fft::fftshift_axes(&x, &axes).unwrap(),
+                fft::ifftshift_axes(&x, &axes).unwrap(),
+            ),
+        };
+        let what = format!("shape {shape:?} axes {}", case["axes"]);
+        assert_eq!(
+            shifted.iter().copied().collect::<Vec<_>>(),
+            ints(&case["fftshift"]),
+            "fftshift {what}"
+        );
+        assert_eq!(
+            unshifted.iter().copied().collect::<Vec<_>>(),
+            ints(&case["ifftshift"]),
+            "ifftshift {what}"
+        );
+    }
+    let fast = &fixtures["next_fast_len"];
+    let column = |name: &str| usizes(&fast[name]).unwrap();
+    for ((t, c), r) in column("targets")
+        .into_iter()
+        .zip(column("complex"))
+        .zip(column("real"))
+    {
+        assert_eq!(fft::next_fast_len(t), Some(c), "next_fast_len({t})");
+        assert_eq!(
+            fft::next_fast_len_real(t),
+            Some(r),
+            "next_fast_len({t}, real=True)"
+        );
+    }
+}
