@@ -199,9 +199,17 @@ fn errors_name_the_shapes_and_axes() {
         signal::fftconvolve_axes(&a, &Array2::<f64>::zeros((2, 3)), Mode::Full, &[1]).unwrap_err();
     assert!(e.to_string().contains("must be equal or 1"), "{e}");
     let e = signal::fftconvolve_axes(&a, &b, Mode::Full, &[2]).unwrap_err();
-    assert_eq!(e, ufunc::Error::AxisOutOfRange { axis: 2, ndim: 2 });
+    assert_eq!(
+        e.to_string(),
+        "convolution inputs of shapes (6,8) and (8,6) (convolved axes [2]) cannot be convolved \
+         along an axis they do not have"
+    );
     let e = signal::fftconvolve_axes(&a, &b, Mode::Full, &[0, 0]).unwrap_err();
-    assert!(matches!(e, ufunc::Error::RepeatedAxis { .. }));
+    assert_eq!(
+        e.to_string(),
+        "convolution inputs of shapes (6,8) and (8,6) (convolved axes [0, 0]) cannot be convolved \
+         twice along one axis"
+    );
     let one = ndarray::arr0(2.0f32);
     assert_eq!(
         signal::fftconvolve(&one, &ndarray::arr0(3.0f32), Mode::Same).unwrap()[[]],

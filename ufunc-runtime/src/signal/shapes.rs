@@ -23,12 +23,12 @@ pub(crate) fn init_axes(s1: &[usize], s2: &[usize], axes: Option<&[usize]>) -> R
     }
     for (i, &axis) in given.iter().enumerate() {
         if axis >= ndim {
-            return Err(Error::AxisOutOfRange { axis, ndim });
+            let reason = "cannot be convolved along an axis they do not have";
+            return Err(shapes_error(s1, s2, &given, reason));
         }
         if given[..i].contains(&axis) {
-            return Err(Error::RepeatedAxis {
-                axes: given.clone(),
-            });
+            let reason = "cannot be convolved twice along one axis";
+            return Err(shapes_error(s1, s2, &given, reason));
         }
     }
     let convolved: Vec<usize> = given
