@@ -38,7 +38,27 @@ fn outer() {
     let _ = fma3::outer(&x, &x);
 }
 
+// Every other form says the same: here one on a target, one into an output, one on the device.
+fn on_a_target() {
+    let x = array![1.0f32, 2.0];
+    let _ = fma3::reduce_on(ufunc::Target::Cpu, &x, 0);
+}
+
+fn into_an_output() {
+    let x = array![1.0f32, 2.0];
+    let mut out = array![0.0f32, 0.0];
+    fma3::accumulate_out(&x, 0, &mut out);
+}
+
+fn on_the_device() {
+    let x = array![1.0f32, 2.0];
+    let _ = fma3::reduce_device(&x, 0);
+}
+
 fn main() {
     reduce();
     outer();
+    on_a_target();
+    into_an_output();
+    on_the_device();
 }

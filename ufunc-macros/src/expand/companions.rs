@@ -402,26 +402,53 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         (Form::Elementwise, Err(_)) => {
             let bound = quote!(#p::MethodsNeedBinaryOp<#name>);
             let never = quote!(<__UfuncA as #p::MethodsNeedBinaryOp<#name>>::unreachable());
-            return quote! {
-                #[doc(hidden)]
-                pub fn reduce<__UfuncA: #bound, __UfuncX>(_a: __UfuncA, _axes: __UfuncX) -> ! {
-                    #never
+            // Every method form with the arguments of the real one; the array bears the bound.
+            let forms: [(&str, &[&str]); 18] = [
+                ("reduce", &["a", "axes"]),
+                ("reduce_on", &["target", "a", "axes"]),
+                ("reduce_keepdims", &["a", "axes"]),
+                ("reduce_out", &["a", "axes", "out"]),
+                ("reduce_out_on", &["target", "a", "axes", "out"]),
+                ("accumulate", &["a", "axis"]),
+                ("accumulate_on", &["target", "a", "axis"]),
+                ("accumulate_out", &["a", "axis", "out"]),
+                ("accumulate_out_on", &["target", "a", "axis", "out"]),
+                ("outer", &["a", "b"]),
+                ("outer_on", &["target", "a", "b"]),
+                ("at", &["a", "indices", "b"]),
+                ("reduce_device", &["a", "axes"]),
+                ("reduce_device_keepdims", &["a", "axes"]),
+                ("reduce_out_device", &["a", "axes", "out"]),
+                ("accumulate_device", &["a", "axis"]),
+                ("outer_device", &["a", "b"]),
+                ("at_device", &["a", "indices", "b"]),
+            ];
+            let stubs = forms.iter().map(|(form, params)| {
+                let form = format_ident!("{form}");
+                let types: Vec<_> = params
+                    .iter()
+                    .map(|&q| match q {
+                        "a" => format_ident!("__UfuncA"),
+                        q => format_ident!("__Ufunc_{q}"),
+                    })
+                    .collect();
+                let args = params.iter().map(|q| format_ident!("_{q}"));
+                let generics = types.iter().map(|t| {
+                    if t == "__UfuncA" {
+                        quote!(#t: #bound)
+                    } else {
+                        quote!(#t)
+                    }
+                });
+                quote! {
+                    #[doc(hidden)]
+                    #[allow(non_camel_case_types)]
+                    pub fn #form<#(#generics),*>(#(#args: #types),*) -> ! {
+                        #never
+                    }
                 }
-                #[doc(hidden)]
-                pub fn accumulate<__UfuncA: #bound>(_a: __UfuncA, _axis: isize) -> ! {
-                    #never
-                }
-                #[doc(hidden)]
-                pub fn outer<__UfuncA: #bound, __UfuncB>(_a: __UfuncA, _b: __UfuncB) -> ! {
-                    #never
-                }
-                #[doc(hidden)]
-                pub fn at<__UfuncA: #bound, __UfuncI, __UfuncB>(
-                    _a: __UfuncA, _indices: __UfuncI, _b: __UfuncB,
-                ) -> ! {
-                    #never
-                }
-            };
+            });
+            return quote!(#(#stubs)*);
         }
     };
     let (lead, lead_args, body) = (&c.lead, &c.lead_args, &c.body);
