@@ -865,6 +865,41 @@ fn outer_has_the_shapes_concatenated() {
     assert_eq!(o.shape(), &[0, 1]);
 }
 
+/// Broadcast views (stride 0 along some axes) reduce, accumulate and take outer products as
+/// their owned copies do, on `cpu` and `parallel`: the repeated elements are read, not skipped.
+#[test]
+fn broadcast_views_reduce_as_their_copies() {
+    let row = Array::from_shape_fn((1, 5, 1), |(_, j, _)| j as i64 * 7 - 3);
+    let wide = row.broadcast((4, 5, 300)).unwrap();
+    let owned = wide.to_owned();
+    for axes in [
+        Axes::All,
+        Axes::from(0),
+        Axes::from(2),
+        Axes::List(vec![0, 2]),
+        Axes::List(vec![1]),
+    ] {
+        for target in [Target::Cpu, Target::Parallel] {
+            let got = add_i64::reduce_on(target, wide, axes.clone()).unwrap();
+            let want = add_i64::reduce_on(target, &owned, axes.clone()).unwrap();
+            assert_eq!(got, want, "{axes:?} {target:?}");
+        }
+    }
+    for axis in [0, 2] {
+        assert_eq!(
+            add_i64::accumulate(&wide, axis).unwrap(),
+            add_i64::accumulate(&owned, axis).unwrap(),
+            "accumulate along {axis}"
+        );
+    }
+    let column = array![1i64, 2, 3].into_shape_with_order((3, 1)).unwrap();
+    let b = column.broadcast((3, 4)).unwrap();
+    assert_eq!(
+        sub_i64::outer(b, wide).unwrap(),
+        sub_i64::outer(&b.to_owned(), &owned).unwrap()
+    );
+}
+
 #[test]
 fn at_applies_repeated_indices_repeatedly() {
     let mut a = array![1i64, 2, 3, 4];

@@ -227,6 +227,31 @@ fn float_sums_are_within_the_stated_bound_of_the_cpu() {
     });
 }
 
+/// 10^7 float32 summed on the device: 0/1 values, whose every partial sum is an exact float32
+/// integer, give the exact count (a missing or doubled element would show); uniform values are
+/// within 1e-5 of the exact f64 sum (each thread's running sum is a short chain; the stated
+/// worst case, `n eps sum|x|`, says nothing at this size).
+#[test]
+fn a_sum_of_ten_million_float32_counts_every_element() {
+    on_gpu("a_sum_of_ten_million_float32_counts_every_element", || {
+        let n = 10_000_000;
+        let mut k = 0u32;
+        let mut next = move || {
+            k = k.wrapping_mul(1664525).wrapping_add(1013904223);
+            k >> 8
+        };
+        let bits = ndarray::Array1::from_shape_simple_fn(n, || (next() & 1) as f32);
+        let total = cuda_add_f32::reduce_device(&to_device(&bits).unwrap(), Axes::All).unwrap();
+        let exact: f64 = bits.iter().map(|&v| v as f64).sum();
+        assert_eq!(total.copy_to_host().unwrap()[[]] as f64, exact);
+        let uniform = ndarray::Array1::from_shape_simple_fn(n, || next() as f32 / (1 << 24) as f32);
+        let total = cuda_add_f32::reduce_device(&to_device(&uniform).unwrap(), Axes::All).unwrap();
+        let exact: f64 = uniform.iter().map(|&v| v as f64).sum();
+        let got = total.copy_to_host().unwrap()[[]] as f64;
+        assert!((got - exact).abs() <= 1e-5 * exact, "{got} vs {exact}");
+    });
+}
+
 #[test]
 fn empty_and_length_one_axes_follow_the_cpu_rules() {
     on_gpu("empty_and_length_one_axes_follow_the_cpu_rules", || {
