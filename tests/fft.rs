@@ -285,6 +285,13 @@ macro_rules! strided_views {
     };
 }
 
+/// Each named transform of `view` with its options equals the same of `owned`.
+macro_rules! same {
+    ($view:expr, $owned:expr, $($f:ident($o:expr)),+) => {
+        $(assert_eq!(fft::$f(&$view, $o)?, fft::$f(&$owned, $o)?, stringify!($f));)+
+    };
+}
+
 #[test]
 fn strided_negative_and_transposed_inputs() -> Result<(), Error> {
     let base = random_nd(&[9, 14], 4)
@@ -300,51 +307,39 @@ fn strided_negative_and_transposed_inputs() -> Result<(), Error> {
         let (rows, cols) = (o.clone().axis(0), o.clone().axes(&[0]));
         for view in strided_views!(base) {
             let owned = view.to_owned();
-            assert_eq!(fft::fft2_with(&view, &o)?, fft::fft2_with(&owned, &o)?);
-            assert_eq!(fft::ifft2_with(&view, &o)?, fft::ifft2_with(&owned, &o)?);
-            assert_eq!(fft::fft_with(&view, &rows)?, fft::fft_with(&owned, &rows)?);
-            assert_eq!(
-                fft::ifft_with(&view, &rows)?,
-                fft::ifft_with(&owned, &rows)?
+            same!(view, owned, fft2_with(&o), ifft2_with(&o), irfft2_with(&o));
+            same!(
+                view,
+                owned,
+                fft_with(&rows),
+                ifft_with(&rows),
+                irfft_with(&rows)
             );
-            assert_eq!(fft::irfft2_with(&view, &o)?, fft::irfft2_with(&owned, &o)?);
-            assert_eq!(
-                fft::irfft_with(&view, &rows)?,
-                fft::irfft_with(&owned, &rows)?
-            );
-            assert_eq!(
-                fft::irfftn_with(&view, &cols)?,
-                fft::irfftn_with(&owned, &cols)?
-            );
+            same!(view, owned, irfftn_with(&cols));
         }
         for view in strided_views!(base32) {
             let owned = view.to_owned();
-            assert_eq!(fft::fft2_with(&view, &o)?, fft::fft2_with(&owned, &o)?);
-            assert_eq!(
-                fft::ifft_with(&view, &rows)?,
-                fft::ifft_with(&owned, &rows)?
+            same!(
+                view,
+                owned,
+                fft2_with(&o),
+                ifft_with(&rows),
+                irfft2_with(&o)
             );
-            assert_eq!(fft::irfft2_with(&view, &o)?, fft::irfft2_with(&owned, &o)?);
         }
         for view in strided_views!(re) {
             let owned = view.to_owned();
-            assert_eq!(fft::rfft2_with(&view, &o)?, fft::rfft2_with(&owned, &o)?);
-            assert_eq!(
-                fft::rfft_with(&view, &rows)?,
-                fft::rfft_with(&owned, &rows)?
-            );
-            assert_eq!(
-                fft::rfftn_with(&view, &cols)?,
-                fft::rfftn_with(&owned, &cols)?
+            same!(
+                view,
+                owned,
+                rfft2_with(&o),
+                rfft_with(&rows),
+                rfftn_with(&cols)
             );
         }
         for view in strided_views!(re32) {
             let owned = view.to_owned();
-            assert_eq!(fft::rfft2_with(&view, &o)?, fft::rfft2_with(&owned, &o)?);
-            assert_eq!(
-                fft::rfft_with(&view, &rows)?,
-                fft::rfft_with(&owned, &rows)?
-            );
+            same!(view, owned, rfft2_with(&o), rfft_with(&rows));
         }
     }
     Ok(())

@@ -563,13 +563,10 @@ fn fill<T: FftReal>(
     stream: &Stream,
     image: ArrayView2<'_, T>,
 ) -> Result<()> {
-    let to = frame.view_mut(stream)?;
+    let mut to = frame.view_mut(stream)?;
     match contiguous_f32(&image) {
         Some(image) => copy_frame(to, image),
-        None => {
-            let mut to = to;
-            to.zip_mut_with(&image, |o, &v| *o = v.as_f64() as f32)
-        }
+        None => to.zip_mut_with(&image, |o, &v| *o = v.as_f64() as f32),
     }
     Ok(())
 }
