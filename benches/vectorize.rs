@@ -33,8 +33,8 @@ fn add(a: f32, b: f32) -> f32 {
     a + b
 }
 
-/// NumPy's `maximum`: NaN propagates.
-#[vectorize(targets = ["cpu", "parallel"])]
+/// NumPy's `maximum`: NaN propagates. Reorderable, as NumPy's, so `reduce` may regroup it.
+#[vectorize(targets = ["cpu", "parallel"], associative = true)]
 fn maximum(a: f32, b: f32) -> f32 {
     if a > b || a.is_nan() {
         a

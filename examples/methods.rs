@@ -23,7 +23,8 @@ fn decay(acc: f32, x: f32) -> f32 {
 }
 
 /// NumPy's `maximum` (NaN propagates); no identity, so reducing an empty axis is an error.
-#[vectorize(targets = ["parallel", "cpu"])]
+/// Declared associative (it is, and commutative), so `reduce` may regroup it, as NumPy does.
+#[vectorize(targets = ["parallel", "cpu"], associative = true)]
 fn maximum(a: f32, b: f32) -> f32 {
     if a > b || a.is_nan() {
         a
@@ -67,6 +68,13 @@ fn main() -> Result<(), ufunc::Error> {
         running[i] += 0.9 * running[i - 1];
     }
     assert_eq!(decay::accumulate(&x, 0)?, running);
+    // Not reorderable (no identity, not associative): `reduce` folds it in order, as NumPy,
+    // so it ends where `accumulate` does; reducing two axes of it is an error.
+    assert_eq!(decay::reduce(&x, 0)?[[]], running[999]);
+    println!(
+        "decay over two axes: {}",
+        decay::reduce(&m, [0, 1]).unwrap_err()
+    );
     let sums = add::accumulate(&x, 0)?;
     assert_eq!(sums[999], x.sum());
 

@@ -33,8 +33,8 @@ fn mul_i64(a: i64, b: i64) -> i64 {
     a.wrapping_mul(b)
 }
 
-/// NumPy's `maximum`: NaN propagates. No identity.
-#[vectorize(targets = ["cpu", "parallel"])]
+/// NumPy's `maximum`: NaN propagates. No identity, but reorderable, as NumPy's.
+#[vectorize(targets = ["cpu", "parallel"], associative = true)]
 fn maximum(a: f64, b: f64) -> f64 {
     if a > b || a.is_nan() {
         a
@@ -293,6 +293,124 @@ proptest! {
                 let got = add_i64::accumulate_on(target, &a, axis as isize - a.ndim() as isize).unwrap();
                 prop_assert_eq!(&got, &expect);
             }
+        }
+    }
+
+    /// A function that is not reorderable (no identity, not associative) is folded in order
+    /// along its one reduced axis, as NumPy does: bit for bit the naive fold and the last
+    /// element of `accumulate`; several axes are NumPy's error, naming them.
+    #[test]
+    fn a_function_not_reorderable_reduces_one_axis_in_order(case in case()) {
+        let data = data_i64(&case);
+        let a = view(&data, &(0..case.shape.len()).collect::<Vec<_>>(), &case.steps);
+        let a = a.permuted_axes(IxDyn(&case.perm));
+        let af = a.mapv(|x| (x % 1000) as f64 / 7.0);
+        let axes = axes_arg(&case);
+        for target in [Target::Cpu, Target::Parallel] {
+            let got = decay::reduce_on(target, &af, axes.clone());
+            let sub = sub_i64::reduce(&a, axes.clone());
+            if case.axes.len() > 1 {
+                for e in [got.unwrap_err(), sub.unwrap_err()] {
+                    let refused = matches!(&e, Error::NotReorderable { axes, .. } if *axes == case.axes);
+                    prop_assert!(refused, "{}", e);
+                }
+                continue;
+            }
+            match naive(&af.view(), &case.axes, None, decay::scalar) {
+                Some(want) => {
+                    let got = got.unwrap();
+                    prop_assert_eq!(got.mapv(f64::to_bits), want.mapv(f64::to_bits));
+                    if let [axis] = case.axes[..] {
+                        if af.len_of(Axis(axis)) > 0 {
+                            let running = decay::accumulate_on(target, &af, axis as isize).unwrap();
+                            let last = running.index_axis(Axis(axis), af.len_of(Axis(axis)) - 1);
+                            prop_assert_eq!(got.mapv(f64::to_bits), last.mapv(f64::to_bits).into_dyn());
+                        }
+                    }
+                }
+                None => {
+                    let empty = matches!(got, Err(Error::EmptyReduction { .. }));
+                    prop_assert!(empty);
+                }
+            }
+            let want = naive(&a, &case.axes, None, i64::wrapping_sub);
+            prop_assert_eq!(sub.ok(), want);
+        }
+    }
+}
+
+/// NumPy's own results for `np.subtract.reduce` (`scripts`-free: small enough to read):
+/// `[10, 1, 2, 3]` -> 4; `arange(12).reshape(3, 4)` over axis 0, over axis 1 and over axis 1
+/// reversed; `axis=None` of a 2-d array (even `(1, 3)`) refused; of a 0-d array, the element.
+#[test]
+fn subtract_reduces_as_numpy() {
+    assert_eq!(sub_i64::reduce(&array![10i64, 1, 2, 3], 0).unwrap()[[]], 4);
+    assert_eq!(
+        sub_i64::reduce(&array![10i64, 1, 2, 3], Axes::All).unwrap()[[]],
+        4
+    );
+    let m = Array::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as i64);
+    assert_eq!(
+        sub_i64::reduce(&m, 0).unwrap(),
+        array![-12i64, -13, -14, -15].into_dyn()
+    );
+    assert_eq!(
+        sub_i64::reduce(&m, -1).unwrap(),
+        array![-6i64, -14, -22].into_dyn()
+    );
+    assert_eq!(
+        sub_i64::reduce(m.slice(ndarray::s![.., ..;-1]), 1).unwrap(),
+        array![0i64, -8, -16].into_dyn()
+    );
+    let e = sub_i64::reduce(&Array::<i64, _>::ones((1, 3)), Axes::All).unwrap_err();
+    assert!(
+        matches!(&e, Error::NotReorderable { function: "sub_i64", axes } if axes == &[0, 1]),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("not reorderable") && text.contains("[0, 1]"),
+        "{text}"
+    );
+    assert!(text.contains("associative = true"), "{text}");
+    let zero_d = ndarray::arr0(5i64);
+    assert_eq!(sub_i64::reduce(&zero_d, Axes::All).unwrap()[[]], 5);
+    // No axis: nothing reduced, the input back.
+    assert_eq!(
+        sub_i64::reduce(&m, Axes::List(vec![])).unwrap(),
+        m.into_dyn()
+    );
+}
+
+/// Every path that regroups a reorderable function (long runs split over threads, rows four
+/// at a time, rows streamed in blocks over threads) keeps one that is not in order.
+#[test]
+fn a_function_not_reorderable_stays_in_order_at_every_size() {
+    let fold = |a: &ArrayD<f64>, axis: usize| {
+        a.map_axis(Axis(axis), |lane| {
+            let mut it = lane.iter().copied();
+            let first = it.next().unwrap();
+            it.fold(first, decay::scalar).to_bits()
+        })
+    };
+    let value = |i: usize| ((i * 7919) % 1013) as f64 / 64.0;
+    for (shape, axis) in [
+        (vec![1 << 20], 0),
+        (vec![3, 300_000], 1),
+        (vec![300_000, 3], 0),
+        (vec![5000, 300], 1),
+        (vec![20_000, 64], 0),
+    ] {
+        let n: usize = shape.iter().product();
+        let a = ArrayD::from_shape_vec(IxDyn(&shape), (0..n).map(value).collect()).unwrap();
+        let want = fold(&a, axis);
+        for target in [Target::Cpu, Target::Parallel] {
+            let got = decay::reduce_on(target, &a, axis).unwrap();
+            assert_eq!(
+                got.mapv(f64::to_bits),
+                want,
+                "{shape:?} axis {axis} {target:?}"
+            );
         }
     }
 }
@@ -929,7 +1047,7 @@ fn at_applies_repeated_indices_repeatedly() {
 
 #[test]
 fn the_cuda_target_is_refused_for_host_methods() {
-    #[vectorize(targets = ["cpu"])]
+    #[vectorize(targets = ["cpu"], associative = true)]
     fn min_i32(a: i32, b: i32) -> i32 {
         a.min(b)
     }

@@ -24,8 +24,9 @@ pub(crate) fn cuda_mul_i32(a: i32, b: i32) -> i32 {
     a.wrapping_mul(b)
 }
 
-/// NumPy's `maximum`: NaN propagates. No identity: an empty reduction is an error.
-#[vectorize(targets = ["cpu", "cuda"])]
+/// NumPy's `maximum`: NaN propagates. No identity: an empty reduction is an error. Reorderable,
+/// as NumPy's.
+#[vectorize(targets = ["cpu", "cuda"], associative = true)]
 pub(crate) fn cuda_maximum(a: f64, b: f64) -> f64 {
     if a > b || a.is_nan() {
         a
@@ -46,8 +47,9 @@ pub(crate) fn cuda_shift_in(a: i64, b: i64) -> i64 {
     a.wrapping_mul(2).wrapping_add(b)
 }
 
-/// Panics on a zero element (integer division).
-#[vectorize(targets = ["cpu", "cuda"])]
+/// Panics on a zero element (integer division). Declared associative (it is not) so that its
+/// reductions take the regrouped paths, two passes among them, whose panics the tests follow.
+#[vectorize(targets = ["cpu", "cuda"], associative = true)]
 pub(crate) fn cuda_add_inverse(a: i64, b: i64) -> i64 {
     a.wrapping_add(1_000_000 / b)
 }
@@ -108,6 +110,46 @@ fn integer_reductions_match_the_cpu_over_every_axis_set() {
                 }
                 let all = cuda_add_i64::reduce_device(&d, Axes::All).unwrap();
                 assert_eq!(all.copy_to_host().unwrap()[[]], a.sum());
+            }
+        },
+    );
+}
+
+/// `cuda_shift_in` (`2a + b`) is not reorderable: the device folds each output in order, as
+/// the CPU does (NumPy's order), on inner, outer, strided and long axes; several axes are
+/// refused before anything runs.
+#[test]
+fn a_function_not_reorderable_reduces_in_order_on_the_device() {
+    on_gpu(
+        "a_function_not_reorderable_reduces_in_order_on_the_device",
+        || {
+            let a = values_i64(&[6, 40]);
+            let d = to_device(&a).unwrap();
+            let rev = a.slice(s![..;-1, 1..;3]);
+            let drev = d.view().slice(s![..;-1, 1..;3]).unwrap();
+            for axis in [0isize, 1, -1] {
+                let want = cuda_shift_in::reduce_on(Target::Cpu, &a, axis).unwrap();
+                let got = cuda_shift_in::reduce_device(&d, axis).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want, "axis {axis}");
+                let host = cuda_shift_in::reduce_on(Target::Cuda, &a, axis).unwrap();
+                assert_eq!(host, want, "host, axis {axis}");
+                let want = cuda_shift_in::reduce_on(Target::Cpu, rev, axis).unwrap();
+                let got = cuda_shift_in::reduce_device(drev.clone(), axis).unwrap();
+                assert_eq!(got.copy_to_host().unwrap(), want, "view, axis {axis}");
+            }
+            // Long enough that a reorderable function would take two passes.
+            let long = values_i64(&[30_000]);
+            let mut want = long[0];
+            for &x in long.iter().skip(1) {
+                want = cuda_shift_in::scalar(want, x);
+            }
+            let got = cuda_shift_in::reduce_device(&to_device(&long).unwrap(), 0).unwrap();
+            assert_eq!(got.copy_to_host().unwrap()[[]], want);
+            for axes in [Axes::All, Axes::from([0, 1])] {
+                let e = cuda_shift_in::reduce_device(&d, axes.clone()).unwrap_err();
+                assert!(matches!(e, ufunc::Error::NotReorderable { .. }), "{e}");
+                let e = cuda_shift_in::reduce_on(Target::Cuda, &a, axes).unwrap_err();
+                assert!(matches!(e, ufunc::Error::NotReorderable { .. }), "{e}");
             }
         },
     );

@@ -1275,9 +1275,10 @@ pub(crate) fn dumul(a0: i64, a1: i64) -> i64 {
 }
 
 /// `pymin` as `vectorize('int64(int64, int64)', identity='reorderable')` (test_min_reduce).
-/// Rust: Python's `a0 if a0 < a1 else a1` is an `if` expression; no identity (an empty
+/// Rust: Python's `a0 if a0 < a1 else a1` is an `if` expression; `identity='reorderable'` is
+/// `associative = true` (several axes may be reduced), and there is no identity (an empty
 /// reduction is an error, as NumPy's for a reorderable identity).
-#[vectorize(targets = ["cpu", "parallel", "cuda"])]
+#[vectorize(targets = ["cpu", "parallel", "cuda"], associative = true)]
 pub(crate) fn dumin(a0: i64, a1: i64) -> i64 {
     if a0 < a1 {
         a0
@@ -1328,10 +1329,9 @@ fn fold_axes(a: &ArrayD<i64>, axes: &[usize], f: fn(i64, i64) -> i64) -> ArrayD<
 /// `arange(4).reshape(2, 2)`, `arange(40).reshape(5, 4, 2)`) and `_check_reduce_axis` (every
 /// combination of axes of `arange(40).reshape(5, 4, 2)` and `arange(10)`, and all of them) for
 /// `duadd`, `dumul`, `dumin`; `test_reduce_zero_axis`'s empty reductions give the identity.
-/// `dusub`/`dudiv` are not reduced: Numba folds them in order along one axis, while this
-/// library's `reduce` documents an unspecified grouping for non-associative functions
-/// (`ufunc-runtime/src/reduce/mod.rs`); their elementwise results, `outer` and `at` are
-/// checked instead in `check_test_dufunc_non_associative`.
+/// test_non_associative_reduce: `dusub` and `dudiv` (no identity, not reorderable) through
+/// both checks: folded in order along one axis (also `axis=()` and, of a 1-d array,
+/// `axis=None`), and NumPy's "not reorderable, so at most one axis may be specified" for more.
 pub(crate) fn check_test_dufunc_reduce(target: Target) {
     let inputs = [
         ArrayD::from_shape_fn(IxDyn(&[5]), |i| i[0] as i64),
@@ -1355,6 +1355,36 @@ pub(crate) fn check_test_dufunc_reduce(target: Target) {
         }
         let all = duadd::reduce_on(target, a, Axes::All).unwrap();
         assert_eq!(all[[]], a.sum(), "{target:?}");
+    }
+    // Python's `//` is Rust's `/` on these non-negative operands (no zero divisor is met).
+    let sub: fn(i64, i64) -> i64 = |x, y| x - y;
+    let div: fn(i64, i64) -> i64 = |x, y| x / y;
+    for a in &inputs {
+        let nd = a.ndim();
+        let mut axis_sets: Vec<Axes> = (0..1u32 << nd)
+            .map(|mask| Axes::from((0..nd).filter(|k| mask & (1 << k) != 0).collect::<Vec<_>>()))
+            .collect();
+        axis_sets.push(Axes::All);
+        for axes in axis_sets {
+            let list: Vec<usize> = match &axes {
+                Axes::All => (0..nd).collect(),
+                Axes::List(l) => l.iter().map(|&k| k as usize).collect(),
+            };
+            for (name, got, f) in [
+                ("sub", dusub::reduce_on(target, a, axes.clone()), sub),
+                ("div", dudiv::reduce_on(target, a, axes.clone()), div),
+            ] {
+                let what = format!("{name} {target:?} shape {:?} axes {axes:?}", a.shape());
+                if list.len() > 1 {
+                    let e = got.unwrap_err();
+                    assert!(matches!(e, Error::NotReorderable { .. }), "{what}: {e}");
+                    let text = e.to_string();
+                    assert!(text.contains("is not reorderable, so at most one axis"));
+                } else {
+                    assert_eq!(got.unwrap(), fold_axes(a, &list, f), "{what}");
+                }
+            }
+        }
     }
     // The dufunc applied elementwise (test_scalar: duadd(1, 2) == 3).
     assert_eq!(duadd::on(target, 1i64, 2i64).unwrap()[[]], 3);

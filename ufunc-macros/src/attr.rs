@@ -80,9 +80,9 @@ pub(crate) struct Attr {
     pub fastmath: Option<(Span, bool)>,
     /// `identity = expr`: the result of reducing no elements (`reduce` and its kin).
     pub identity: Option<(Span, syn::Expr)>,
-    /// `associative = true`: `accumulate` may regroup the function (a blocked, parallel scan)
-    /// instead of applying it strictly in order; the function must be associative and
-    /// commutative.
+    /// `associative = true`: the function is associative and commutative, so `reduce` (over
+    /// any axes) and `accumulate` (a blocked, parallel scan) may regroup it instead of
+    /// applying it strictly in order.
     pub associative: Option<(Span, bool)>,
 }
 

@@ -39,14 +39,16 @@ use proc_macro::TokenStream;
 /// default, the others are reachable with `f::on`), `types = [..]` for a function generic over
 /// one type, and `fastmath = true`. For a function `f(T, T) -> T`, which gets the ufunc
 /// methods (`f::reduce`, `f::accumulate`, `f::outer`, `f::at`): `identity = ...`, the result of
-/// reducing nothing, and `associative = true`, which lets `f::accumulate` regroup `f` (a
-/// blocked scan, split over threads on `parallel`; 1.5-2x faster a core, exact for integers,
-/// `min` and `max`) instead of applying it strictly in order as NumPy does (a recurrence such
-/// as `0.5 * acc + x` needs the order). Declare it only for a function that is associative
-/// and commutative, as `reduce` assumes of every function: the split scan reduces its pieces
-/// as `reduce` does. The regrouped scan evaluates `f` on other groupings of the elements, and
-/// on vector lanes whose results it drops, so a function that panics on some values (a
-/// checked overflow) may fail where the in-order scan would not.
+/// reducing nothing, and `associative = true`, which declares `f` associative and commutative.
+/// As in NumPy, `f::reduce` regroups (SIMD accumulators, pairwise blocks, split over threads)
+/// only a *reorderable* function, one with an identity or declared associative; any other
+/// (`a - b`, a recurrence such as `0.5 * acc + x`) is folded strictly in order along its one
+/// reduced axis, and reducing several axes of it is an error. `associative = true` also lets
+/// `f::accumulate` regroup `f` (a blocked scan, split over threads on `parallel`; 1.5-2x faster
+/// a core, exact for integers, `min` and `max`) instead of applying it strictly in order as
+/// NumPy does. The regrouped loops evaluate `f` on other groupings of the elements, and on
+/// vector lanes whose results they drop, so a function that panics on some values (a checked
+/// overflow) may fail where the in-order loops would not.
 ///
 /// `fastmath = true`, per target: on `cpu` and `parallel` the SIMD lane code contracts
 /// `a * b + c` into fused multiply-adds where the CPU has FMA (the scalar path is unchanged); on

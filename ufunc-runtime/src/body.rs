@@ -22,8 +22,9 @@ pub trait Body: 'static {
     const PATH: KernelPath;
     /// The result of reducing no elements (`identity = ...` on the attribute), if any.
     const IDENTITY: Option<Self::Out> = None;
-    /// Whether `f(f(a, b), c) == f(a, f(b, c))` was declared (`associative = true`), so that
-    /// `accumulate` may regroup it; otherwise it applies `f` strictly in order, as NumPy.
+    /// Whether `f` was declared associative and commutative (`associative = true`), so that
+    /// `accumulate` may regroup it (and `reduce`, which also regroups a function with an
+    /// identity); otherwise they apply `f` strictly in order, as NumPy.
     const ASSOCIATIVE: bool = false;
     /// Computes one element. Inlined into loops compiled for the instruction set `M`.
     fn call<M: Isa>(args: Self::In) -> Self::Out;

@@ -162,6 +162,14 @@ pub enum Error {
         /// The axes as given.
         axes: Vec<isize>,
     },
+    /// A reduction over several axes of a function that may not be regrouped (neither
+    /// `associative = true` nor an identity), as NumPy refuses for a ufunc not reorderable.
+    NotReorderable {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The axes that would be reduced (counted from 0).
+        axes: Vec<usize>,
+    },
     /// A reduction over an empty axis, of a function with no identity, would have a result.
     EmptyReduction {
         /// The ufunc's name.
@@ -408,6 +416,12 @@ impl fmt::Display for Error {
             Error::MethodRepeatedAxis { function, axes } => {
                 write!(f, "`{function}::reduce`: repeated axis in axes {axes:?}")
             }
+            Error::NotReorderable { function, axes } => write!(
+                f,
+                "reduction operation `{function}` is not reorderable, so at most one axis may be \
+                 reduced, not axes {axes:?}: declare the function `associative = true` if \
+                 f(f(a, b), c) == f(a, f(b, c)) and f(a, b) == f(b, a)"
+            ),
             Error::EmptyReduction {
                 function,
                 axis,

@@ -65,8 +65,8 @@ pub(super) fn check_options(attr: &Attr, errors: &Errors) {
     if let Some((span, _)) = &attr.associative {
         errors.at(
             *span,
-            "`associative` lets `accumulate` regroup a #[vectorize] function `f(T, T) -> T`; \
-             a #[guvectorize] function has no `accumulate`",
+            "`associative` lets `reduce` and `accumulate` regroup a #[vectorize] function \
+             `f(T, T) -> T`; a #[guvectorize] function has neither",
         );
     }
 }

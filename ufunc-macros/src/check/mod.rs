@@ -56,7 +56,7 @@ fn check_identity(f: &Ufunc<'_>, errors: &Errors) {
     if let (Some((span, _)), Err(why)) = (&f.attr.associative, f.method_elem()) {
         errors.at(
             *span,
-            format!("`associative` is for `accumulate`, which needs {why}"),
+            format!("`associative` is for `reduce` and `accumulate`, which need {why}"),
         );
     }
 }

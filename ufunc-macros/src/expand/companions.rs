@@ -460,9 +460,11 @@ fn methods(c: &Companions<'_>) -> TokenStream {
     let axes = quote!(impl ::core::convert::Into<::ufunc::Axes>);
     let doc_reduce = format!(
         "`{name}` reduced over `axes` of `a` (`0`, `-1`, `[0, 2]`, `Axes::All`), as NumPy's \
-         `{name}.reduce`: a new array without those axes. Treats `{name}` as associative and \
-         commutative (pairwise over runs, see `ufunc::Axes`); reducing an empty axis gives the \
-         `identity` of the attribute, or `Error::EmptyReduction` without one."
+         `{name}.reduce`: a new array without those axes. With an `identity` or `associative = \
+         true` on the attribute `{name}` is regrouped (pairwise over runs); otherwise it is \
+         folded in order along its one reduced axis, and several axes are \
+         `Error::NotReorderable`, as in NumPy. Reducing an empty axis gives the `identity`, or \
+         `Error::EmptyReduction` without one."
     );
     let doc_acc = format!(
         "The running `{name}` along `axis` of `a` (negative counts from the end): element `i` \

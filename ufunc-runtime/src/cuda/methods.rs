@@ -7,7 +7,8 @@
 //! - many reduced elements for few outputs (a full reduction, say): two passes, blocks over
 //!   chunks of each output's elements into partials, then a warp per output over its partials;
 //! - otherwise an inner reduction (reduced axis of smallest stride): a warp per output;
-//! - an outer one: a thread per output walking its rows (coalesced along the kept axis).
+//! - an outer one: a thread per output walking its rows (coalesced along the kept axis), as
+//!   for any reduction of a function that is not reorderable (folded in order, as NumPy).
 //!
 //! Float results differ from the CPU's only by the grouping of the operations: for a sum of
 //! `n` elements both are within `n * eps * sum(|x|)` of the exact sum, so they differ by at
@@ -30,7 +31,7 @@ use crate::error::Result;
 use crate::operand::RawOperand;
 use crate::reduce::{
     at_indices, empty_reduction, full_strides, normalize, out_keepdims, outer_leading,
-    reduced_axes, reduced_shape, split_axes, Axes, Axis,
+    reduced_axes, reduced_shape, reorderable, split_axes, Axes, Axis,
 };
 use crate::shape::{byte_size, c_strides, scatter_c_order};
 use crate::target::Target;
@@ -99,20 +100,23 @@ impl Methods<'_> {
     }
 
     /// `f` over `red` of `input` for each element of `kept`, into `out` (both non-empty):
-    /// its passes queued with the status word `status`.
+    /// its passes queued with the status word `status`. Only a `reorderable` `f` is
+    /// regrouped; any other is folded in order by a thread per output.
+    #[allow(clippy::too_many_arguments)]
     fn reduce<T: Element>(
         &self,
         input: (&Buffer, usize),
         kept: &[Axis],
         red: &[Axis],
         inner: bool,
+        reorderable: bool,
         out: &mut Buffer,
         status: &mut Buffer,
     ) -> Result<()> {
         let n_out: usize = kept.iter().map(|x| x.len).product();
         let n_red: usize = red.iter().map(|x| x.len).product();
         let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
-        if n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT {
+        if reorderable && n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT {
             let chunk = n_red.div_ceil((BLOCKS_TASKS / n_out).clamp(1, n_red / BLOCKS_MIN_RED));
             let parts = n_red.div_ceil(chunk);
             let mut partials = self.queue.alloc(n_out * parts * size_of::<T>())?;
@@ -143,11 +147,11 @@ impl Methods<'_> {
                 a: 1,
                 out: 0,
             }];
-            return self.reduce::<T>((&partials, 0), &kept, &red, true, out, status);
+            return self.reduce::<T>((&partials, 0), &kept, &red, true, true, out, status);
         }
         let g = self.geometry(kept, red)?;
         let mut args = sizes();
-        if inner {
+        if inner && reorderable {
             args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
             self.queue_entry("reduce_warps", n_out * WARP, true, args, status)
         } else {
@@ -186,9 +190,9 @@ impl Methods<'_> {
             .map(|i| (shape[i], input.strides[i], out_strides[i], reduced[i]))
             .collect();
         let (kept, red, inner) = split_axes(&specs);
-        self.waited(|status| {
-            self.reduce::<T>((input.mem, input.offset), &kept, &red, inner, out, status)
-        })
+        let reorderable = reorderable::<B, T>();
+        let input = (input.mem, input.offset);
+        self.waited(|status| self.reduce::<T>(input, &kept, &red, inner, reorderable, out, status))
     }
 
     /// `a[idx[k], ..] = f(a[idx[k], ..], b[k, ..])` for each `k` in order, `a` in C order of
@@ -290,7 +294,7 @@ pub fn reduce_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
     keepdims: bool,
 ) -> Result<DeviceArray<T, IxDyn>> {
     with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
-        let reduced = reduced_axes(B::NAME, &axes, input.shape.len())?;
+        let reduced = reduced_axes::<B, T>(&axes, input.shape.len())?;
         let shape = reduced_shape(input.shape, &reduced, keepdims);
         let mut out = m.queue.alloc(byte_size(&shape, size_of::<T>())?)?;
         m.reduce_into::<B, T>(input, &reduced, &mut out)?;
@@ -313,7 +317,7 @@ where
     D: Dimension,
 {
     with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
-        let reduced = reduced_axes(B::NAME, &axes, input.shape.len())?;
+        let reduced = reduced_axes::<B, T>(&axes, input.shape.len())?;
         out_keepdims(input.shape, &reduced, out.dim.slice())?;
         m.reduce_into::<B, T>(input, &reduced, &mut out.buf.0)
     })

@@ -5,7 +5,8 @@
 //!
 //! - *inner* reduction (the axis of smallest stride is reduced): each output element reduces
 //!   its runs with the pairwise kernel (contiguous runs directly, strided ones through a
-//!   buffer), runs combined in order;
+//!   buffer), runs combined in order; a function that is not reorderable has one reduced axis,
+//!   folded in order;
 //! - *outer* reduction (the axis of smallest stride is kept): chunks of an output row are
 //!   accumulated in a buffer that input rows stream into with the element-wise combine.
 //!
@@ -15,6 +16,7 @@
 //! long contiguous runs each split over the threads.
 
 use super::kernels::{call, kernels, Kernels, SCAN_BLOCK, SIDE_BY_SIDE_MIN, STREAMS_MIN};
+use super::reorderable;
 use crate::body::Body;
 use crate::element::Element;
 use crate::parallel::{Split, Threads};
@@ -189,6 +191,15 @@ impl<T: Element> Job<T> {
         let n_kept = self.kept.len();
         let n_red = self.reduced.len();
         let nthreads = threads.count();
+        if !reorderable::<B, T>() {
+            // NumPy's order along the one reduced axis: a fold for each output (inner), or
+            // input rows streamed in order into accumulator rows (outer).
+            self.walk_kept(threads, false, |a, out| {
+                // SAFETY: one axis of `n_red` elements at its stride; `out` is this output.
+                unsafe { out.write((self.k.fold)(a, self.reduced.a_inner, n_red)) };
+            });
+            return;
+        }
         if self.inner && threads == Threads::All && n_kept < 2 * nthreads {
             // Few outputs: split each one's reduced elements, combined in a fixed order.
             let pieces = SPLIT_REDUCED.pieces(n_red, 1, nthreads);

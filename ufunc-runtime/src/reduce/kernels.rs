@@ -37,6 +37,9 @@ pub(crate) struct Kernels<T> {
     /// `out[0] = x[0]`, `out[i] = f(out[i - 1], x[i])` along strided runs of `n >= 1`
     /// elements (strides in elements), in that order.
     pub scan: unsafe fn(*const T, isize, *mut T, isize, usize),
+    /// `f(..f(f(x[0], x[1]), x[2]).., x[n - 1])` along a strided run of `n >= 1` elements, in
+    /// that order: the last element of `scan`, bit for bit.
+    pub fold: unsafe fn(*const T, isize, usize) -> T,
     /// `out[i] = f(carry, x[0], .., x[i])` over `n >= 1` contiguous elements, regrouped (see
     /// [`scan_run`]); returns `out[n - 1]`. `x` and `out` may be the same run: each block is
     /// read before it is written. With `stream`, the output is written with non-temporal
@@ -312,6 +315,22 @@ unsafe fn scan<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
             acc = B::call::<M>((acc, x.offset(i * xs).read()));
             out.offset(i * os).write(acc);
         }
+    }
+}
+
+#[inline(always)]
+unsafe fn fold<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    x: *const T,
+    xs: isize,
+    n: usize,
+) -> T {
+    // SAFETY: the caller's contract, `n` elements at that stride.
+    unsafe {
+        let mut acc = x.read();
+        for i in 1..n as isize {
+            acc = B::call::<M>((acc, x.offset(i * xs).read()));
+        }
+        acc
     }
 }
 
@@ -796,7 +815,7 @@ fn prefetch(p: *const u8) {
 }
 
 macro_rules! entry {
-    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $scan_run:ident, $run:ident, $m:ty, $level:expr $(, $feat:literal)?) => {
+    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $fold:ident, $scan_run:ident, $run:ident, $m:ty, $level:expr $(, $feat:literal)?) => {
         $(#[target_feature(enable = $feat)])?
         unsafe fn $reduce<B: Body<In = (T, T), Out = T>, T: Element>(p: *const T, n: usize) -> T {
             // SAFETY: the caller's contract, passed on.
@@ -831,6 +850,15 @@ macro_rules! entry {
             unsafe { scan::<B, T, $m>(x, xs, out, os, n) }
         }
         $(#[target_feature(enable = $feat)])?
+        unsafe fn $fold<B: Body<In = (T, T), Out = T>, T: Element>(
+            x: *const T,
+            xs: isize,
+            n: usize,
+        ) -> T {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { fold::<B, T, $m>(x, xs, n) }
+        }
+        $(#[target_feature(enable = $feat)])?
         unsafe fn $scan_run<B: Body<In = (T, T), Out = T>, T: Element>(
             x: *const T,
             out: *mut T,
@@ -849,6 +877,7 @@ entry!(
     reduce_four_base,
     combine_base,
     scan_base,
+    fold_base,
     scan_run_base,
     scan_run,
     NoFma,
@@ -860,6 +889,7 @@ entry!(
     reduce_four_avx2,
     combine_avx2,
     scan_avx2,
+    fold_avx2,
     scan_run_avx2,
     scan_run_x86,
     crate::isa::WithFma,
@@ -872,6 +902,7 @@ entry!(
     reduce_four_avx512,
     combine_avx512,
     scan_avx512,
+    fold_avx512,
     scan_run_avx512,
     scan_run_x86,
     crate::isa::WithFma,
@@ -884,6 +915,7 @@ entry!(
     reduce_four_neon,
     combine_neon,
     scan_neon,
+    fold_neon,
     scan_run_neon,
     scan_run,
     crate::isa::WithFma,
@@ -901,6 +933,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             side_by_side: side_by_side(IsaLevel::Avx512),
             combine: combine_avx512::<B, T>,
             scan: scan_avx512::<B, T>,
+            fold: fold_avx512::<B, T>,
             scan_run: scan_run_avx512::<B, T>,
         },
         #[cfg(target_arch = "x86_64")]
@@ -910,6 +943,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             side_by_side: side_by_side(IsaLevel::Avx2),
             combine: combine_avx2::<B, T>,
             scan: scan_avx2::<B, T>,
+            fold: fold_avx2::<B, T>,
             scan_run: scan_run_avx2::<B, T>,
         },
         #[cfg(target_arch = "aarch64")]
@@ -919,6 +953,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             side_by_side: side_by_side(IsaLevel::Neon),
             combine: combine_neon::<B, T>,
             scan: scan_neon::<B, T>,
+            fold: fold_neon::<B, T>,
             scan_run: scan_run_neon::<B, T>,
         },
         _ => Kernels {
@@ -927,6 +962,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             side_by_side: side_by_side(IsaLevel::Baseline),
             combine: combine_base::<B, T>,
             scan: scan_base::<B, T>,
+            fold: fold_base::<B, T>,
             scan_run: scan_run_base::<B, T>,
         },
     }

@@ -2,13 +2,15 @@
 //! `outer` and `at`, with NumPy's semantics (axis order, negative axes, repeated axes an error,
 //! result shapes; any strides and broadcast views as input).
 //!
-//! `reduce` treats `f` as associative and commutative, as NumPy treats `add` and `multiply`: a
-//! contiguous run is reduced with several accumulators and a tree, and blocks of 2048 elements are
-//! combined pairwise, which gives float addition NumPy's accuracy (error growing as `log2(n)`, not
-//! `n`); a run of 64 blocks or more is read as four parts side by side (more of the memory busy at
-//! once), each reduced so, their totals combined pairwise, and the rows of an inner reduction four
-//! at a time (each the same as alone). For an operation that is not associative (subtraction, say)
-//! the grouping is unspecified. `accumulate` applies `f` strictly in order, as NumPy does (so that
+//! `reduce` of a *reorderable* function (declared `associative = true`, or given an identity, as
+//! NumPy reads `add` and `multiply`) regroups it: a contiguous run is reduced with several
+//! accumulators and a tree, and blocks of 2048 elements are combined pairwise, which gives float
+//! addition NumPy's accuracy (error growing as `log2(n)`, not `n`); a run of 64 blocks or more is
+//! read as four parts side by side (more of the memory busy at once), each reduced so, their
+//! totals combined pairwise, and the rows of an inner reduction four at a time (each the same as
+//! alone). Any other function (subtraction, say) is folded strictly in order along its one
+//! reduced axis, as NumPy does: reducing more than one axis of it is an error, as in NumPy.
+//! `accumulate` applies `f` strictly in order, as NumPy does (so that
 //! recurrences work), unless the function is declared `associative = true` (which promises
 //! commutativity too): then contiguous runs are scanned in blocks of independent chains (runs
 //! streamed from memory to memory, of 4- or 8-byte elements on x86-64, a vector at a time) and long
@@ -117,8 +119,20 @@ pub(crate) fn normalize(
     Ok(a as usize)
 }
 
-/// Which axes of an array of `ndim` dimensions `axes` reduces.
-pub(crate) fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> Result<Vec<bool>> {
+/// Whether `reduce` may regroup `f` (NumPy's *reorderable*): declared `associative = true`, or
+/// given an identity (NumPy reads a ufunc with an identity as reorderable). Otherwise each
+/// result folds its elements strictly in order, and at most one axis may be reduced.
+pub(crate) fn reorderable<B: Body<In = (T, T), Out = T>, T: Element>() -> bool {
+    B::ASSOCIATIVE || B::IDENTITY.is_some()
+}
+
+/// Which axes of an array of `ndim` dimensions `axes` reduces: each in range and at most
+/// once, and only one (of two or more dimensions) where `B` is not [`reorderable`].
+pub(crate) fn reduced_axes<B: Body<In = (T, T), Out = T>, T: Element>(
+    axes: &Axes,
+    ndim: usize,
+) -> Result<Vec<bool>> {
+    let function = B::NAME;
     let mut reduced = vec![false; ndim];
     match axes {
         Axes::All => reduced.fill(true),
@@ -133,6 +147,12 @@ pub(crate) fn reduced_axes(function: &'static str, axes: &Axes, ndim: usize) -> 
                 }
             }
         }
+    }
+    if !reorderable::<B, T>() && reduced.iter().filter(|&&r| r).count() > 1 {
+        return Err(Error::NotReorderable {
+            function,
+            axes: (0..ndim).filter(|&i| reduced[i]).collect(),
+        });
     }
     Ok(reduced)
 }
@@ -273,7 +293,7 @@ where
 {
     let route = route(B::NAME, target, compiled, B::CUDA)?;
     let raw = a.raw();
-    let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
+    let reduced = reduced_axes::<B, T>(&axes, raw.shape.len())?;
     let shape = reduced_shape(raw.shape, &reduced, keepdims);
     let mut out = crate::alloc::try_uninit::<T, IxDyn>(&IxDyn(&shape))?;
     let strides = full_strides(&reduced, &c_strides(&shape), keepdims);
@@ -299,7 +319,7 @@ where
 {
     let route = route(B::NAME, target, compiled, B::CUDA)?;
     let raw = a.raw();
-    let reduced = reduced_axes(B::NAME, &axes, raw.shape.len())?;
+    let reduced = reduced_axes::<B, T>(&axes, raw.shape.len())?;
     let out: RawOutOperand<'_> = out.raw_mut();
     let keepdims = out_keepdims(raw.shape, &reduced, out.shape)?;
     let strides = full_strides(&reduced, out.strides, keepdims);
