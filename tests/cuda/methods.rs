@@ -54,6 +54,22 @@ pub(crate) fn cuda_add_inverse(a: i64, b: i64) -> i64 {
     a.wrapping_add(1_000_000 / b)
 }
 
+/// Associative but not commutative: the affine map `x -> a x + b` modulo 2^16 (`a` in the low
+/// half, `b` in the high half) of `p`, then that of `q`. A scan that combined any pair out of
+/// order would change the result.
+#[vectorize(targets = ["cpu", "cuda"], associative = true)]
+pub(crate) fn cuda_then_affine(p: u32, q: u32) -> u32 {
+    let a = (p & 0xFFFF).wrapping_mul(q & 0xFFFF) & 0xFFFF;
+    let b = (q & 0xFFFF).wrapping_mul(p >> 16).wrapping_add(q >> 16) & 0xFFFF;
+    a | (b << 16)
+}
+
+/// Float addition declared associative: its device accumulation of long runs is a blocked scan.
+#[vectorize(targets = ["cpu", "cuda"], identity = 0.0, associative = true)]
+pub(crate) fn cuda_add_f32_assoc(a: f32, b: f32) -> f32 {
+    a + b
+}
+
 /// The sources of the functions above, for the NVRTC test.
 pub(crate) fn sources() -> Vec<(&'static str, String)> {
     vec![
@@ -64,6 +80,8 @@ pub(crate) fn sources() -> Vec<(&'static str, String)> {
         ("cuda_fmax", cuda_fmax::cuda_source()),
         ("cuda_shift_in", cuda_shift_in::cuda_source()),
         ("cuda_add_inverse", cuda_add_inverse::cuda_source()),
+        ("cuda_then_affine", cuda_then_affine::cuda_source()),
+        ("cuda_add_f32_assoc", cuda_add_f32_assoc::cuda_source()),
     ]
 }
 
@@ -409,6 +427,69 @@ fn reduce_out_device_takes_either_shape_and_checks_it() {
         let err = cuda_add_i64::reduce_device(&d, 3).unwrap_err();
         assert!(matches!(err, Error::MethodAxis { .. }), "{err}");
     });
+}
+
+/// The running `f` along `axis` of `a`, applied strictly in order.
+fn running_in_order(a: &ArrayD<u32>, axis: usize, f: fn(u32, u32) -> u32) -> ArrayD<u32> {
+    let mut out = a.clone();
+    for mut lane in out.lanes_mut(ndarray::Axis(axis)) {
+        for i in 1..lane.len() {
+            lane[i] = f(lane[i - 1], lane[i]);
+        }
+    }
+    out
+}
+
+/// An associative function accumulated along long runs takes the blocked scan (chunks'
+/// totals, their running values, each chunk scanned from the one before): every pair still
+/// combined in order (a function that does not commute), at lengths around the chunks' and
+/// the tiles' edges, along inner, outer and reversed axes.
+#[test]
+fn a_long_associative_accumulation_is_a_blocked_scan_in_order() {
+    on_gpu(
+        "a_long_associative_accumulation_is_a_blocked_scan_in_order",
+        || {
+            let values = |shape: &[usize]| {
+                let mut k = 0u32;
+                Array::from_shape_simple_fn(IxDyn(shape), || {
+                    k = k.wrapping_add(1);
+                    k.wrapping_mul(2_654_435_761) | 1
+                })
+            };
+            for shape in [
+                &[8192][..],
+                &[8193],
+                &[3 * 8192 + 5],
+                &[2, 17_000],
+                &[17_000, 2],
+            ] {
+                let a = values(shape);
+                let d = to_device(&a).unwrap();
+                for axis in 0..shape.len() {
+                    let want = running_in_order(&a, axis, cuda_then_affine::scalar);
+                    let got = cuda_then_affine::accumulate_device(&d, axis as isize).unwrap();
+                    assert_eq!(got.copy_to_host().unwrap(), want, "{shape:?} axis {axis}");
+                    let host = cuda_then_affine::accumulate_on(Target::Cuda, &a, axis as isize);
+                    assert_eq!(host.unwrap(), want, "host {shape:?} axis {axis}");
+                }
+            }
+            let a = values(&[3, 51_000]);
+            let hv = a.slice(s![..;-1, ..;-3]).to_owned().into_dyn();
+            let dv = to_device(&a).unwrap();
+            let dv = dv.view().slice(s![..;-1, ..;-3]).unwrap();
+            let got = cuda_then_affine::accumulate_device(dv, 1).unwrap();
+            let want = running_in_order(&hv, 1, cuda_then_affine::scalar);
+            let got = got.copy_to_host().unwrap().into_dyn();
+            assert_eq!(got, want, "reversed strided view");
+            // A float sum of ones and halves: exact in f32 at every step either way.
+            let x = Array::from_shape_fn(IxDyn(&[100_000]), |i| [1.0f32, 0.5][i[0] % 2]);
+            let got = cuda_add_f32_assoc::accumulate_device(&to_device(&x).unwrap(), 0).unwrap();
+            let got = got.copy_to_host().unwrap();
+            let want = cuda_add_f32_assoc::accumulate_on(Target::Cpu, &x, 0).unwrap();
+            assert_eq!(got, want);
+            assert_eq!(got[[99_999]], 75_000.0);
+        },
+    );
 }
 
 #[test]

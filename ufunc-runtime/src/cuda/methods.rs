@@ -10,6 +10,11 @@
 //! - an outer one: a thread per output walking its rows (coalesced along the kept axis), as
 //!   for any reduction of a function that is not reorderable (folded in order, as NumPy).
 //!
+//! `accumulate` runs a thread per output row, in order, or, for a function declared
+//! `associative = true` with a few long rows, three passes over chunks of each row: the
+//! chunks' totals, their running values, each chunk scanned from the value before it (every
+//! pair still combined left then right, so the function need not commute).
+//!
 //! Float results differ from the CPU's only by the grouping of the operations: for a sum of
 //! `n` elements both are within `n * eps * sum(|x|)` of the exact sum, so they differ by at
 //! most twice that. That worst case grows with `n` and says little for large sums: in the
@@ -52,6 +57,14 @@ const BLOCKS_MIN_RED: usize = 8192;
 const BLOCKS_MAX_OUT: usize = 2048;
 /// Blocks of the first pass, about (a few per multiprocessor, each a long run).
 const BLOCKS_TASKS: usize = 2048;
+
+/// How a pass over blocks cuts each of `n_out` runs of `n_red` elements: into `parts` chunks
+/// of `chunk` elements (the last shorter), about [`BLOCKS_TASKS`] in all, each at least
+/// [`BLOCKS_MIN_RED`] long.
+fn chunks(n_out: usize, n_red: usize) -> (usize, usize) {
+    let chunk = n_red.div_ceil((BLOCKS_TASKS / n_out).clamp(1, n_red / BLOCKS_MIN_RED));
+    (n_red.div_ceil(chunk), chunk)
+}
 
 /// A kernel of the methods and where it runs.
 struct Methods<'q> {
@@ -117,8 +130,7 @@ impl Methods<'_> {
         let n_red: usize = red.iter().map(|x| x.len).product();
         let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
         if reorderable && n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT {
-            let chunk = n_red.div_ceil((BLOCKS_TASKS / n_out).clamp(1, n_red / BLOCKS_MIN_RED));
-            let parts = n_red.div_ceil(chunk);
+            let (parts, chunk) = chunks(n_out, n_red);
             let mut partials = self.queue.alloc(n_out * parts * size_of::<T>())?;
             let g = self.geometry(kept, red)?;
             let mut args = sizes();
@@ -234,8 +246,16 @@ impl Methods<'_> {
     }
 
     /// The running `f` along `axis` of `input` into `out`, device memory of its shape in C
-    /// order.
-    fn accumulate(&self, input: &LaunchInput<'_>, axis: usize, out: &mut Buffer) -> Result<()> {
+    /// order: a thread per output row in order, or, for an `associative` `f` and a few long
+    /// rows, three passes over chunks of each row (their totals, the totals' running values,
+    /// each chunk scanned from the value before it), every pair combined in order.
+    fn accumulate<T: Element>(
+        &self,
+        input: &LaunchInput<'_>,
+        axis: usize,
+        associative: bool,
+        out: &mut Buffer,
+    ) -> Result<()> {
         let shape = input.shape;
         if shape.contains(&0) {
             return Ok(());
@@ -248,15 +268,55 @@ impl Methods<'_> {
         let n_out: usize = kept.iter().map(|x| x.len).product();
         let n_red: usize = red.iter().map(|x| x.len).product();
         let g = self.geometry(&kept, &red)?;
-        let args = vec![
-            Arg::I64(n_out as i64),
-            Arg::I64(n_red as i64),
-            Arg::I32(1),
-            Arg::In(&g, 0),
-            Arg::In(input.mem, input.offset),
-            Arg::Out(out),
-        ];
-        self.waited(|status| self.queue_entry("reduce_cols", n_out, false, args, status))
+        let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
+        if !(associative && n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT) {
+            let mut args = sizes();
+            args.extend([Arg::I32(1), Arg::In(&g, 0)]);
+            args.extend([Arg::In(input.mem, input.offset), Arg::Out(out)]);
+            return self
+                .waited(|status| self.queue_entry("reduce_cols", n_out, false, args, status));
+        }
+        let (parts, chunk) = chunks(n_out, n_red);
+        let tasks = n_out * parts;
+        let mut totals = self.queue.alloc(tasks * size_of::<T>())?;
+        let mut carries = self.queue.alloc(tasks * size_of::<T>())?;
+        // The chunks' totals, each row's contiguous, and their running values along the rows.
+        let rows = Axis {
+            len: n_out,
+            a: parts as isize,
+            out: parts as isize,
+        };
+        let along = Axis {
+            len: parts,
+            a: 1,
+            out: 1,
+        };
+        let g_totals = self.geometry(&[rows], &[along])?;
+        let chunked = || {
+            let mut args = sizes();
+            args.extend([
+                Arg::I64(parts as i64),
+                Arg::I64(chunk as i64),
+                Arg::In(&g, 0),
+            ]);
+            args.push(Arg::In(input.mem, input.offset));
+            args
+        };
+        self.waited(|status| {
+            let mut args = chunked();
+            args.push(Arg::Out(&mut totals));
+            self.queue_entry("chunk_totals", tasks * THREADS as usize, true, args, status)?;
+            let mut args = vec![Arg::I64(n_out as i64), Arg::I64(parts as i64), Arg::I32(1)];
+            args.extend([
+                Arg::In(&g_totals, 0),
+                Arg::In(&totals, 0),
+                Arg::Out(&mut carries),
+            ]);
+            self.queue_entry("reduce_cols", n_out, false, args, status)?;
+            let mut args = chunked();
+            args.extend([Arg::In(&carries, 0), Arg::Out(out)]);
+            self.queue_entry("scan_blocks", tasks * THREADS as usize, true, args, status)
+        })
     }
 }
 
@@ -335,7 +395,7 @@ pub fn accumulate_device<B: DeviceBinaryOp<T>, T: Element, A: DeviceOperand<T>>(
         let shape = input.shape;
         let axis = normalize(B::NAME, "accumulate", axis, shape.len())?;
         let mut out = m.queue.alloc(byte_size(shape, size_of::<T>())?)?;
-        m.accumulate(input, axis, &mut out)?;
+        m.accumulate::<T>(input, axis, B::ASSOCIATIVE, &mut out)?;
         let mut dim = A::Dim::zeros(shape.len());
         dim.slice_mut().copy_from_slice(shape);
         Ok(wrap(DeviceBuffer(out), &dim))
@@ -460,6 +520,6 @@ pub(crate) fn accumulate_host<B: Body<In = (T, T), Out = T>, T: Element>(
         return Ok(());
     }
     on_host::<B, T>(kernel, a, (out.0, a.shape, out.1), |m, input, dev| {
-        m.accumulate(input, axis, dev)
+        m.accumulate::<T>(input, axis, B::ASSOCIATIVE, dev)
     })
 }

@@ -12,11 +12,16 @@
 //! - `{name}_reduce_cols`: a thread per output element walking its reduced elements in order
 //!   (adjacent threads read adjacent columns of an outer-axis reduction); with `each`, every
 //!   running value is written too (an accumulation);
+//! - `{name}_chunk_totals`, then `{name}_scan_blocks`: the first and last passes of an
+//!   accumulation of long runs of an associative `f`, a block per (output element, chunk):
+//!   the chunks' totals, in order; between them `_reduce_cols` with `each` gives their running
+//!   values; then each chunk is scanned from the value before it. Every pair is combined in
+//!   order (left, then right), so `f` need not commute;
 //! - `{name}_at`: a thread per element of `a[0]`'s sub-array, applying every index in order
 //!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the
 //!   indices, with `a`'s and `b`'s strides along axis 0).
 //!
-//! `_warps` and `_blocks` synchronise their threads (launched as cooperative), and need
+//! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched as cooperative), and need
 //! `blockDim.x` to be a multiple of `warpSize`.
 
 use super::{STATUS_ENTRY, STATUS_PARAM};
@@ -167,6 +172,99 @@ extern "C" __global__ void {name}_reduce_cols(long long n_out, long long n_red, 
         if (!each) dst[0] = v;
     }}
 }}
+// The elements `start..end` of the run at `a` scanned in order from `carry` (none where not
+// `has_carry`), which ends as their total; with `w`, each running value is written there.
+// Tiles of eight elements a thread: each thread's run scanned in registers, the threads'
+// totals scanned in shared memory (Hillis-Steele, each step combining left then right), then
+// each run combined with the total before it. Every thread of the block calls it.
+__device__ inline void {name}_scan_chunk(const {t}* a, {t}* w, const {name}_geom& geo,
+        long long start, long long end, {t}& carry, bool& has_carry) {{
+    __UFUNC_BLOCK_SHARED {t} vals[1024];
+    __UFUNC_BLOCK_SHARED int flags[1024];
+    const int K = 8;
+    for (long long tile = start; tile < end; tile += (long long)blockDim.x * K) {{
+        const long long first = tile + (long long)threadIdx.x * K;
+        {t} x[K];
+        {t} run{{}};
+        bool has = false;
+        int m = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {{
+            if (first + k < end) {{
+                {name}_push(run, has, a[{name}_offset(first + k, geo.nr, geo.rshape, geo.ra)]);
+                x[k] = run;
+                m = k + 1;
+            }}
+        }}
+        vals[threadIdx.x] = run;
+        flags[threadIdx.x] = has;
+        __syncthreads();
+        for (unsigned d = 1; d < blockDim.x; d *= 2) {{
+            {t} left{{}};
+            int left_has = 0;
+            if (threadIdx.x >= d) {{
+                left = vals[threadIdx.x - d];
+                left_has = flags[threadIdx.x - d];
+            }}
+            __syncthreads();
+            if (left_has) {{
+                bool h = true;
+                if (flags[threadIdx.x]) {name}_push(left, h, vals[threadIdx.x]);
+                vals[threadIdx.x] = left;
+                flags[threadIdx.x] = 1;
+            }}
+            __syncthreads();
+        }}
+        if (w) {{
+            {t} p = carry;
+            bool p_has = has_carry;
+            if (threadIdx.x > 0 && flags[threadIdx.x - 1]) {name}_push(p, p_has, vals[threadIdx.x - 1]);
+            for (int k = 0; k < m; ++k) {{
+                {t} v = p;
+                bool v_has = p_has;
+                {name}_push(v, v_has, x[k]);
+                w[{name}_offset(first + k, geo.nr, geo.rshape, geo.rout)] = v;
+            }}
+        }}
+        if (flags[blockDim.x - 1]) {name}_push(carry, has_carry, vals[blockDim.x - 1]);
+        __syncthreads();
+    }}
+}}
+// The total of each (output element, chunk of its elements), in order: the first pass of an
+// accumulation of long runs.
+extern "C" __global__ void {name}_chunk_totals(long long n_out, long long n_red, long long parts,
+        long long chunk, const long long* __restrict__ g, const {t}* __restrict__ in,
+        {t}* __restrict__ totals, {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
+        const long long o = task / parts, start = task % parts * chunk;
+        const long long end = start + chunk < n_red ? start + chunk : n_red;
+        {t} total{{}};
+        bool has = false;
+        {name}_scan_chunk(in + {name}_offset(o, geo.nk, geo.kshape, geo.ka), nullptr, geo, start,
+                          end, total, has);
+        if (threadIdx.x == 0) totals[task] = total;
+    }}
+}}
+// The running values of each (output element, chunk): the chunk scanned from the running total
+// of the chunks before it (`carries`), the last pass of an accumulation of long runs.
+extern "C" __global__ void {name}_scan_blocks(long long n_out, long long n_red, long long parts,
+        long long chunk, const long long* __restrict__ g, const {t}* __restrict__ in,
+        const {t}* __restrict__ carries, {t}* __restrict__ out, {STATUS_PARAM}) {{
+{STATUS_ENTRY}
+    const {name}_geom geo = {name}_geom_of(g);
+    for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
+        const long long o = task / parts, c = task % parts, start = c * chunk;
+        const long long end = start + chunk < n_red ? start + chunk : n_red;
+        {t} carry{{}};
+        bool has_carry = c > 0;
+        if (has_carry) carry = carries[o * parts + c - 1];
+        {name}_scan_chunk(in + {name}_offset(o, geo.nk, geo.kshape, geo.ka),
+                          out + {name}_offset(o, geo.nk, geo.kshape, geo.kout), geo, start, end,
+                          carry, has_carry);
+    }}
+}}
 extern "C" __global__ void {name}_at(long long n_sub, long long n_idx,
         const long long* __restrict__ idx, const long long* __restrict__ g,
         {t}* __restrict__ a, const {t}* __restrict__ b, {STATUS_PARAM}) {{
@@ -195,6 +293,8 @@ mod tests {
             "add_f32_reduce_warps",
             "add_f32_reduce_blocks",
             "add_f32_reduce_cols",
+            "add_f32_chunk_totals",
+            "add_f32_scan_blocks",
         ] {
             assert!(src.contains(&format!("void {k}(")), "{src}");
         }
