@@ -1,7 +1,8 @@
 //! GPU benchmarks of the `cuda` target (issue 4): `(a+b)**2` on device arrays of 2^28 f32 (each
 //! call waiting, and 10 calls queued on a stream) against the driver's device-to-device copy and
 //! a copy kernel, a full `add.reduce` of the same 2^28 f32 (issue 12: goal 80% of the copy's
-//! bandwidth, its 4 bytes read per element against the copy's 8 moved), and the first call in
+//! bandwidth, its 4 bytes read per element against the copy's 8 moved), `add.accumulate` of
+//! 2^24 f32 (the blocked scan; 8 bytes moved an element), and the first call in
 //! a fresh process (context creation and a
 //! kernel loaded from the warm disk cache). Prints one JSON object per measurement; without a
 //! CUDA device it says so and exits.
@@ -25,7 +26,8 @@ fn copy(a: f32) -> f32 {
     a
 }
 
-#[vectorize(targets = ["cuda"], identity = 0.0)]
+/// Declared associative, so that its accumulation of a long row is the blocked scan.
+#[vectorize(targets = ["cuda"], identity = 0.0, associative = true)]
 fn add(a: f32, b: f32) -> f32 {
     a + b
 }
@@ -89,6 +91,15 @@ fn main() -> Result<(), ufunc::Error> {
     let gbps = 4.0 * n as f64 / ms / 1e6;
     let of_copy = 100.0 * gbps / copy_gbps;
     println!("{{\"case\": \"cuda_add_reduce_all\", \"n\": {n}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}, \"percent_of_memcpy\": {of_copy:.0}}}");
+    // add.accumulate of 2^24 f32 (a new device array each call): 8 bytes moved an element.
+    let m = 1usize << 24;
+    let halves = to_device(&ndarray::Array1::from_elem(m, 0.5f32))?;
+    let ms = median_ms(10, || drop(add::accumulate_device(&halves, 0).unwrap()));
+    let running = add::accumulate_device(&halves, 0)?.copy_to_host()?;
+    assert_eq!(running[m - 1], 0.5 * m as f32, "running sum");
+    let gbps = 8.0 * m as f64 / ms / 1e6;
+    let of_copy = 100.0 * gbps / copy_gbps;
+    println!("{{\"case\": \"cuda_add_accumulate\", \"n\": {m}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}, \"percent_of_memcpy\": {of_copy:.0}}}");
     // Queued on a stream: 10 calls, one sync.
     let stream = Stream::new()?;
     let ms = median_ms(3, || {
