@@ -23,7 +23,8 @@ fn decay(acc: f32, x: f32) -> f32 {
 }
 
 /// NumPy's `maximum` (NaN propagates); no identity, so reducing an empty axis is an error.
-/// Declared associative (it is, and commutative), so `reduce` may regroup it, as NumPy does.
+/// Declared associative (it is, and commutative but for the sign of a zero, as NumPy's), so
+/// `reduce` may regroup it, as NumPy does.
 #[vectorize(targets = ["parallel", "cpu"], associative = true)]
 fn maximum(a: f32, b: f32) -> f32 {
     if a > b || a.is_nan() {

@@ -106,7 +106,7 @@ fn decay(acc: f64, x: f64) -> f64 {
 }
 
 /// `-a - b`: not associative, so that `outer` and `at` show the order of their operands.
-#[vectorize]
+#[vectorize(targets = ["cpu", "parallel"])]
 fn sub_i64(a: i64, b: i64) -> i64 {
     a.wrapping_sub(b)
 }
@@ -262,6 +262,7 @@ proptest! {
             .collect();
         prop_assert_eq!(kept.shape(), &expect_shape[..]);
         prop_assert_eq!(kept.iter().collect::<Vec<_>>(), plain.iter().collect::<Vec<_>>());
+        prop_assert_eq!(&add_i64::reduce_keepdims_on(Target::Parallel, &a, axes.clone()).unwrap(), &kept);
         // out, into a transposed (strided) output of the plain shape.
         let mut out = ArrayD::<i64>::zeros(IxDyn(&plain.shape().iter().rev().copied().collect::<Vec<_>>()));
         let mut out_t = out.view_mut().reversed_axes();
@@ -308,7 +309,7 @@ proptest! {
         let axes = axes_arg(&case);
         for target in [Target::Cpu, Target::Parallel] {
             let got = decay::reduce_on(target, &af, axes.clone());
-            let sub = sub_i64::reduce(&a, axes.clone());
+            let sub = sub_i64::reduce_on(target, &a, axes.clone());
             if case.axes.len() > 1 {
                 for e in [got.unwrap_err(), sub.unwrap_err()] {
                     let refused = matches!(&e, Error::NotReorderable { axes, .. } if *axes == case.axes);

@@ -125,6 +125,9 @@ fn integer_reductions_match_the_cpu_over_every_axis_set() {
                         want_kept,
                         "{shape:?} {axes:?}"
                     );
+                    let host_kept =
+                        cuda_add_i64::reduce_keepdims_on(Target::Cuda, &a, axes.clone()).unwrap();
+                    assert_eq!(host_kept, want_kept, "host {shape:?} {axes:?}");
                 }
                 let all = cuda_add_i64::reduce_device(&d, Axes::All).unwrap();
                 assert_eq!(all.copy_to_host().unwrap()[[]], a.sum());
@@ -135,7 +138,7 @@ fn integer_reductions_match_the_cpu_over_every_axis_set() {
 
 /// `cuda_shift_in` (`2a + b`) is not reorderable: the device folds each output in order, as
 /// the CPU does (NumPy's order), on inner, outer, strided and long axes; several axes are
-/// refused before anything runs.
+/// refused.
 #[test]
 fn a_function_not_reorderable_reduces_in_order_on_the_device() {
     on_gpu(
@@ -467,7 +470,17 @@ fn a_long_associative_accumulation_is_a_blocked_scan_in_order() {
                 let d = to_device(&a).unwrap();
                 for axis in 0..shape.len() {
                     let want = running_in_order(&a, axis, cuda_then_affine::scalar);
+                    let before = ufunc::cuda::cuda_counters().allocations;
                     let got = cuda_then_affine::accumulate_device(&d, axis as isize).unwrap();
+                    // The output, its geometry and the status word; with the blocked scan the
+                    // carries, and with two chunks or more a row their totals and geometry.
+                    let allocations = ufunc::cuda::cuda_counters().allocations - before;
+                    let expected = match shape[axis] {
+                        ..8192 => 3,
+                        8192..16384 => 4,
+                        _ => 6,
+                    };
+                    assert_eq!(allocations, expected, "{shape:?} axis {axis}");
                     assert_eq!(got.copy_to_host().unwrap(), want, "{shape:?} axis {axis}");
                     let host = cuda_then_affine::accumulate_on(Target::Cuda, &a, axis as isize);
                     assert_eq!(host.unwrap(), want, "host {shape:?} axis {axis}");
@@ -481,6 +494,14 @@ fn a_long_associative_accumulation_is_a_blocked_scan_in_order() {
             let want = running_in_order(&hv, 1, cuda_then_affine::scalar);
             let got = got.copy_to_host().unwrap().into_dyn();
             assert_eq!(got, want, "reversed strided view");
+            // A function not declared associative runs in order, a thread a row.
+            let long = values_i64(&[3 * 8192 + 5]);
+            let d = to_device(&long).unwrap();
+            let before = ufunc::cuda::cuda_counters().allocations;
+            let got = cuda_add_i64::accumulate_device(&d, 0).unwrap();
+            assert_eq!(ufunc::cuda::cuda_counters().allocations - before, 3);
+            let want = cuda_add_i64::accumulate_on(Target::Cpu, &long, 0).unwrap();
+            assert_eq!(got.copy_to_host().unwrap(), want);
             // A float sum of ones and halves: exact in f32 at every step either way.
             let x = Array::from_shape_fn(IxDyn(&[100_000]), |i| [1.0f32, 0.5][i[0] % 2]);
             let got = cuda_add_f32_assoc::accumulate_device(&to_device(&x).unwrap(), 0).unwrap();

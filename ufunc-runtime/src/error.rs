@@ -420,7 +420,8 @@ impl fmt::Display for Error {
                 f,
                 "reduction operation `{function}` is not reorderable, so at most one axis may be \
                  reduced, not axes {axes:?}: declare the function `associative = true` if \
-                 f(f(a, b), c) == f(a, f(b, c)) and f(a, b) == f(b, a)"
+                 f(f(a, b), c) == f(a, f(b, c)) and f(a, b) == f(b, a), or give it an \
+                 `identity = ...`"
             ),
             Error::EmptyReduction {
                 function,

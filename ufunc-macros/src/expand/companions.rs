@@ -403,10 +403,11 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             let bound = quote!(#p::MethodsNeedBinaryOp<#name>);
             let never = quote!(<__UfuncA as #p::MethodsNeedBinaryOp<#name>>::unreachable());
             // Every method form with the arguments of the real one; the array bears the bound.
-            let forms: [(&str, &[&str]); 18] = [
+            let forms: &[(&str, &[&str])] = &[
                 ("reduce", &["a", "axes"]),
                 ("reduce_on", &["target", "a", "axes"]),
                 ("reduce_keepdims", &["a", "axes"]),
+                ("reduce_keepdims_on", &["target", "a", "axes"]),
                 ("reduce_out", &["a", "axes", "out"]),
                 ("reduce_out_on", &["target", "a", "axes", "out"]),
                 ("accumulate", &["a", "axis"]),
@@ -484,8 +485,9 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         let dev = quote!(::ufunc::cuda::DeviceArray);
         quote! {
             /// `reduce` on the GPU, the result left there: device arrays and views are used in
-            /// place, host arrays copied in. Only the grouping differs from the CPU's: a float
-            /// sum of `n` elements is within `2 n eps sum(|x|)` of `reduce`'s.
+            /// place, host arrays copied in. A reorderable function is grouped otherwise than on
+            /// the CPU (a float sum of `n` elements is within `2 n eps sum(|x|)` of `reduce`'s);
+            /// any other is folded in order, as there.
             pub fn reduce_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axes: #axes)
                 -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>>
             {
@@ -529,7 +531,9 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 #p::at_device::<#body, #t, __UfuncD, __UfuncI, __UfuncB>(Self::TARGETS, a, indices, b)
             }
 
-            /// `accumulate` on the GPU, the result left there (a thread per row).
+            /// `accumulate` on the GPU, the result left there: a thread per row in order, or,
+            /// for a function declared `associative = true` with a few long rows, a blocked scan
+            /// that still combines every pair in order.
             pub fn accumulate_device<#lead __UfuncA: #p::DeviceOperand<#t>>(a: __UfuncA, axis: isize)
                 -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>>
             {
@@ -560,9 +564,14 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         pub fn reduce_keepdims<#lead __UfuncA: #p::Operand<#t>>(a: __UfuncA, axes: #axes)
             -> ::ufunc::Result<#arr>
         {
-            #p::reduce::<#body, #t, __UfuncA>(
-                Self::DEFAULT_TARGET, Self::TARGETS, a, axes.into(), true
-            )
+            Self::reduce_keepdims_on::<#lead_args __UfuncA>(Self::DEFAULT_TARGET, a, axes)
+        }
+
+        /// `reduce_keepdims` on the chosen target (`cuda`: host arrays copied in and back).
+        pub fn reduce_keepdims_on<#lead __UfuncA: #p::Operand<#t>>(
+            target: ::ufunc::Target, a: __UfuncA, axes: #axes,
+        ) -> ::ufunc::Result<#arr> {
+            #p::reduce::<#body, #t, __UfuncA>(target, Self::TARGETS, a, axes.into(), true)
         }
 
         /// `reduce` into `out` (any strides), of the reduced shape with or without the reduced

@@ -57,6 +57,9 @@ const BLOCKS_MIN_RED: usize = 8192;
 const BLOCKS_MAX_OUT: usize = 2048;
 /// Blocks of the first pass, about (a few per multiprocessor, each a long run).
 const BLOCKS_TASKS: usize = 2048;
+/// An accumulation along an outer axis takes the blocked scan only for this many rows or
+/// fewer (a thread per row would leave the device idle); more rows are a thread each.
+const SCAN_OUTER_MAX_ROWS: usize = 64;
 
 /// How a pass over blocks cuts each of `n_out` runs of `n_red` elements: into `parts` chunks
 /// of `chunk` elements (the last shorter), about [`BLOCKS_TASKS`] in all, each at least
@@ -264,12 +267,18 @@ impl Methods<'_> {
         let specs: Vec<_> = (0..shape.len())
             .map(|i| (shape[i], input.strides[i], out_strides[i], i == axis))
             .collect();
-        let (kept, red, _) = split_axes(&specs);
+        let (kept, red, inner) = split_axes(&specs);
         let n_out: usize = kept.iter().map(|x| x.len).product();
         let n_red: usize = red.iter().map(|x| x.len).product();
         let g = self.geometry(&kept, &red)?;
         let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
-        if !(associative && n_red >= BLOCKS_MIN_RED && n_out <= BLOCKS_MAX_OUT) {
+        // Blocks walk one row each: uncoalesced along an outer axis, where a thread a row reads
+        // adjacent rows side by side, unless there are too few rows to fill the device.
+        let blocked = associative
+            && n_red >= BLOCKS_MIN_RED
+            && n_out <= BLOCKS_MAX_OUT
+            && (inner || n_out <= SCAN_OUTER_MAX_ROWS);
+        if !blocked {
             let mut args = sizes();
             args.extend([Arg::I32(1), Arg::In(&g, 0)]);
             args.extend([Arg::In(input.mem, input.offset), Arg::Out(out)]);
@@ -278,20 +287,26 @@ impl Methods<'_> {
         }
         let (parts, chunk) = chunks(n_out, n_red);
         let tasks = n_out * parts;
-        let mut totals = self.queue.alloc(tasks * size_of::<T>())?;
         let mut carries = self.queue.alloc(tasks * size_of::<T>())?;
-        // The chunks' totals, each row's contiguous, and their running values along the rows.
-        let rows = Axis {
-            len: n_out,
-            a: parts as isize,
-            out: parts as isize,
+        // The chunks' totals, each row's contiguous, and the geometry of their running values
+        // along the rows; one chunk a row (more than 1024 rows) has no carries to find.
+        let mut totals = match parts {
+            1 => None,
+            _ => {
+                let rows = Axis {
+                    len: n_out,
+                    a: parts as isize,
+                    out: parts as isize,
+                };
+                let along = Axis {
+                    len: parts,
+                    a: 1,
+                    out: 1,
+                };
+                let g_totals = self.geometry(&[rows], &[along])?;
+                Some((self.queue.alloc(tasks * size_of::<T>())?, g_totals))
+            }
         };
-        let along = Axis {
-            len: parts,
-            a: 1,
-            out: 1,
-        };
-        let g_totals = self.geometry(&[rows], &[along])?;
         let chunked = || {
             let mut args = sizes();
             args.extend([
@@ -303,16 +318,20 @@ impl Methods<'_> {
             args
         };
         self.waited(|status| {
-            let mut args = chunked();
-            args.push(Arg::Out(&mut totals));
-            self.queue_entry("chunk_totals", tasks * THREADS as usize, true, args, status)?;
-            let mut args = vec![Arg::I64(n_out as i64), Arg::I64(parts as i64), Arg::I32(1)];
-            args.extend([
-                Arg::In(&g_totals, 0),
-                Arg::In(&totals, 0),
-                Arg::Out(&mut carries),
-            ]);
-            self.queue_entry("reduce_cols", n_out, false, args, status)?;
+            if let Some((totals, g_totals)) = &mut totals {
+                let mut args = chunked();
+                args.push(Arg::Out(totals));
+                self.queue_entry("chunk_totals", tasks * THREADS as usize, true, args, status)?;
+                let args = vec![
+                    Arg::I64(n_out as i64),
+                    Arg::I64(parts as i64),
+                    Arg::I32(1),
+                    Arg::In(g_totals, 0),
+                    Arg::In(totals, 0),
+                    Arg::Out(&mut carries),
+                ];
+                self.queue_entry("reduce_cols", n_out, false, args, status)?;
+            }
             let mut args = chunked();
             args.extend([Arg::In(&carries, 0), Arg::Out(out)]);
             self.queue_entry("scan_blocks", tasks * THREADS as usize, true, args, status)

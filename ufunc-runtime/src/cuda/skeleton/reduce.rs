@@ -21,8 +21,9 @@
 //!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the
 //!   indices, with `a`'s and `b`'s strides along axis 0).
 //!
-//! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched as cooperative), and need
-//! `blockDim.x` to be a multiple of `warpSize`.
+//! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched
+//! as cooperative); `_warps` and `_blocks` need `blockDim.x` to be a multiple of `warpSize`,
+//! `_chunk_totals` and `_scan_blocks` at most 1024.
 
 use super::{STATUS_ENTRY, STATUS_PARAM};
 
@@ -164,12 +165,18 @@ extern "C" __global__ void {name}_reduce_cols(long long n_out, long long n_red, 
         const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
         {t}* dst = out + {name}_offset(o, geo.nk, geo.kshape, geo.kout);
         {t} v = a[0];
-        if (each) dst[0] = v;
-        for (long long r = 1; r < n_red; ++r) {{
-            v = {device_fn}(v, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
-            if (each) dst[{name}_offset(r, geo.nr, geo.rshape, geo.rout)] = v;
+        if (each) {{
+            dst[0] = v;
+            for (long long r = 1; r < n_red; ++r) {{
+                v = {device_fn}(v, a[{name}_offset(r, geo.nr, geo.rshape, geo.ra)]);
+                dst[{name}_offset(r, geo.nr, geo.rshape, geo.rout)] = v;
+            }}
+        }} else {{
+            // In order, eight loads in flight.
+            bool has = true;
+            {name}_run(v, has, a, geo, 1, n_red, 1);
+            dst[0] = v;
         }}
-        if (!each) dst[0] = v;
     }}
 }}
 // The elements `start..end` of the run at `a` scanned in order from `carry` (none where not
@@ -219,11 +226,14 @@ __device__ inline void {name}_scan_chunk(const {t}* a, {t}* w, const {name}_geom
             {t} p = carry;
             bool p_has = has_carry;
             if (threadIdx.x > 0 && flags[threadIdx.x - 1]) {name}_push(p, p_has, vals[threadIdx.x - 1]);
-            for (int k = 0; k < m; ++k) {{
-                {t} v = p;
-                bool v_has = p_has;
-                {name}_push(v, v_has, x[k]);
-                w[{name}_offset(first + k, geo.nr, geo.rshape, geo.rout)] = v;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {{
+                if (k < m) {{
+                    {t} v = p;
+                    bool v_has = p_has;
+                    {name}_push(v, v_has, x[k]);
+                    w[{name}_offset(first + k, geo.nr, geo.rshape, geo.rout)] = v;
+                }}
             }}
         }}
         if (flags[blockDim.x - 1]) {name}_push(carry, has_carry, vals[blockDim.x - 1]);
