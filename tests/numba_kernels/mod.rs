@@ -54,6 +54,7 @@ macro_rules! numba_checks {
             check_test_gufunc_scalar_saxpy,
             check_test_dufunc_reduce,
             check_test_dufunc_non_associative,
+            check_test_dufunc_reduce_numpy_tests,
         );
     };
 }
@@ -1434,5 +1435,276 @@ pub(crate) fn check_test_dufunc_non_associative(target: Target) {
         let mut x = Array1::from_shape_fn(4, |i| i as i64);
         dusub::at(&mut x, &[0, 0, 3], &array![1i64, 2, 3]).unwrap();
         assert_eq!(x, array![-3i64, 1, 2, 0]);
+    }
+}
+
+/// `np.minimum` as `vectorize(identity='reorderable')` (`TestDUFuncReduceNumPyTests`): NaN
+/// propagates; reorderable is `associative = true`; no identity.
+#[vectorize(targets = ["cpu", "parallel", "cuda"], associative = true)]
+pub(crate) fn np_minimum(a: f64, b: f64) -> f64 {
+    if a < b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+/// `np.maximum` as `vectorize(identity='reorderable')` (test_reduce_zero_axis).
+#[vectorize(targets = ["cpu", "parallel", "cuda"], associative = true)]
+pub(crate) fn np_maximum(a: f64, b: f64) -> f64 {
+    if a > b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+/// `np.divide` / `np.true_divide` as `vectorize()`: no identity, not reorderable.
+#[vectorize(targets = ["cpu", "parallel", "cuda"])]
+pub(crate) fn np_divide(a: f64, b: f64) -> f64 {
+    a / b
+}
+
+/// `np.add` as `vectorize(identity=0)`.
+#[vectorize(targets = ["cpu", "parallel", "cuda"], identity = 0.0)]
+pub(crate) fn np_add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// test_dufunc.py `TestDUFuncReduceNumPyTests` (taken by Numba from NumPy's test_ufunc.py):
+///
+/// - `check_identityless_reduction`: `minimum.reduce` of a (2, 3, 4) array of ones with one
+///   zero, over every axis set, for C, Fortran, permuted and non-contiguous layouts (NumPy's
+///   unaligned case has no counterpart: Rust arrays are aligned);
+/// - `test_identityless_reduction_nonreorderable`: `divide.reduce` of `[[8, 2, 2], [1, .5,
+///   .25]]` in order along either axis; over both, NumPy's error (Numba's issue #9283 lets
+///   Numba through; we follow NumPy);
+/// - `test_numpy_empty_reduction_and_identity`: an empty reduction without identity is an
+///   error even when the result is empty, and no reduction over a length-0 kept axis is not;
+/// - `test_reduce_zero_axis`: the same rule over Numba's table of shapes, for `maximum` (no
+///   identity) and `add` (identity 0);
+/// - `test_dufunc_negative_axis` and `test_dufunc_invalid_axis`.
+pub(crate) fn check_test_dufunc_reduce_numpy_tests(target: Target) {
+    let min = |a: &ArrayD<f64>, axes: Axes| np_minimum::reduce_on(target, a, axes).unwrap();
+    let arr =
+        |v: &[f64], shape: &[usize]| ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap();
+    // The layouts: each a (2, 3, 4) array.
+    let c_order = ArrayD::<f64>::zeros(IxDyn(&[2, 3, 4]));
+    let f_order = ArrayD::<f64>::zeros(IxDyn(&[2, 3, 4]).f());
+    let mut other = ArrayD::<f64>::zeros(IxDyn(&[2, 4, 3]));
+    other.swap_axes(1, 2);
+    let mut noncontig = ArrayD::<f64>::zeros(IxDyn(&[3, 5, 4]));
+    noncontig.swap_axes(1, 2);
+    for (layout, mut base) in [
+        ("C", c_order),
+        ("F", f_order),
+        ("other", other),
+        ("noncontig", noncontig),
+    ] {
+        let mut a = if layout == "noncontig" {
+            base.slice_mut(s![1.., 1.., 1..]).into_dyn()
+        } else {
+            base.view_mut()
+        };
+        assert_eq!(a.shape(), &[2, 3, 4]);
+        // (zero's index, then per axis set the expected result; 1 everywhere else).
+        type Want = Vec<(Axes, Vec<f64>, Vec<usize>)>;
+        let cases: [([usize; 3], Want); 3] = [
+            (
+                [1, 0, 0],
+                vec![
+                    (Axes::from([0, 1]), vec![0., 1., 1., 1.], vec![4]),
+                    (Axes::from([0, 2]), vec![0., 1., 1.], vec![3]),
+                    (Axes::from([1, 2]), vec![1., 0.], vec![2]),
+                    (
+                        Axes::from(0),
+                        [[0., 1., 1., 1.], [1.; 4], [1.; 4]].concat(),
+                        vec![3, 4],
+                    ),
+                    (
+                        Axes::from(1),
+                        [[1.; 4], [0., 1., 1., 1.]].concat(),
+                        vec![2, 4],
+                    ),
+                    (Axes::from(2), vec![1., 1., 1., 0., 1., 1.], vec![2, 3]),
+                ],
+            ),
+            (
+                [0, 1, 0],
+                vec![
+                    (Axes::from([0, 1]), vec![0., 1., 1., 1.], vec![4]),
+                    (Axes::from([0, 2]), vec![1., 0., 1.], vec![3]),
+                    (Axes::from([1, 2]), vec![0., 1.], vec![2]),
+                    (
+                        Axes::from(0),
+                        [[1.; 4], [0., 1., 1., 1.], [1.; 4]].concat(),
+                        vec![3, 4],
+                    ),
+                    (
+                        Axes::from(1),
+                        [[0., 1., 1., 1.], [1.; 4]].concat(),
+                        vec![2, 4],
+                    ),
+                    (Axes::from(2), vec![1., 0., 1., 1., 1., 1.], vec![2, 3]),
+                ],
+            ),
+            (
+                [0, 0, 1],
+                vec![
+                    (Axes::from([0, 1]), vec![1., 0., 1., 1.], vec![4]),
+                    (Axes::from([0, 2]), vec![0., 1., 1.], vec![3]),
+                    (Axes::from([1, 2]), vec![0., 1.], vec![2]),
+                    (
+                        Axes::from(0),
+                        [[1., 0., 1., 1.], [1.; 4], [1.; 4]].concat(),
+                        vec![3, 4],
+                    ),
+                    (
+                        Axes::from(1),
+                        [[1., 0., 1., 1.], [1.; 4]].concat(),
+                        vec![2, 4],
+                    ),
+                    (Axes::from(2), vec![0., 1., 1., 1., 1., 1.], vec![2, 3]),
+                ],
+            ),
+        ];
+        for (zero, want) in cases {
+            a.fill(1.0);
+            a[zero] = 0.0;
+            let owned = a.to_owned();
+            let what = format!("{target:?} {layout} zero at {zero:?}");
+            assert_eq!(min(&owned, Axes::All)[[]], 0.0, "{what}");
+            assert_eq!(
+                np_minimum::reduce_on(target, a.view(), Axes::All).unwrap()[[]],
+                0.0,
+                "{what}"
+            );
+            for (axes, values, shape) in want {
+                let got = np_minimum::reduce_on(target, a.view(), axes.clone()).unwrap();
+                assert_eq!(got, arr(&values, &shape), "{what} axes {axes:?}");
+            }
+            let none = np_minimum::reduce_on(target, a.view(), Axes::List(vec![])).unwrap();
+            assert_eq!(none, owned, "{what} axis=()");
+        }
+    }
+
+    // test_identityless_reduction_nonreorderable.
+    let a = arr(&[8.0, 2.0, 2.0, 1.0, 0.5, 0.25], &[2, 3]);
+    assert_eq!(
+        np_divide::reduce_on(target, &a, 0).unwrap(),
+        arr(&[8.0, 4.0, 8.0], &[3])
+    );
+    assert_eq!(
+        np_divide::reduce_on(target, &a, 1).unwrap(),
+        arr(&[2.0, 8.0], &[2])
+    );
+    assert_eq!(
+        np_divide::reduce_on(target, &a, Axes::List(vec![])).unwrap(),
+        a
+    );
+    let e = np_divide::reduce_on(target, &a, [0, 1]).unwrap_err();
+    assert!(matches!(e, Error::NotReorderable { .. }), "{e}");
+
+    // test_numpy_empty_reduction_and_identity.
+    let empty = ArrayD::<f64>::zeros(IxDyn(&[0, 5]));
+    assert_eq!(
+        np_divide::reduce_on(target, &empty, 1).unwrap().shape(),
+        &[0]
+    );
+    let e = np_divide::reduce_on(target, &empty, 0).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("zero-size array to reduction operation"),
+        "{e}"
+    );
+    let empty = ArrayD::<f64>::zeros(IxDyn(&[0, 0, 5]));
+    let e = np_divide::reduce_on(target, &empty, 1).unwrap_err();
+    assert!(matches!(e, Error::EmptyReduction { .. }), "{e}");
+
+    // test_reduce_zero_axis: `t(expect, func, n, m)`, every case an error exactly where a
+    // reduced axis is empty and the function has no identity.
+    let table = |n: usize, m: usize| -> Vec<(Vec<usize>, Vec<usize>)> {
+        vec![
+            (vec![n, m], vec![1]),
+            (vec![m, n], vec![0]),
+            (vec![n / 2, n / 2, m], vec![2]),
+            (vec![n / 2, m, n / 2], vec![1]),
+            (vec![n, m / 2, m / 2], vec![1, 2]),
+            (vec![m / 2, n, m / 2], vec![0, 2]),
+            (vec![m / 3, m / 3, m / 3, n / 2, n / 2], vec![0, 1, 2]),
+            (vec![10, m, n], vec![0, 1]),
+            (vec![10, n, m], vec![0, 2]),
+            (vec![m, 10, n], vec![0]),
+            (vec![10, m, n], vec![1]),
+            (vec![10, n, m], vec![2]),
+        ]
+    };
+    for (n, m, maximum_ok) in [(30, 30, true), (0, 30, true), (30, 0, false), (0, 0, false)] {
+        for (shape, axes) in table(n, m) {
+            let z = ArrayD::<f64>::zeros(IxDyn(&shape));
+            let axes = Axes::from(axes);
+            let what = format!("{target:?} {shape:?} axes {axes:?}");
+            let got = np_maximum::reduce_on(target, &z, axes.clone());
+            match maximum_ok {
+                true => assert!(got.is_ok(), "maximum {what}: {got:?}"),
+                false => assert!(
+                    matches!(got, Err(Error::EmptyReduction { .. })),
+                    "maximum {what}"
+                ),
+            }
+            let sum = np_add::reduce_on(target, &z, axes).unwrap();
+            assert!(sum.iter().all(|&x| x == 0.0), "add {what}");
+        }
+    }
+    let nothing = ArrayD::<f64>::zeros(IxDyn(&[0]));
+    assert!(np_maximum::reduce_on(target, &nothing, 0).is_err());
+    assert_eq!(np_add::reduce_on(target, &nothing, 0).unwrap()[[]], 0.0);
+    let square = ArrayD::<f64>::zeros(IxDyn(&[0, 0]));
+    assert_eq!(
+        np_maximum::reduce_on(target, &square, Axes::List(vec![]))
+            .unwrap()
+            .shape(),
+        &[0, 0]
+    );
+    assert_eq!(
+        np_add::reduce_on(target, &square, Axes::List(vec![]))
+            .unwrap()
+            .shape(),
+        &[0, 0]
+    );
+
+    // test_dufunc_negative_axis and test_dufunc_invalid_axis, on arange(40).reshape(5, 4, 2).
+    let a = ArrayD::from_shape_fn(IxDyn(&[5, 4, 2]), |i| (i[0] * 8 + i[1] * 2 + i[2]) as i64);
+    for (axes, normalized) in [
+        (vec![0], vec![0]),
+        (vec![-1], vec![2]),
+        (vec![0, -1], vec![0, 2]),
+        (vec![-1, -2], vec![2, 1]),
+        (vec![1, -1], vec![1, 2]),
+        (vec![-3], vec![0]),
+    ] {
+        let got = duadd::reduce_on(target, &a, axes.clone()).unwrap();
+        assert_eq!(
+            got,
+            fold_axes(&a, &normalized, |x, y| x + y),
+            "{target:?} axes {axes:?}"
+        );
+    }
+    for axes in [
+        vec![0, 0],
+        vec![0, 1, 0],
+        vec![0, -3],
+        vec![-1, -1],
+        vec![-1, 2],
+    ] {
+        let e = duadd::reduce_on(target, &a, axes.clone()).unwrap_err();
+        assert!(
+            matches!(e, Error::MethodRepeatedAxis { .. }),
+            "{axes:?}: {e}"
+        );
+    }
+    for axes in [vec![-4], vec![3], vec![0, -4]] {
+        let e = duadd::reduce_on(target, &a, axes.clone()).unwrap_err();
+        assert!(matches!(e, Error::MethodAxis { .. }), "{axes:?}: {e}");
     }
 }
