@@ -192,8 +192,12 @@ impl<T: Element> Job<T> {
         let n_red = self.reduced.len();
         let nthreads = threads.count();
         if !reorderable::<B, T>() {
-            // NumPy's order along the one reduced axis: a fold for each output (inner), or
-            // input rows streamed in order into accumulator rows (outer).
+            // NumPy's order along the one reduced axis: a fold for each output (inner; eight
+            // side by side), or input rows streamed in order into accumulator rows (outer).
+            if self.inner && n_kept >= 8 {
+                SPLIT_KEPT.run(threads, n_kept, n_red, |range| self.fold_rows(range, n_red));
+                return;
+            }
             self.walk_kept(threads, false, |a, out| {
                 // SAFETY: one axis of `n_red` elements at its stride; `out` is this output.
                 unsafe { out.write((self.k.fold)(a, self.reduced.a_inner, n_red)) };
@@ -278,6 +282,33 @@ impl<T: Element> Job<T> {
         for &(a, out) in &items[4 * quarter..] {
             // SAFETY: as above.
             unsafe { out.write((self.k.reduce)(a, n)) };
+        }
+    }
+
+    /// The outputs `range` of an inner reduction in order along one axis of `n` elements:
+    /// eight folds side by side ([`Kernels::fold_eight`]), the rest one at a time.
+    fn fold_rows(&self, range: Range<usize>, n: usize) {
+        let stride = self.reduced.a_inner;
+        let mut items = Vec::with_capacity(range.len().min(ROWS_IN_STEP));
+        for start in range.clone().step_by(ROWS_IN_STEP) {
+            items.clear();
+            self.walk_kept_rows(start..(start + ROWS_IN_STEP).min(range.end), |p, j, len| {
+                items.extend((j..j + len).map(|i| self.item(p, i)));
+            });
+            let mut eights = items.chunks_exact(8);
+            for rows in &mut eights {
+                // SAFETY: each input row holds `n` elements at `stride`; the outputs are its own.
+                unsafe {
+                    let totals = (self.k.fold_eight)(std::array::from_fn(|k| rows[k].0), stride, n);
+                    for (&(_, out), v) in rows.iter().zip(totals) {
+                        out.write(v);
+                    }
+                }
+            }
+            for &(a, out) in eights.remainder() {
+                // SAFETY: as above.
+                unsafe { out.write((self.k.fold)(a, stride, n)) };
+            }
         }
     }
 

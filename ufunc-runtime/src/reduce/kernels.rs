@@ -40,6 +40,9 @@ pub(crate) struct Kernels<T> {
     /// `f(..f(f(x[0], x[1]), x[2]).., x[n - 1])` along a strided run of `n >= 1` elements, in
     /// that order: the last element of `scan`, bit for bit.
     pub fold: unsafe fn(*const T, isize, usize) -> T,
+    /// `fold` of eight runs of `n >= 1` elements at one stride, side by side (eight
+    /// independent chains hide the latency of `f`): each the same bits as alone.
+    pub fold_eight: unsafe fn([*const T; 8], isize, usize) -> [T; 8],
     /// `out[i] = f(carry, x[0], .., x[i])` over `n >= 1` contiguous elements, regrouped (see
     /// [`scan_run`]); returns `out[n - 1]`. `x` and `out` may be the same run: each block is
     /// read before it is written. With `stream`, the output is written with non-temporal
@@ -329,6 +332,24 @@ unsafe fn fold<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
         let mut acc = x.read();
         for i in 1..n as isize {
             acc = B::call::<M>((acc, x.offset(i * xs).read()));
+        }
+        acc
+    }
+}
+
+#[inline(always)]
+unsafe fn fold_eight<B: Body<In = (T, T), Out = T>, T: Element, M: Isa>(
+    x: [*const T; 8],
+    xs: isize,
+    n: usize,
+) -> [T; 8] {
+    // SAFETY: the caller's contract, `n` elements at that stride behind every pointer.
+    unsafe {
+        let mut acc: [T; 8] = std::array::from_fn(|k| x[k].read());
+        for i in 1..n as isize {
+            for k in 0..8 {
+                acc[k] = B::call::<M>((acc[k], x[k].offset(i * xs).read()));
+            }
         }
         acc
     }
@@ -815,7 +836,7 @@ fn prefetch(p: *const u8) {
 }
 
 macro_rules! entry {
-    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $fold:ident, $scan_run:ident, $run:ident, $m:ty, $level:expr $(, $feat:literal)?) => {
+    ($reduce:ident, $reduce_four:ident, $combine:ident, $scan:ident, $fold:ident, $fold_eight:ident, $scan_run:ident, $run:ident, $m:ty, $level:expr $(, $feat:literal)?) => {
         $(#[target_feature(enable = $feat)])?
         unsafe fn $reduce<B: Body<In = (T, T), Out = T>, T: Element>(p: *const T, n: usize) -> T {
             // SAFETY: the caller's contract, passed on.
@@ -859,6 +880,15 @@ macro_rules! entry {
             unsafe { fold::<B, T, $m>(x, xs, n) }
         }
         $(#[target_feature(enable = $feat)])?
+        unsafe fn $fold_eight<B: Body<In = (T, T), Out = T>, T: Element>(
+            x: [*const T; 8],
+            xs: isize,
+            n: usize,
+        ) -> [T; 8] {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { fold_eight::<B, T, $m>(x, xs, n) }
+        }
+        $(#[target_feature(enable = $feat)])?
         unsafe fn $scan_run<B: Body<In = (T, T), Out = T>, T: Element>(
             x: *const T,
             out: *mut T,
@@ -878,6 +908,7 @@ entry!(
     combine_base,
     scan_base,
     fold_base,
+    fold_eight_base,
     scan_run_base,
     scan_run,
     NoFma,
@@ -890,6 +921,7 @@ entry!(
     combine_avx2,
     scan_avx2,
     fold_avx2,
+    fold_eight_avx2,
     scan_run_avx2,
     scan_run_x86,
     crate::isa::WithFma,
@@ -903,6 +935,7 @@ entry!(
     combine_avx512,
     scan_avx512,
     fold_avx512,
+    fold_eight_avx512,
     scan_run_avx512,
     scan_run_x86,
     crate::isa::WithFma,
@@ -916,6 +949,7 @@ entry!(
     combine_neon,
     scan_neon,
     fold_neon,
+    fold_eight_neon,
     scan_run_neon,
     scan_run,
     crate::isa::WithFma,
@@ -934,6 +968,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             combine: combine_avx512::<B, T>,
             scan: scan_avx512::<B, T>,
             fold: fold_avx512::<B, T>,
+            fold_eight: fold_eight_avx512::<B, T>,
             scan_run: scan_run_avx512::<B, T>,
         },
         #[cfg(target_arch = "x86_64")]
@@ -944,6 +979,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             combine: combine_avx2::<B, T>,
             scan: scan_avx2::<B, T>,
             fold: fold_avx2::<B, T>,
+            fold_eight: fold_eight_avx2::<B, T>,
             scan_run: scan_run_avx2::<B, T>,
         },
         #[cfg(target_arch = "aarch64")]
@@ -954,6 +990,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             combine: combine_neon::<B, T>,
             scan: scan_neon::<B, T>,
             fold: fold_neon::<B, T>,
+            fold_eight: fold_eight_neon::<B, T>,
             scan_run: scan_run_neon::<B, T>,
         },
         _ => Kernels {
@@ -963,6 +1000,7 @@ pub(crate) fn kernels<B: Body<In = (T, T), Out = T>, T: Element>() -> Kernels<T>
             combine: combine_base::<B, T>,
             scan: scan_base::<B, T>,
             fold: fold_base::<B, T>,
+            fold_eight: fold_eight_base::<B, T>,
             scan_run: scan_run_base::<B, T>,
         },
     }
@@ -1050,6 +1088,55 @@ mod tests {
                         let each = starts.map(|p| reduce(p, n).to_bits());
                         assert_eq!(reduce_four(starts, n).map(f32::to_bits), each, "{n}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eight_folds_side_by_side_give_each_run_its_own_bits_on_every_instruction_set() {
+        type Entries = (
+            unsafe fn(*const f32, isize, usize) -> f32,
+            unsafe fn([*const f32; 8], isize, usize) -> [f32; 8],
+        );
+        let mut entries: Vec<Entries> =
+            vec![(fold_base::<AddF32, f32>, fold_eight_base::<AddF32, f32>)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if IsaLevel::Avx2.is_supported() {
+                entries.push((fold_avx2::<AddF32, f32>, fold_eight_avx2::<AddF32, f32>));
+            }
+            if IsaLevel::Avx512.is_supported() {
+                entries.push((fold_avx512::<AddF32, f32>, fold_eight_avx512::<AddF32, f32>));
+            }
+        }
+        for (n, stride) in [(1usize, 1isize), (7, 1), (1000, 1), (300, 3), (300, -2)] {
+            let len = 8 * n * stride.unsigned_abs() + 8;
+            let x = data(len);
+            // Eight runs, each `n` elements at `stride`, starting far enough in for a negative one.
+            let span = n * stride.unsigned_abs();
+            let starts: [*const f32; 8] = std::array::from_fn(|s| {
+                let first = if stride < 0 {
+                    (s + 1) * span - 1
+                } else {
+                    s * span
+                };
+                x[first..].as_ptr()
+            });
+            for &(fold, fold_eight) in &entries {
+                // SAFETY: `n` elements at `stride` from each start, inside `x`; the entry's
+                // instruction set is supported.
+                unsafe {
+                    // The plain in-order sum, as the scalar loop computes it.
+                    let want = starts.map(|p| {
+                        let mut acc = p.read();
+                        for i in 1..n as isize {
+                            acc += p.offset(i * stride).read();
+                        }
+                        acc.to_bits()
+                    });
+                    assert_eq!(starts.map(|p| fold(p, stride, n).to_bits()), want, "{n}");
+                    assert_eq!(fold_eight(starts, stride, n).map(f32::to_bits), want, "{n}");
                 }
             }
         }
