@@ -418,6 +418,9 @@ fn a_function_not_reorderable_stays_in_order_at_every_size() {
 
 #[test]
 fn axes_are_checked_with_the_function_named() {
+    // As NumPy: every axis in range before any repeat is looked for.
+    let e = add_i64::reduce(&Array::<i64, _>::ones((2, 2)), [0, 0, 5]).unwrap_err();
+    assert!(matches!(e, Error::MethodAxis { axis: 5, .. }), "{e}");
     let a = Array::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as i32);
     assert_eq!(add_i32::reduce(&a, 0).unwrap(), array![3, 5, 7].into_dyn());
     assert_eq!(add_i32::reduce(&a, -1).unwrap(), array![3, 12].into_dyn());

@@ -137,8 +137,12 @@ pub(crate) fn reduced_axes<B: Body<In = (T, T), Out = T>, T: Element>(
     match axes {
         Axes::All => reduced.fill(true),
         Axes::List(list) => {
-            for &axis in list {
-                let a = normalize(function, "reduce", axis, ndim)?;
+            // Every axis in range first, then none twice, as NumPy checks them.
+            let axes: Vec<usize> = list
+                .iter()
+                .map(|&axis| normalize(function, "reduce", axis, ndim))
+                .collect::<Result<_>>()?;
+            for a in axes {
                 if std::mem::replace(&mut reduced[a], true) {
                     return Err(Error::MethodRepeatedAxis {
                         function,
