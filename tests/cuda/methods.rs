@@ -513,6 +513,50 @@ fn a_long_associative_accumulation_is_a_blocked_scan_in_order() {
     );
 }
 
+/// The methods queued on a stream: nothing waits until the stream is synchronised, then the
+/// results are the default queue's; a panic of the function is that synchronisation's error.
+#[test]
+fn methods_queued_on_a_stream_agree_once_it_is_synchronised() {
+    on_gpu(
+        "methods_queued_on_a_stream_agree_once_it_is_synchronised",
+        || {
+            let stream = ufunc::cuda::Stream::new().unwrap();
+            let a = values_i64(&[3, 20_000]);
+            let d = to_device(&a).unwrap();
+            let sums = cuda_add_i64::reduce_stream(&stream, &d, 1).unwrap();
+            let kept = cuda_add_i64::reduce_stream_keepdims(&stream, &d, Axes::All).unwrap();
+            let mut total = ufunc::cuda::device_array::<i64, _>(()).unwrap();
+            cuda_add_i64::reduce_out_stream(&stream, &d, Axes::All, &mut total).unwrap();
+            let running = cuda_add_i64::accumulate_stream(&stream, &d, 1).unwrap();
+            let pairs =
+                cuda_add_i64::outer_stream(&stream, d.view().slice(s![.., ..2]).unwrap(), 5i64)
+                    .unwrap();
+            stream.synchronize().unwrap();
+            let want = |axes| cuda_add_i64::reduce_on(Target::Cpu, &a, axes).unwrap();
+            assert_eq!(sums.copy_to_host().unwrap(), want(Axes::from(1)));
+            assert_eq!(kept.copy_to_host().unwrap().shape(), &[1, 1]);
+            assert_eq!(kept.copy_to_host().unwrap()[[0, 0]], a.sum());
+            assert_eq!(total.copy_to_host().unwrap()[()], a.sum());
+            let want = cuda_add_i64::accumulate_on(Target::Cpu, &a, 1).unwrap();
+            assert_eq!(running.copy_to_host().unwrap(), want);
+            let want = cuda_add_i64::outer_on(Target::Cpu, a.slice(s![.., ..2]), 5i64).unwrap();
+            assert_eq!(pairs.copy_to_host().unwrap(), want);
+            // A panic in a queued reduction is reported by the synchronisation.
+            let mut zero = Array::from_elem((2, 100), 1i64);
+            zero[[1, 50]] = 0;
+            let dz = to_device(&zero).unwrap();
+            let queued = cuda_add_inverse::reduce_stream(&stream, &dz, 1);
+            assert!(queued.is_ok(), "queued without waiting");
+            let e = stream.synchronize().unwrap_err();
+            assert!(
+                matches!(&e, ufunc::Error::KernelPanic { message, .. } if message.contains("divide by zero")),
+                "{e}"
+            );
+            stream.synchronize().unwrap();
+        },
+    );
+}
+
 #[test]
 fn accumulate_and_outer_match_the_cpu() {
     on_gpu("accumulate_and_outer_match_the_cpu", || {

@@ -423,6 +423,11 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 ("accumulate_device", &["a", "axis"]),
                 ("outer_device", &["a", "b"]),
                 ("at_device", &["a", "indices", "b"]),
+                ("reduce_stream", &["stream", "a", "axes"]),
+                ("reduce_stream_keepdims", &["stream", "a", "axes"]),
+                ("reduce_out_stream", &["stream", "a", "axes", "out"]),
+                ("accumulate_stream", &["stream", "a", "axis"]),
+                ("outer_stream", &["stream", "a", "b"]),
             ];
             let stubs = forms.iter().map(|(form, params)| {
                 let form = format_ident!("{form}");
@@ -538,6 +543,53 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>>
             {
                 #p::accumulate_device::<#body, #t, __UfuncA>(Self::TARGETS, None, a, axis)
+            }
+
+            /// `reduce_device` queued on `stream` without waiting: the result is ready, and a
+            /// panic of the function reported, when the stream is synchronised.
+            pub fn reduce_stream<#lead __UfuncA: #p::DeviceOperand<#t>>(
+                stream: &::ufunc::cuda::Stream, a: __UfuncA, axes: #axes,
+            ) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::reduce_device::<#body, #t, __UfuncA>(
+                    Self::TARGETS, Some(stream), a, axes.into(), false
+                )
+            }
+
+            /// `reduce_stream`, keeping the reduced axes as length 1.
+            pub fn reduce_stream_keepdims<#lead __UfuncA: #p::DeviceOperand<#t>>(
+                stream: &::ufunc::cuda::Stream, a: __UfuncA, axes: #axes,
+            ) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::reduce_device::<#body, #t, __UfuncA>(
+                    Self::TARGETS, Some(stream), a, axes.into(), true
+                )
+            }
+
+            /// `reduce_out_device` queued on `stream` without waiting.
+            pub fn reduce_out_stream<
+                #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncD: ::ufunc::ndarray::Dimension,
+            >(
+                stream: &::ufunc::cuda::Stream, a: __UfuncA, axes: #axes,
+                out: &mut #dev<#t, __UfuncD>,
+            ) -> ::ufunc::Result<()> {
+                #p::reduce_out_device::<#body, #t, __UfuncA, __UfuncD>(
+                    Self::TARGETS, Some(stream), a, axes.into(), out
+                )
+            }
+
+            /// `accumulate_device` queued on `stream` without waiting.
+            pub fn accumulate_stream<#lead __UfuncA: #p::DeviceOperand<#t>>(
+                stream: &::ufunc::cuda::Stream, a: __UfuncA, axis: isize,
+            ) -> ::ufunc::Result<#dev<#t, __UfuncA::Dim>> {
+                #p::accumulate_device::<#body, #t, __UfuncA>(Self::TARGETS, Some(stream), a, axis)
+            }
+
+            /// `outer_device` queued on `stream` without waiting.
+            pub fn outer_stream<
+                #lead __UfuncA: #p::DeviceOperand<#t>, __UfuncB: #p::DeviceOperand<#t>,
+            >(
+                stream: &::ufunc::cuda::Stream, a: __UfuncA, b: __UfuncB,
+            ) -> ::ufunc::Result<#dev<#t, ::ufunc::ndarray::IxDyn>> {
+                #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, Some(stream), a, b)
             }
         }
     } else {
