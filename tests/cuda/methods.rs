@@ -541,18 +541,96 @@ fn methods_queued_on_a_stream_agree_once_it_is_synchronised() {
             assert_eq!(running.copy_to_host().unwrap(), want);
             let want = cuda_add_i64::outer_on(Target::Cpu, a.slice(s![.., ..2]), 5i64).unwrap();
             assert_eq!(pairs.copy_to_host().unwrap(), want);
-            // A panic in a queued reduction is reported by the synchronisation.
+            // The blocked scan of a long row, and an empty reduction's identity, on the stream.
+            let long = Array::from_shape_fn(20_000, |i| (i as u32).wrapping_mul(2_654_435_761) | 1);
+            let scanned =
+                cuda_then_affine::accumulate_stream(&stream, &to_device(&long).unwrap(), 0)
+                    .unwrap();
+            let empty = to_device(&Array::<i64, _>::zeros((3, 0))).unwrap();
+            let identity = cuda_add_i64::reduce_stream(&stream, &empty, 1).unwrap();
+            stream.synchronize().unwrap();
+            let mut want = long.clone();
+            for i in 1..want.len() {
+                want[i] = cuda_then_affine::scalar(want[i - 1], want[i]);
+            }
+            assert_eq!(scanned.copy_to_host().unwrap(), want);
+            assert_eq!(
+                identity.copy_to_host().unwrap(),
+                Array::<i64, _>::zeros(3).into_dyn()
+            );
+            // A panic in each form is queued without an error, then reported by the sync.
             let mut zero = Array::from_elem((2, 100), 1i64);
             zero[[1, 50]] = 0;
             let dz = to_device(&zero).unwrap();
-            let queued = cuda_add_inverse::reduce_stream(&stream, &dz, 1);
-            assert!(queued.is_ok(), "queued without waiting");
-            let e = stream.synchronize().unwrap_err();
-            assert!(
-                matches!(&e, ufunc::Error::KernelPanic { message, .. } if message.contains("divide by zero")),
-                "{e}"
-            );
+            let mut out = ufunc::cuda::device_array::<i64, _>(2).unwrap();
+            type Queued<'a> = Box<dyn FnMut() -> ufunc::Result<()> + 'a>;
+            let mut forms: Vec<(&str, Queued<'_>)> = vec![
+                (
+                    "reduce_stream",
+                    Box::new(|| cuda_add_inverse::reduce_stream(&stream, &dz, 1).map(drop)),
+                ),
+                (
+                    "reduce_stream_keepdims",
+                    Box::new(|| {
+                        cuda_add_inverse::reduce_stream_keepdims(&stream, &dz, 1).map(drop)
+                    }),
+                ),
+                (
+                    "accumulate_stream",
+                    Box::new(|| cuda_add_inverse::accumulate_stream(&stream, &dz, 1).map(drop)),
+                ),
+                (
+                    "outer_stream",
+                    Box::new(|| cuda_add_inverse::outer_stream(&stream, &dz, 0i64).map(drop)),
+                ),
+                (
+                    "reduce_out_stream",
+                    Box::new(|| cuda_add_inverse::reduce_out_stream(&stream, &dz, 1, &mut out)),
+                ),
+            ];
+            for (name, queue) in &mut forms {
+                let queued = queue();
+                assert!(queued.is_ok(), "{name} queued without waiting: {queued:?}");
+                let e = stream.synchronize().unwrap_err();
+                assert!(
+                    matches!(&e, ufunc::Error::KernelPanic { message, .. } if message.contains("divide by zero")),
+                    "{name}: {e}"
+                );
+            }
             stream.synchronize().unwrap();
+        },
+    );
+}
+
+/// An array read by reductions queued on a stream, then read on the default queue and dropped
+/// at once, is not freed under the stream's reads: new memory of its size, written right
+/// away, must not change what the queued reductions see. On a GPU the arrays are large enough
+/// (256 MiB, twenty reductions) for the stream to be still reading when the memory would be
+/// reused; the simulator runs everything at once.
+#[test]
+fn memory_read_on_a_stream_outlives_its_reads_when_dropped() {
+    on_gpu(
+        "memory_read_on_a_stream_outlives_its_reads_when_dropped",
+        || {
+            let simulated = std::env::var("UFUNC_CUDA_SIM").is_ok_and(|v| v == "1");
+            let n = if simulated { 4096 } else { 1 << 25 };
+            let stream = ufunc::cuda::Stream::new().unwrap();
+            let ones = to_device(&Array::from_elem(n, 1i64)).unwrap();
+            let sums: Vec<_> = (0..20)
+                .map(|_| cuda_add_i64::reduce_stream(&stream, &ones, 0).unwrap())
+                .collect();
+            // The latest read of `ones` is now the default queue's.
+            assert_eq!(
+                ones.view().slice(s![..1]).unwrap().copy_to_host().unwrap()[0],
+                1
+            );
+            drop(ones);
+            let other = to_device(&Array::from_elem(n, 7i64)).unwrap();
+            stream.synchronize().unwrap();
+            for sum in &sums {
+                assert_eq!(sum.copy_to_host().unwrap()[[]], n as i64);
+            }
+            drop(other);
         },
     );
 }

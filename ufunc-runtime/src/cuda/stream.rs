@@ -1,7 +1,9 @@
 //! Streams: GPU work queued without waiting, as Numba's `cuda.stream()`. A call made with a
 //! stream returns once its kernel is queued; `synchronize` waits for everything queued and
 //! reports the first panic of any of those kernels. Device memory records which stream last
-//! wrote it, so a later use on another stream (or a copy back to the host) waits for it.
+//! wrote it, so a later use on another stream (or a copy back to the host) waits for it, and
+//! the last read queued on each stream, so that dropping it frees it only after every one of
+//! them.
 
 use super::queue::Queue;
 use crate::error::Result;

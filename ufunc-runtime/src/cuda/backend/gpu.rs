@@ -9,10 +9,10 @@ use super::super::kernel::CudaKernel;
 use super::{byte_range, cufft, foreign, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
-    CudaContext, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
-    PushKernelArg,
+    CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
+    PinnedHostSlice, PushKernelArg,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub(super) struct Gpu {
     ctx: Arc<CudaContext>,
@@ -34,14 +34,69 @@ fn stream(s: &StreamHandle) -> Result<&Arc<CudaStream>> {
         .ok_or_else(|| foreign("using a stream"))
 }
 
-fn slice(b: &Buffer) -> Result<&CudaSlice<u8>> {
+/// Device memory: cudarc's slice, and the last read of it queued on each stream other than its
+/// own. The slice remembers only its latest read, so memory read on stream A, then on B, then
+/// dropped would be freed (in order on its own stream) once B's read is done, while A's kernel
+/// may still read it; dropping this first makes its stream wait for every recorded reader.
+struct GpuMem {
+    slice: CudaSlice<u8>,
+    /// (the reading stream's handle, an event recorded on it after its latest read).
+    readers: Mutex<Vec<(usize, CudaEvent)>>,
+}
+
+impl GpuMem {
+    fn buffer(slice: CudaSlice<u8>) -> Buffer {
+        Buffer(Box::new(GpuMem {
+            slice,
+            readers: Mutex::new(Vec::new()),
+        }))
+    }
+}
+
+impl Drop for GpuMem {
+    fn drop(&mut self) {
+        let readers = self.readers.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, event) in readers.drain(..) {
+            // A failure has nowhere to go from a drop; the context keeps cudarc's own errors.
+            let _ = self.slice.stream().wait(&event);
+        }
+        // The slice's own drop then frees the memory on its stream, after those waits.
+    }
+}
+
+fn mem(b: &Buffer) -> Result<&GpuMem> {
     b.0.downcast_ref()
         .ok_or_else(|| foreign("reading device memory"))
 }
 
+fn slice(b: &Buffer) -> Result<&CudaSlice<u8>> {
+    Ok(&mem(b)?.slice)
+}
+
 fn slice_mut(b: &mut Buffer) -> Result<&mut CudaSlice<u8>> {
-    b.0.downcast_mut()
+    b.0.downcast_mut::<GpuMem>()
+        .map(|m| &mut m.slice)
         .ok_or_else(|| foreign("writing device memory"))
+}
+
+/// Notes that work just queued on `stream` reads `b`: where `b` belongs to another stream, an
+/// event on `stream` that `b`'s free will wait for (one per reading stream, the latest).
+fn note_read(b: &Buffer, stream: &CudaStream) -> Result<()> {
+    let m = mem(b)?;
+    if m.slice.stream().cu_stream() == stream.cu_stream() {
+        return Ok(());
+    }
+    let recorded = |e| driver_error("recording a read of device memory", e);
+    let key = stream.cu_stream() as usize;
+    let mut readers = m.readers.lock().unwrap_or_else(|e| e.into_inner());
+    match readers.iter_mut().find(|(k, _)| *k == key) {
+        // Recorded again: a wait already queued on the event keeps what it was given.
+        Some((_, event)) => event.record(stream).map_err(recorded),
+        None => {
+            readers.push((key, stream.record_event(None).map_err(recorded)?));
+            Ok(())
+        }
+    }
 }
 
 fn module(m: &ModuleHandle) -> Result<&Arc<CudaModule>> {
@@ -93,14 +148,14 @@ impl Backend for Gpu {
         let mem = stream(s)?
             .alloc_zeros::<u8>(bytes.max(1))
             .map_err(|e| driver_error("allocating device memory", e))?;
-        Ok(Buffer(Box::new(mem)))
+        Ok(GpuMem::buffer(mem))
     }
 
     fn alloc(&self, s: &StreamHandle, bytes: usize) -> Result<Buffer> {
         // SAFETY: `u8` has no invalid bit patterns; callers write the memory before reading.
         let mem = unsafe { stream(s)?.alloc::<u8>(bytes.max(1)) }
             .map_err(|e| driver_error("allocating device memory", e))?;
-        Ok(Buffer(Box::new(mem)))
+        Ok(GpuMem::buffer(mem))
     }
 
     fn upload(&self, s: &StreamHandle, bytes: &[u8]) -> Result<Buffer> {
@@ -109,7 +164,7 @@ impl Backend for Gpu {
         let mem = stream(s)?
             .clone_htod(bytes)
             .map_err(|e| driver_error("copying to the device", e))?;
-        Ok(Buffer(Box::new(mem)))
+        Ok(GpuMem::buffer(mem))
     }
 
     fn alloc_host(&self, bytes: usize) -> Result<HostBuffer> {
@@ -145,7 +200,7 @@ impl Backend for Gpu {
         stream
             .memcpy_htod(src, &mut mem)
             .map_err(|e| driver_error("copying to the device", e))?;
-        Ok(Buffer(Box::new(mem)))
+        Ok(GpuMem::buffer(mem))
     }
 
     fn byte_len(&self, buf: &Buffer) -> Result<usize> {
@@ -168,9 +223,11 @@ impl Backend for Gpu {
     }
 
     fn copy(&self, s: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()> {
-        stream(s)?
+        let stream = stream(s)?;
+        stream
             .memcpy_dtod(slice(src)?, slice_mut(dst)?)
-            .map_err(|e| driver_error("copying on the device", e))
+            .map_err(|e| driver_error("copying on the device", e))?;
+        note_read(src, stream)
     }
 
     fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle> {
@@ -226,6 +283,11 @@ impl Backend for Gpu {
         // types that cover every offset the shapes and strides reach.
         unsafe { builder.launch(cfg) }
             .map_err(|e| driver_error(&format!("launching {entry}"), e))?;
+        for arg in args.iter() {
+            if let Arg::In(b, _) = arg {
+                note_read(b, stream)?;
+            }
+        }
         Ok(())
     }
 
@@ -241,6 +303,7 @@ impl Backend for Gpu {
         output: (&mut Buffer, usize),
         inverse: bool,
     ) -> Result<()> {
+        let source = input.map(|(b, _)| b);
         let input = match input {
             Some((b, offset)) => Some((slice(b)?, offset)),
             None => None,
@@ -250,7 +313,11 @@ impl Backend for Gpu {
         self.ctx
             .bind_to_thread()
             .map_err(|e| driver_error("binding the CUDA context for an FFT", e))?;
-        cufft::exec(stream(s)?, plan, input, output, inverse)
+        cufft::exec(stream(s)?, plan, input, output, inverse)?;
+        match source {
+            Some(b) => note_read(b, stream(s)?),
+            None => Ok(()),
+        }
     }
 
     fn synchronize(&self, s: &StreamHandle) -> Result<()> {
