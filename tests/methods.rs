@@ -414,6 +414,18 @@ fn a_function_not_reorderable_stays_in_order_at_every_size() {
             );
         }
     }
+    // Rows read backwards and strided, eight at a time with five left over.
+    let a = Array::from_shape_fn((8 * 40 + 5, 600), |(i, j)| value(i * 600 + j)).into_dyn();
+    let v = a.slice(ndarray::s![.., ..;-2]).into_dyn().to_owned();
+    let want = fold(&v, 1);
+    for target in [Target::Cpu, Target::Parallel] {
+        let got = decay::reduce_on(target, a.slice(ndarray::s![.., ..;-2]), 1).unwrap();
+        assert_eq!(
+            got.mapv(f64::to_bits),
+            want,
+            "reversed strided rows {target:?}"
+        );
+    }
 }
 
 #[test]
