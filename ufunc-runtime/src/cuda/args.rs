@@ -5,7 +5,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
-/// Device memory of some backend (the GPU's `CudaSlice<u8>`, the simulator's host buffer).
+/// Device memory of some backend (the GPU backend's slice and its readers, the simulator's
+/// host buffer).
 /// Only the backend that made it looks inside.
 pub(crate) struct Buffer(pub(crate) Box<dyn Any + Send + Sync>);
 

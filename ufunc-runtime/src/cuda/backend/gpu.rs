@@ -12,6 +12,7 @@ use cudarc::driver::{
     CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
     PinnedHostSlice, PushKernelArg,
 };
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
 
 pub(super) struct Gpu {
@@ -36,18 +37,21 @@ fn stream(s: &StreamHandle) -> Result<&Arc<CudaStream>> {
 
 /// Device memory: cudarc's slice, and the last read of it queued on each stream other than its
 /// own. The slice remembers only its latest read, so memory read on stream A, then on B, then
-/// dropped would be freed (in order on its own stream) once B's read is done, while A's kernel
-/// may still read it; dropping this first makes its stream wait for every recorded reader.
+/// dropped (or overwritten) would be freed (or written) once B's read is done, while A's kernel
+/// may still read it. A write on a stream first waits for every other stream's recorded read
+/// ([`note_write`]); the drop makes the memory's own stream wait for them before the free.
 struct GpuMem {
-    slice: CudaSlice<u8>,
-    /// (the reading stream's handle, an event recorded on it after its latest read).
-    readers: Mutex<Vec<(usize, CudaEvent)>>,
+    /// Dropped by hand, after the waits, in [`GpuMem`]'s drop.
+    slice: ManuallyDrop<CudaSlice<u8>>,
+    /// (the reading stream, kept alive so that its handle stays unique; an event recorded on it
+    /// after its latest read).
+    readers: Mutex<Vec<(Arc<CudaStream>, CudaEvent)>>,
 }
 
 impl GpuMem {
     fn buffer(slice: CudaSlice<u8>) -> Buffer {
         Buffer(Box::new(GpuMem {
-            slice,
+            slice: ManuallyDrop::new(slice),
             readers: Mutex::new(Vec::new()),
         }))
     }
@@ -55,12 +59,22 @@ impl GpuMem {
 
 impl Drop for GpuMem {
     fn drop(&mut self) {
+        let ctx = self.slice.stream().context().clone();
+        // The waits bind the context, which takes (and would return) an error cudarc stored
+        // earlier: set it aside, and store it again after the free.
+        let stored = ctx.check_err();
         let readers = self.readers.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut failed = Ok(());
         for (_, event) in readers.drain(..) {
-            // A failure has nowhere to go from a drop; the context keeps cudarc's own errors.
-            let _ = self.slice.stream().wait(&event);
+            if let Err(e) = self.slice.stream().wait(&event) {
+                failed = failed.and(Err(e));
+            }
         }
-        // The slice's own drop then frees the memory on its stream, after those waits.
+        // SAFETY: dropped once, here; nothing uses the slice afterwards. Its own drop waits for
+        // its latest read and write on its stream, then frees the memory there.
+        unsafe { ManuallyDrop::drop(&mut self.slice) };
+        ctx.record_err(failed);
+        ctx.record_err(stored);
     }
 }
 
@@ -75,28 +89,50 @@ fn slice(b: &Buffer) -> Result<&CudaSlice<u8>> {
 
 fn slice_mut(b: &mut Buffer) -> Result<&mut CudaSlice<u8>> {
     b.0.downcast_mut::<GpuMem>()
-        .map(|m| &mut m.slice)
+        .map(|m| &mut *m.slice)
         .ok_or_else(|| foreign("writing device memory"))
 }
 
+fn readers(m: &GpuMem) -> std::sync::MutexGuard<'_, Vec<(Arc<CudaStream>, CudaEvent)>> {
+    m.readers.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Notes that work just queued on `stream` reads `b`: where `b` belongs to another stream, an
-/// event on `stream` that `b`'s free will wait for (one per reading stream, the latest).
-fn note_read(b: &Buffer, stream: &CudaStream) -> Result<()> {
+/// event on `stream` that `b`'s free and later writes wait for (the latest one per stream;
+/// entries whose reads are done are dropped).
+fn note_read(b: &Buffer, stream: &Arc<CudaStream>) -> Result<()> {
     let m = mem(b)?;
     if m.slice.stream().cu_stream() == stream.cu_stream() {
         return Ok(());
     }
     let recorded = |e| driver_error("recording a read of device memory", e);
-    let key = stream.cu_stream() as usize;
-    let mut readers = m.readers.lock().unwrap_or_else(|e| e.into_inner());
-    match readers.iter_mut().find(|(k, _)| *k == key) {
-        // Recorded again: a wait already queued on the event keeps what it was given.
+    let mut readers = readers(m);
+    readers.retain(|(s, event)| Arc::ptr_eq(s, stream) || !event.is_complete());
+    match readers.iter_mut().find(|(s, _)| Arc::ptr_eq(s, stream)) {
         Some((_, event)) => event.record(stream).map_err(recorded),
         None => {
-            readers.push((key, stream.record_event(None).map_err(recorded)?));
+            let event = stream.record_event(None).map_err(recorded)?;
+            readers.push((stream.clone(), event));
             Ok(())
         }
     }
+}
+
+/// Makes `stream`, about to write `b`, wait for the reads of `b` recorded on other streams
+/// (cudarc's slice makes it wait only for the latest read). Those reads then come before this
+/// write, which the slice's own write event covers: their entries are dropped.
+fn note_write(b: &Buffer, stream: &Arc<CudaStream>) -> Result<()> {
+    let m = mem(b)?;
+    let mut readers = readers(m);
+    for (s, event) in readers.iter() {
+        if !Arc::ptr_eq(s, stream) && !event.is_complete() {
+            stream
+                .wait(event)
+                .map_err(|e| driver_error("ordering a write after reads on other streams", e))?;
+        }
+    }
+    readers.retain(|(s, _)| Arc::ptr_eq(s, stream));
+    Ok(())
 }
 
 fn module(m: &ModuleHandle) -> Result<&Arc<CudaModule>> {
@@ -224,6 +260,7 @@ impl Backend for Gpu {
 
     fn copy(&self, s: &StreamHandle, src: &Buffer, dst: &mut Buffer) -> Result<()> {
         let stream = stream(s)?;
+        note_write(dst, stream)?;
         stream
             .memcpy_dtod(slice(src)?, slice_mut(dst)?)
             .map_err(|e| driver_error("copying on the device", e))?;
@@ -267,6 +304,11 @@ impl Backend for Gpu {
             })
             .collect::<Result<Vec<_>>>()?;
         let stream = stream(s)?;
+        for arg in args.iter() {
+            if let Arg::Out(b) = arg {
+                note_write(b, stream)?;
+            }
+        }
         let mut builder = stream.launch_builder(&func);
         for (arg, view) in args.iter_mut().zip(&views) {
             match (arg, view) {
@@ -304,6 +346,7 @@ impl Backend for Gpu {
         inverse: bool,
     ) -> Result<()> {
         let source = input.map(|(b, _)| b);
+        note_write(output.0, stream(s)?)?;
         let input = match input {
             Some((b, offset)) => Some((slice(b)?, offset)),
             None => None,
