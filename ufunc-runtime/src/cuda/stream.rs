@@ -52,3 +52,13 @@ impl Stream {
         synced.map(|()| value)
     }
 }
+
+/// Dropping a stream waits for its queued work (a panic not yet reported is then lost: call
+/// `synchronize` to see it). cudarc orders memory between streams only while one exists, so
+/// work left running by the last stream would otherwise go unordered with later work.
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // Nowhere to report a failure from a drop; `synchronize` is the call that reports.
+        let _ = self.queue.wait();
+    }
+}
