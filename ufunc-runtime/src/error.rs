@@ -139,11 +139,6 @@ pub enum Error {
         /// The array's number of dimensions.
         ndim: usize,
     },
-    /// An axis appears more than once among the axes of a transform or convolution.
-    RepeatedAxis {
-        /// The axes as given.
-        axes: Vec<usize>,
-    },
     /// An axis given to a ufunc method (`reduce`, `accumulate`) is not an axis of the array.
     MethodAxis {
         /// The ufunc's name.
@@ -402,7 +397,6 @@ impl fmt::Display for Error {
                 f,
                 "axis {axis} is out of bounds for an array of dimension {ndim}"
             ),
-            Error::RepeatedAxis { axes } => write!(f, "repeated axis in axes {axes:?}"),
             Error::MethodAxis {
                 function,
                 method,

@@ -13,8 +13,11 @@
 //!    zero and Nyquist frequencies lose their imaginary parts before a real inverse, as NumPy.
 //! 3. The norm's factor, in one scaling kernel at the end.
 //!
-//! Nothing is copied to or from the host: the kernels' shapes and strides are launch
-//! parameters, not operand data.
+//! An axis that `axes` names twice (NumPy transforms it once per appearance) splits the recipe
+//! into pieces without a repeat, run one after the other.
+//!
+//! No operand data is copied to or from the host; only the gather's shape, limits and strides
+//! go up, as small uploads that the transfer counters leave out.
 
 use super::args::{Arg, Buffer, FftKind, FftLayout};
 use super::launch::launch_support;
@@ -22,6 +25,7 @@ use super::queue::Queue;
 use crate::error::{Error, Result};
 use crate::fft::{FftElement, Pass, PassKind, Recipe};
 use crate::shape::{byte_size, c_strides, element_count};
+use num_complex::Complex;
 
 /// Where a transform's input is: device memory, the byte offset of the first element, the
 /// shape and element strides.
@@ -162,6 +166,25 @@ pub(crate) fn run_recipe<I: FftElement>(
     input: &FftInput<'_>,
     recipe: &Recipe,
 ) -> Result<Buffer> {
+    // The load below crops or pads each axis once: an axis transformed twice (NumPy's
+    // repeated `axes`) needs a recipe per appearance.
+    let segments = recipe.segments();
+    if let [first, rest @ ..] = segments.as_slice() {
+        if !rest.is_empty() {
+            let mut buf = run_recipe::<I>(queue, input, first)?;
+            for segment in rest {
+                let strides = c_strides(&segment.input);
+                let input = FftInput {
+                    mem: &buf,
+                    offset: 0,
+                    shape: &segment.input,
+                    strides: &strides,
+                };
+                buf = run_recipe::<Complex<I::Real>>(queue, &input, segment)?;
+            }
+            return Ok(buf);
+        }
+    }
     let real = size_of::<I::Real>();
     let double = real == 8;
     let input_complex = size_of::<I>() == 2 * real;

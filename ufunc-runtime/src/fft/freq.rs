@@ -69,7 +69,7 @@ pub fn fftshift<A: Clone, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) 
     roll_halves(a, &axes, false)
 }
 
-/// [`fftshift`] over the given axes only.
+/// [`fftshift`] over the given axes only (an axis given twice is rolled twice, as NumPy).
 pub fn fftshift_axes<A: Clone, S: Data<Elem = A>, D: Dimension>(
     a: &ArrayBase<S, D>,
     axes: &[usize],
@@ -84,7 +84,7 @@ pub fn ifftshift<A: Clone, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>)
     roll_halves(a, &axes, true)
 }
 
-/// [`ifftshift`] over the given axes only.
+/// [`ifftshift`] over the given axes only (an axis given twice is rolled twice).
 pub fn ifftshift_axes<A: Clone, S: Data<Elem = A>, D: Dimension>(
     a: &ArrayBase<S, D>,
     axes: &[usize],
@@ -94,34 +94,33 @@ pub fn ifftshift_axes<A: Clone, S: Data<Elem = A>, D: Dimension>(
 }
 
 fn check_axes(ndim: usize, axes: &[usize]) -> Result<()> {
-    for (i, &axis) in axes.iter().enumerate() {
-        if axis >= ndim {
-            return Err(Error::AxisOutOfRange { axis, ndim });
-        }
-        if axes[..i].contains(&axis) {
-            return Err(Error::RepeatedAxis {
-                axes: axes.to_vec(),
-            });
-        }
+    match axes.iter().find(|&&axis| axis >= ndim) {
+        Some(&axis) => Err(Error::AxisOutOfRange { axis, ndim }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// Rolls each of `axes` by `n / 2` (`inverse`: by `-(n / 2)`): the array is cut into 2^k
-/// blocks at the split points, each copied to its rolled place with one `assign`.
+/// Rolls each of `axes` by `n / 2` (`inverse`: by `-(n / 2)`), an axis given twice twice, as
+/// NumPy's `roll` adds the shifts: the array is cut into 2^k blocks at the split points of
+/// the k axes that move, each copied to its rolled place with one `assign`.
 fn roll_halves<A: Clone, S: Data<Elem = A>, D: Dimension>(
     a: &ArrayBase<S, D>,
     axes: &[usize],
     inverse: bool,
 ) -> Array<A, D> {
+    let mut shifts = vec![0; a.ndim()];
+    for &ax in axes {
+        let n = a.shape()[ax];
+        let half = if inverse { n - n / 2 } else { n / 2 };
+        shifts[ax] = (shifts[ax] + half) % n.max(1);
+    }
+    let moved: Vec<usize> = (0..a.ndim()).filter(|&ax| shifts[ax] != 0).collect();
     let mut out = a.to_owned();
-    let k = axes.len();
-    for corner in 0..1usize << k {
-        // Bit b of `corner` picks the first or second part of axis `axes[b]`.
+    for corner in 0..1usize << moved.len() {
+        // Bit b of `corner` picks the first or second part of axis `moved[b]`.
         let part = |ax: usize, source: bool| -> Slice {
-            let n = a.shape()[ax];
-            let shift = if inverse { n - n / 2 } else { n / 2 };
-            let Some(b) = axes.iter().position(|&x| x == ax) else {
+            let (n, shift) = (a.shape()[ax], shifts[ax]);
+            let Some(b) = moved.iter().position(|&x| x == ax) else {
                 return Slice::from(..);
             };
             // Source part [0, n - shift) moves to [shift, n); [n - shift, n) moves to [0, shift).

@@ -60,7 +60,8 @@ impl FftOptions {
         self
     }
 
-    /// Transform along these axes, in this order (NumPy's `axes`). Each may appear once.
+    /// Transform along these axes, in this order (NumPy's `axes`). An axis given twice is
+    /// transformed twice, as in NumPy (with its own length from `s` each time).
     pub fn axes(mut self, axes: &[usize]) -> Self {
         self.axes = Some(Shape::from_slice(axes));
         self
@@ -191,6 +192,26 @@ pub(crate) struct Recipe {
 }
 
 impl Recipe {
+    /// The recipe cut into consecutive pieces in which no axis repeats (one piece unless
+    /// `axes` named an axis twice), each from the shape the one before it leaves.
+    pub fn segments(&self) -> Vec<Recipe> {
+        let mut cuts = vec![0];
+        for (i, p) in self.passes.iter().enumerate() {
+            let start = *cuts.last().unwrap_or(&0);
+            if self.passes[start..i].iter().any(|q| q.axis == p.axis) {
+                cuts.push(i);
+            }
+        }
+        cuts.push(self.passes.len());
+        cuts.windows(2)
+            .map(|w| Recipe {
+                input: self.shape_after(w[0]),
+                output: self.shape_after(w[1]),
+                passes: self.passes[w[0]..w[1]].to_vec(),
+            })
+            .collect()
+    }
+
     /// The shape after the first `k` passes.
     pub fn shape_after(&self, k: usize) -> Shape {
         let mut shape = self.input.clone();
@@ -256,7 +277,8 @@ pub(crate) fn plan_recipe(
             }
         }
         Transform::RealInverse => {
-            for i in (0..last).rev() {
+            // NumPy's `irfftn` runs its complex passes in axis order, the others in reverse.
+            for i in 0..last {
                 push(axes[i], complex_kind, lengths[i]);
             }
             push(axes[last], PassKind::RealInverse, lengths[last]);
@@ -269,7 +291,8 @@ pub(crate) fn plan_recipe(
     })
 }
 
-/// The axes of the transform, checked: in range, none repeated, at least one.
+/// The axes of the transform, checked: in range, at least one. A repeated axis is
+/// transformed once per appearance, as in NumPy.
 fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Result<Shape> {
     let axes: Shape = match (&options.axes, defaults, &options.s) {
         (Some(axes), _, _) => axes.clone(),
@@ -315,15 +338,8 @@ fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Res
             message: "at least one axis is needed".into(),
         });
     }
-    for (i, &axis) in axes.iter().enumerate() {
-        if axis >= ndim {
-            return Err(Error::AxisOutOfRange { axis, ndim });
-        }
-        if axes[..i].contains(&axis) {
-            return Err(Error::RepeatedAxis {
-                axes: axes.to_vec(),
-            });
-        }
+    if let Some(&axis) = axes.iter().find(|&&axis| axis >= ndim) {
+        return Err(Error::AxisOutOfRange { axis, ndim });
     }
     Ok(axes)
 }
@@ -418,6 +434,46 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_axis_is_transformed_again() {
+        let o = FftOptions::new;
+        let all = DefaultAxes::All;
+        let axes_ns = |r: &Recipe| -> Vec<(usize, usize, usize)> {
+            r.passes.iter().map(|p| (p.axis, p.len_in, p.n)).collect()
+        };
+        // fftn: the last of `axes` first, each with its own length, as NumPy's loop.
+        let r = recipe(
+            &[3, 8],
+            Transform::Forward,
+            o().axes(&[1, 0, 1]).s(&[4, 5, 6]),
+            all,
+        );
+        assert_eq!(axes_ns(&r), [(1, 8, 6), (0, 3, 5), (1, 6, 4)]);
+        assert_eq!(r.output.as_slice(), &[5, 4]);
+        let parts = r.segments();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].output.as_slice(), &[5, 6]);
+        assert_eq!(parts[1].input.as_slice(), &[5, 6]);
+        assert_eq!(axes_ns(&parts[1]), [(1, 6, 4)]);
+        // irfftn: the complex passes in axis order, then the real one.
+        let r = recipe(
+            &[4, 5],
+            Transform::RealInverse,
+            o().axes(&[0, 0, 1]).s(&[6, 2, 8]),
+            all,
+        );
+        assert_eq!(axes_ns(&r), [(0, 4, 6), (0, 6, 2), (1, 5, 8)]);
+        assert_eq!(r.output.as_slice(), &[2, 8]);
+        assert_eq!(r.segments().len(), 2);
+        // rfftn: the real pass on the last axis, then the half spectrum again.
+        let r = recipe(&[3, 8], Transform::RealForward, o().axes(&[1, 1]), all);
+        assert_eq!(axes_ns(&r), [(1, 8, 8), (1, 5, 8)]);
+        assert_eq!(r.output.as_slice(), &[3, 8]);
+        // Distinct axes stay one segment.
+        let r = recipe(&[3, 8, 2], Transform::Forward, o(), all);
+        assert_eq!(r.segments(), std::slice::from_ref(&r));
+    }
+
+    #[test]
     fn scales_multiply_to_the_norm() {
         let o = FftOptions::new;
         let prod = |r: Recipe| r.passes.iter().map(|p| p.scale).product::<f64>();
@@ -450,13 +506,6 @@ mod tests {
         let last = DefaultAxes::Last(1);
         let e = plan_recipe(&[3, 4], Transform::Forward, &o().axis(2), last).unwrap_err();
         assert_eq!(e, Error::AxisOutOfRange { axis: 2, ndim: 2 });
-        let e = plan_recipe(
-            &[3, 4],
-            Transform::Forward,
-            &o().axes(&[1, 1]),
-            DefaultAxes::All,
-        );
-        assert!(matches!(e, Err(Error::RepeatedAxis { .. })));
         let e = plan_recipe(&[3, 0], Transform::Forward, &o(), last).unwrap_err();
         assert_eq!(
             e,
