@@ -87,6 +87,12 @@ fn main() -> Result<(), ufunc::Error> {
     let mut hist = Array1::<f32>::zeros(4);
     add::at(&mut hist, &[1, 3, 1], 1.0f32)?;
     assert_eq!(hist, array![0.0f32, 2.0, 0.0, 1.0]);
+    // A tuple of index lists addresses the leading axes, as NumPy's `np.add.at(h, (y, x), w)`:
+    // a weighted 2-d histogram.
+    let (y, x) = (vec![0usize, 2, 2, 1], vec![1usize, 0, 0, 1]);
+    let mut hist2 = ndarray::Array2::<f32>::zeros((3, 2));
+    add::at(&mut hist2, (&y, &x), &array![0.5f32, 1.0, 2.0, 4.0])?;
+    assert_eq!(hist2, array![[0.0f32, 0.5], [0.0, 4.0], [3.0, 0.0]]);
 
     // Timings: 16M elements.
     let n = 16_000_000;

@@ -3,7 +3,7 @@
 //! negative strides, permuted axes, broadcast views), empty and length-1 axes, NaN propagation,
 //! integer wrapping, float-sum accuracy, and `parallel` against `cpu`.
 
-use ndarray::{array, Array, ArrayD, ArrayViewD, Axis, IxDyn, ShapeBuilder, Slice};
+use ndarray::{array, s, Array, Array1, ArrayD, ArrayViewD, Axis, IxDyn, ShapeBuilder, Slice};
 use proptest::prelude::*;
 use ufunc::prelude::*;
 use ufunc::Axes;
@@ -1059,6 +1059,137 @@ fn at_applies_repeated_indices_repeatedly() {
         add_i64::at(&mut m, &[0], &array![1i64, 2, 3]),
         Err(Error::Broadcast { .. })
     ));
+}
+
+/// A tuple of index lists addresses the first k axes, NumPy's tuple of index arrays; the cases
+/// of NumPy's `test_ufunc_at_multiD`, `test_ufunc_at_basic`, `test_ufunc_at_large`,
+/// `test_ufunc_at_0D` and `test_ufunc_at_advanced` (`numpy/_core/tests/test_ufunc.py`) in the
+/// forms ours takes: a leading `slice(None)` becomes a view with that axis moved behind the
+/// indexed ones, a scalar index a list of one.
+#[test]
+fn at_takes_numpys_index_forms() {
+    let arange = |shape: &[usize]| {
+        Array::from_shape_vec(
+            shape.to_vec(),
+            (0..shape.iter().product::<usize>() as i64).collect(),
+        )
+        .unwrap()
+    };
+    let b3 = array![[100i64, 100, 100], [200, 200, 200], [300, 300, 300]];
+    // (slice(None), [1, 2, 1]) on a 3x3 `a`: the transposed view indexed on its first axis.
+    let mut a = arange(&[3, 3]);
+    add_i64::at(a.view_mut().reversed_axes(), &[1, 2, 1], b3.t()).unwrap();
+    assert_eq!(
+        a,
+        array![[0, 201, 102], [3, 404, 205], [6, 607, 308]].into_dyn()
+    );
+    // ([1, 2, 1], slice(None)).
+    let mut a = arange(&[3, 3]);
+    add_i64::at(&mut a, &[1, 2, 1], &b3).unwrap();
+    assert_eq!(
+        a,
+        array![[0, 1, 2], [403, 404, 405], [206, 207, 208]].into_dyn()
+    );
+    // (0, [1, 2, 1]).
+    let mut a = arange(&[3, 3]);
+    add_i64::at(&mut a, (&[0], &[1, 2, 1]), &array![100i64, 200, 300]).unwrap();
+    assert_eq!(a, array![[0, 401, 202], [3, 4, 5], [6, 7, 8]].into_dyn());
+    // ([1, 2, 1], 0, slice(None)) on 3x3x3.
+    let mut a = arange(&[3, 3, 3]);
+    add_i64::at(&mut a, (&vec![1, 2, 1], &[0]), &array![100i64, 200, 300]).unwrap();
+    let mut want = arange(&[3, 3, 3]);
+    want.slice_mut(s![1, 0, ..]).assign(&array![209, 410, 611]);
+    want.slice_mut(s![2, 0, ..]).assign(&array![118, 219, 320]);
+    assert_eq!(a, want);
+    // (slice(None), [1, 2, 1], slice(None)): axes 0 and 1 swapped.
+    let mut a = arange(&[3, 3, 3]);
+    let swapped = a.view_mut().permuted_axes(vec![1, 0, 2]);
+    add_i64::at(swapped, &[1, 2, 1], &array![100i64, 200, 300]).unwrap();
+    let mut want = arange(&[3, 3, 3]);
+    for i in 0..3 {
+        let base = 9 * i as i64;
+        want.slice_mut(s![i, 1, ..])
+            .assign(&array![base + 203, base + 404, base + 605]);
+        want.slice_mut(s![i, 2, ..])
+            .assign(&array![base + 106, base + 207, base + 308]);
+    }
+    assert_eq!(a, want);
+    // `()` indexes no axis: the whole array (NumPy's `np.add.at(a, (), 1)` on 0-d and more).
+    let mut zero_d = ndarray::arr0(0i64);
+    add_i64::at(&mut zero_d, (), 1i64).unwrap();
+    assert_eq!(zero_d[()], 1);
+    let e = add_i64::at(&mut zero_d, &[0], 1i64).unwrap_err();
+    assert!(e.to_string().contains("too many indices for array"), "{e}");
+    // test_ufunc_at_basic and _large: repeated indices, i16 indices, an ordered float sum.
+    let mut a = Array::from_iter(0..10i64);
+    add_i64::at(&mut a, &[2, 5, 2], &array![100i64, 100, 100]).unwrap();
+    assert_eq!(a, array![0, 1, 202, 3, 4, 105, 6, 7, 8, 9]);
+    let indices = vec![0i16; 8195];
+    let mut b = vec![0.0f64; 8195];
+    (b[0], b[1]) = (10.0, 5.0);
+    b[8192..].fill(100.0);
+    let mut total = array![0.0f64];
+    add_f64::at(&mut total, &indices, &Array::from(b)).unwrap();
+    assert_eq!(total[0], 315.0);
+    // test_ufunc_at_advanced: an empty sub-array leaves everything as it was.
+    let mut orig = Array::from_iter(0..4i64).insert_axis(ndarray::Axis(1));
+    add_i64::at(orig.slice_mut(s![.., 0..0]), &[0, 1], 3i64).unwrap();
+    assert_eq!(orig.column(0), array![0, 1, 2, 3]);
+}
+
+/// Pairs of index lists against a naive loop: a 2-d histogram with weights, lists as slices,
+/// `Vec`s and `Array1`s, negative indices, a reversed view of `a`, a list of one broadcast.
+#[test]
+fn at_with_a_tuple_of_lists_matches_a_naive_loop() {
+    let mut state = 7u64;
+    let mut next = |m: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    };
+    let n = 500;
+    let rows: Vec<i64> = (0..n).map(|_| next(9) as i64 - 4).collect();
+    let cols = Array1::from_iter((0..n).map(|_| next(7) as i32));
+    let weights = Array1::from_iter((0..n).map(|_| next(1000) as i64));
+    let mut hist = Array::<i64, _>::zeros((5, 7));
+    let mut want = hist.clone();
+    add_i64::at(hist.slice_mut(s![..;-1, ..]), (&rows, &cols), &weights).unwrap();
+    for k in 0..n {
+        let r = (rows[k] + 5) % 5;
+        want[[4 - r as usize, cols[k] as usize]] += weights[k];
+    }
+    assert_eq!(hist, want);
+    // A list of one broadcasts: column 3 of every listed row, `b` (n, 2) into a 3-d `a`.
+    let mut a = Array::<i64, _>::zeros((5, 7, 2));
+    let mut want = a.clone();
+    let b = Array::from_shape_fn((n, 2), |(k, j)| weights[k] * (j as i64 + 1));
+    add_i64::at(&mut a, (&rows[..], &[3u8]), &b).unwrap();
+    for k in 0..n {
+        for j in 0..2 {
+            want[[((rows[k] + 5) % 5) as usize, 3, j]] += b[[k, j]];
+        }
+    }
+    assert_eq!(a, want);
+    // Errors name the axis and the lists; nothing is applied.
+    let before = a.clone();
+    let e = add_i64::at(&mut a, (&[0, 1], &[0, 7]), 1i64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`add_i64::at`: index 7 is out of bounds for axis 1 with size 7"
+    );
+    let e = add_i64::at(&mut a, (&[0, 1], &[0, 1, 2]), 1i64).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("lengths [2, 3] could not be broadcast"),
+        "{e}"
+    );
+    let e = add_i64::at(&mut a, (&[0], &[0], &[0], &[0]), 1i64).unwrap_err();
+    assert!(
+        e.to_string().contains("3-dimensional, but 4 were indexed"),
+        "{e}"
+    );
+    assert_eq!(a, before);
 }
 
 #[test]

@@ -729,6 +729,31 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             let mut want = a.clone();
             cuda_add_i64::at(&mut want, &idx, &b).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
+            // A tuple of lists (rows and columns, one broadcast), `b` over the last axis.
+            let (rows, cols) = (vec![4i64, 0, -1, 4, 1], [2u8, 0, 2, 2, 1]);
+            let b2 = values_i64(&[5, 4]);
+            let mut want = a.clone();
+            cuda_shift_in::at(&mut want, (&rows, &cols), &b2).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(&mut d, (&rows, &cols), &to_device(&b2).unwrap()).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, (&rows[..], &[1]), 7i64).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_add_i64::at_device(&mut d, (&rows[..], &[1]), 7i64).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let err = cuda_add_i64::at_device(&mut d, (&[0], &[3]), 1i64).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::IndexOutOfBounds {
+                        axis: 1,
+                        len: 3,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
             let err = cuda_add_i64::at_device(&mut d, &[5], 1i64).unwrap_err();
             assert!(
                 matches!(

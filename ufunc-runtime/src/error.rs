@@ -174,13 +174,15 @@ pub enum Error {
         /// The shape of the array reduced.
         shape: Vec<usize>,
     },
-    /// An index given to a ufunc's `at` is outside the first axis.
+    /// An index given to a ufunc's `at` is outside its axis.
     IndexOutOfBounds {
         /// The ufunc's name.
         function: &'static str,
         /// The index as given.
         index: i128,
-        /// The length of the first axis.
+        /// The axis it indexes.
+        axis: usize,
+        /// The length of that axis.
         len: usize,
     },
     /// A transform would have no points along an axis (`n = 0`, an empty axis without `n`,
@@ -430,10 +432,11 @@ impl fmt::Display for Error {
             Error::IndexOutOfBounds {
                 function,
                 index,
+                axis,
                 len,
             } => write!(
                 f,
-                "`{function}::at`: index {index} is out of bounds for axis 0 with size {len}"
+                "`{function}::at`: index {index} is out of bounds for axis {axis} with size {len}"
             ),
             Error::FftLength { axis, shape } => write!(
                 f,

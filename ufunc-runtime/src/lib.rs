@@ -53,7 +53,8 @@ pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::{FusedMulAdd, LaneMath};
 pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};
 pub use reduce::{
-    accumulate, accumulate_out, at, outer, reduce, reduce_out, Axes, MethodsNeedBinaryOp,
+    accumulate, accumulate_out, at, outer, reduce, reduce_out, AtIndices, Axes, IndexList,
+    MethodsNeedBinaryOp,
 };
 pub use shape::{broadcast_shapes, broadcast_strides, element_count};
 pub use target::Target;
@@ -67,8 +68,8 @@ pub mod __private {
         accumulate, accumulate_device, accumulate_out, at, at_device, call, call_device, call_out,
         call_out_device, cuda_const, cuda_prelude, first_reason, gu_call, gu_call_device,
         gu_call_out, gu_call_out_device, kernel_source, outer, outer_device, path_with_helpers,
-        reduce, reduce_device, reduce_out, reduce_out_device, store_scalar, ArraysOf, Body,
-        CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel,
+        reduce, reduce_device, reduce_out, reduce_out_device, store_scalar, ArraysOf, AtIndices,
+        Body, CoreArg, CoreDim, CoreParam, CudaKernel, CudaLiteral, DeviceArraysOf, DeviceKernel,
         DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, Element, FusedMulAdd,
         GuBody, GuOperand, Isa, KernelKind, KernelSource, LaneMath, MethodsNeedBinaryOp, Operand,
         Operands, OutOperand, OutOperands, Outputs, PanicSite, PanicTable, PlainHelper, Signature,

@@ -484,7 +484,10 @@ fn methods(c: &Companions<'_>) -> TokenStream {
     let doc_at = format!(
         "In place, unbuffered: `a[indices[k], ..] = {name}(a[indices[k], ..], b[k, ..])` for each \
          `k` in order (a repeated index is applied repeatedly), as NumPy's `{name}.at`; `b` \
-         broadcasts to `(indices.len(),) + a.shape[1..]`. Runs on the calling thread."
+         broadcasts to `(indices.len(),) + a.shape[1..]`. `indices` is one list along the first \
+         axis (`&[1, 3, 1]`, a `&Vec`, a `&Array1`; negative from the end) or, for the first k \
+         axes, a tuple of k lists paired element by element (`(&rows, &cols)`; a list of one \
+         broadcasts), as NumPy's tuple of index arrays. Runs on the calling thread."
     );
     let device = if c.f.attr.wants_cuda() {
         let dev = quote!(::ufunc::cuda::DeviceArray);
@@ -525,15 +528,16 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, None, a, b)
             }
 
-            /// `at` on a device array: a thread per element of `a[0]`'s sub-array applies the
-            /// indices in order (`b`: a device array or view, a host array or a scalar).
+            /// `at` on a device array: a thread per element of the indexed sub-array applies
+            /// the points in order (`indices` as `at`'s; `b`: a device array or view, a host
+            /// array or a scalar).
             pub fn at_device<
                 #lead
                 __UfuncD: ::ufunc::ndarray::Dimension,
-                __UfuncI: ::core::marker::Copy + ::core::convert::TryInto<i128>,
+                __UfuncX: #p::AtIndices,
                 __UfuncB: #p::DeviceOperand<#t>,
-            >(a: &mut #dev<#t, __UfuncD>, indices: &[__UfuncI], b: __UfuncB) -> ::ufunc::Result<()> {
-                #p::at_device::<#body, #t, __UfuncD, __UfuncI, __UfuncB>(Self::TARGETS, a, indices, b)
+            >(a: &mut #dev<#t, __UfuncD>, indices: __UfuncX, b: __UfuncB) -> ::ufunc::Result<()> {
+                #p::at_device::<#body, #t, __UfuncD, __UfuncX, __UfuncB>(Self::TARGETS, a, indices, b)
             }
 
             /// `accumulate` on the GPU, the result left there: a thread per row in order, or,
@@ -697,10 +701,10 @@ fn methods(c: &Companions<'_>) -> TokenStream {
         pub fn at<
             #lead
             __UfuncO: #p::OutOperand<#t>,
-            __UfuncI: ::core::marker::Copy + ::core::convert::TryInto<i128>,
+            __UfuncX: #p::AtIndices,
             __UfuncB: #p::Operand<#t>,
-        >(a: __UfuncO, indices: &[__UfuncI], b: __UfuncB) -> ::ufunc::Result<()> {
-            #p::at::<#body, #t, __UfuncO, __UfuncI, __UfuncB>(a, indices, b)
+        >(a: __UfuncO, indices: __UfuncX, b: __UfuncB) -> ::ufunc::Result<()> {
+            #p::at::<#body, #t, __UfuncO, __UfuncX, __UfuncB>(a, indices, b)
         }
     }
 }

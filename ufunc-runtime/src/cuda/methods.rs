@@ -35,8 +35,8 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::operand::RawOperand;
 use crate::reduce::{
-    at_indices, empty_reduction, full_strides, normalize, out_keepdims, outer_leading,
-    reduced_axes, reduced_shape, reorderable, split_axes, Axes, Axis,
+    at_points, empty_reduction, full_strides, normalize, out_keepdims, outer_leading, reduced_axes,
+    reduced_shape, reorderable, split_axes, AtIndices, AtPoints, Axes, Axis,
 };
 use crate::shape::{byte_size, c_strides, scatter_c_order};
 use crate::target::Target;
@@ -210,37 +210,37 @@ impl Methods<'_> {
         self.waited(|status| self.reduce::<T>(input, &kept, &red, inner, reorderable, out, status))
     }
 
-    /// `a[idx[k], ..] = f(a[idx[k], ..], b[k, ..])` for each `k` in order, `a` in C order of
-    /// `shape`, `b` at `b_strides` (broadcast to `(idx.len(),) + shape[1..]`).
+    /// `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of `at` in order, `a` in C
+    /// order of `shape`, `b` at `at.b_strides`.
     fn at(
         &self,
         a: &mut Buffer,
         shape: &[usize],
-        idx: &[usize],
+        at: &AtPoints,
         b: &LaunchInput<'_>,
-        b_strides: &[isize],
     ) -> Result<()> {
         let a_strides = c_strides(shape);
-        let specs: Vec<_> = (1..shape.len())
-            .map(|i| (shape[i], a_strides[i], b_strides[i], false))
+        let specs: Vec<_> = (at.axes..shape.len())
+            .map(|i| (shape[i], a_strides[i], at.b_strides[1 + i - at.axes], false))
             .collect();
         let (sub, _, _) = split_axes(&specs);
         let n_sub: usize = sub.iter().map(|x| x.len).product();
-        if idx.is_empty() || n_sub == 0 {
+        if at.offsets.is_empty() || n_sub == 0 {
             return Ok(());
         }
+        // The points are element offsets, so the indexed axis has stride 1.
         let along = [Axis {
-            len: idx.len(),
-            a: a_strides[0],
-            out: b_strides[0],
+            len: at.offsets.len(),
+            a: 1,
+            out: at.b_strides[0],
         }];
         let g = self.geometry(&sub, &along)?;
-        let idx: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
-        let idx = self.queue.upload_i64(&idx)?;
+        let offsets: Vec<i64> = at.offsets.iter().map(|&o| o as i64).collect();
+        let offsets = self.queue.upload_i64(&offsets)?;
         let args = vec![
             Arg::I64(n_sub as i64),
             Arg::I64(along[0].len as i64),
-            Arg::In(&idx, 0),
+            Arg::In(&offsets, 0),
             Arg::In(&g, 0),
             Arg::Out(a),
             Arg::In(b.mem, b.offset),
@@ -450,23 +450,31 @@ where
     Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
 }
 
-/// `f::at_device`: in place on a device array, unbuffered (a repeated index is applied
-/// repeatedly, in order): a thread per element of `a[0]`'s sub-array walks the indices in
+/// `f::at_device`: in place on a device array, unbuffered (a repeated point is applied
+/// repeatedly, in order): a thread per element of the indexed sub-array walks the points in
 /// order. Every index is checked before `a` is touched.
-pub fn at_device<B: DeviceBinaryOp<T>, T: Element, D: Dimension, I, Bo>(
+pub fn at_device<B: DeviceBinaryOp<T>, T: Element, D: Dimension, X, Bo>(
     compiled: &'static [Target],
     a: &mut DeviceArray<T, D>,
-    indices: &[I],
+    indices: X,
     b: Bo,
 ) -> Result<()>
 where
-    I: Copy + TryInto<i128>,
+    X: AtIndices,
     Bo: DeviceOperand<T>,
 {
     with_input::<B, T, Bo, _>(compiled, None, b, |m, input| {
         let shape = a.dim.slice().to_vec();
-        let (idx, strides) = at_indices(B::NAME, &shape, indices, input.shape, &input.strides)?;
-        m.at(&mut a.buf.0, &shape, &idx, input, &strides)
+        let strides = c_strides(&shape);
+        let at = at_points(
+            B::NAME,
+            &shape,
+            &strides,
+            &indices,
+            input.shape,
+            &input.strides,
+        )?;
+        m.at(&mut a.buf.0, &shape, &at, input)
     })
 }
 

@@ -20,6 +20,7 @@
 //! on the attribute) is the result of reducing no elements; a non-empty reduction starts from its
 //! first element, so `add.reduce([-0.0])` is `-0.0` as in NumPy.
 
+mod at;
 mod engine;
 mod kernels;
 
@@ -30,8 +31,10 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::{Operand, OutOperand, RawOperand, RawOutOperand};
 use crate::panic::catching_panics;
-use crate::shape::{broadcast_strides_to, byte_size, byte_strides, c_strides, walk_rows, Strides};
+use crate::shape::{byte_size, byte_strides, c_strides, walk_rows};
 use crate::target::Target;
+pub use at::{at, AtIndices, IndexList};
+pub(crate) use at::{at_points, AtPoints};
 pub(crate) use engine::{split_axes, Axis};
 use engine::{AxisSpec, Job};
 use ndarray::{Array, ArrayD, Dimension, IxDyn};
@@ -462,88 +465,4 @@ where
     }
     // SAFETY: the engine wrote every element (it returned Ok).
     Ok(unsafe { out.assume_init() })
-}
-
-/// What `f::at` on `a` of `shape` needs, checked before `a` is touched: every index counted
-/// from the end where negative (`Error::IndexOutOfBounds` naming one past either end), and
-/// the strides of `b` (`b_shape`, `b_strides`) broadcast to `(indices.len(),) + shape[1..]`.
-pub(crate) fn at_indices<I: Copy + TryInto<i128>>(
-    function: &'static str,
-    shape: &[usize],
-    indices: &[I],
-    b_shape: &[usize],
-    b_strides: &[isize],
-) -> Result<(Vec<usize>, Strides)> {
-    let Some((&len, sub_shape)) = shape.split_first() else {
-        return Err(Error::InvalidArgument {
-            name: "a",
-            message: format!("`{function}::at` needs an array of one dimension or more, not 0-d"),
-        });
-    };
-    let idx: Vec<usize> = indices
-        .iter()
-        .map(|&i| {
-            let i: i128 = i.try_into().unwrap_or(i128::MAX);
-            let j = if i < 0 { i + len as i128 } else { i };
-            if j < 0 || j >= len as i128 {
-                Err(Error::IndexOutOfBounds {
-                    function,
-                    index: i,
-                    len,
-                })
-            } else {
-                Ok(j as usize)
-            }
-        })
-        .collect::<Result<_>>()?;
-    let full: Vec<usize> = std::iter::once(idx.len())
-        .chain(sub_shape.iter().copied())
-        .collect();
-    let strides = broadcast_strides_to(&full, b_shape, b_strides)?;
-    Ok((idx, strides))
-}
-
-/// Unbuffered in-place `a[indices[k], ..] = f(a[indices[k], ..], b[k, ..])` for each `k` in
-/// order, so a repeated index is applied repeatedly; `b` broadcasts to `(indices.len(),) +
-/// a.shape[1..]`. Indices may be negative (from the end). Every index is checked before `a`
-/// is touched. Runs on the calling thread.
-pub fn at<B, T, O, I, Bo>(mut a: O, indices: &[I], b: Bo) -> Result<()>
-where
-    B: Body<In = (T, T), Out = T>,
-    T: Element,
-    O: OutOperand<T>,
-    I: Copy + TryInto<i128>,
-    Bo: Operand<T>,
-{
-    let ra = a.raw_mut();
-    let rb = b.raw();
-    let (idx, b_strides) = at_indices(B::NAME, ra.shape, indices, rb.shape, rb.strides)?;
-    let sub_shape = &ra.shape[1..];
-    let size = size_of::<T>();
-    let a_bytes = byte_strides(&ra.strides[1..], size);
-    let b_bytes = byte_strides(&b_strides[1..], size);
-    let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
-    let n_sub: usize = sub_shape.iter().product();
-    catching_panics(B::NAME, || {
-        for (k, &i) in idx.iter().enumerate() {
-            let pa = ra
-                .ptr
-                .wrapping_offset((i as isize * ra.strides[0]) * size as isize);
-            let pb = (rb.ptr as *mut u8).wrapping_offset(k as isize * b_strides[0] * size as isize);
-            walk_rows(
-                sub_shape,
-                &[&a_bytes, &b_bytes],
-                &[pa, pb],
-                0..n_sub,
-                |p, j, len| {
-                    for t in j..j + len {
-                        let ea = p[0].wrapping_offset(t as isize * ia) as *mut T;
-                        let eb = p[1].wrapping_offset(t as isize * ib) as *const T;
-                        // SAFETY: elements of `a` and of `b` (broadcast).
-                        unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
-                    }
-                },
-            );
-        }
-    })
 }
