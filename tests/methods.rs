@@ -376,6 +376,14 @@ fn subtract_reduces_as_numpy() {
     assert!(text.contains("associative = true"), "{text}");
     let zero_d = ndarray::arr0(5i64);
     assert_eq!(sub_i64::reduce(&zero_d, Axes::All).unwrap()[[]], 5);
+    // NumPy's legacy rule: a lone axis 0 or -1 of a 0-d array reduces nothing; `(0,)` and 1
+    // are out of bounds (`np.add.reduce(np.array(5), axis=0)` is 5).
+    assert_eq!(sub_i64::reduce(&zero_d, 0).unwrap()[[]], 5);
+    assert_eq!(add_i64::reduce_keepdims(&zero_d, -1).unwrap()[[]], 5);
+    for axes in [Axes::from([0]), Axes::from(1), Axes::from(-2)] {
+        let e = add_i64::reduce(&zero_d, axes).unwrap_err();
+        assert!(matches!(e, Error::MethodAxis { ndim: 0, .. }), "{e}");
+    }
     // No axis: nothing reduced, the input back.
     assert_eq!(
         sub_i64::reduce(&m, Axes::List(vec![])).unwrap(),

@@ -429,6 +429,12 @@ fn reduce_out_device_takes_either_shape_and_checks_it() {
         assert!(matches!(err, Error::MethodRepeatedAxis { .. }), "{err}");
         let err = cuda_add_i64::reduce_device(&d, 3).unwrap_err();
         assert!(matches!(err, Error::MethodAxis { .. }), "{err}");
+        // NumPy's legacy rule: a lone axis 0 of a 0-d array reduces nothing; `[0]` is refused.
+        let zero_d = to_device(&ndarray::arr0(5i64)).unwrap();
+        let got = cuda_add_i64::reduce_device(&zero_d, 0).unwrap();
+        assert_eq!(got.copy_to_host().unwrap()[[]], 5);
+        let err = cuda_add_i64::reduce_device(&zero_d, [0]).unwrap_err();
+        assert!(matches!(err, Error::MethodAxis { ndim: 0, .. }), "{err}");
     });
 }
 

@@ -64,7 +64,7 @@ pub trait MethodsNeedBinaryOp<F>: sealed::Sealed {
 ///
 /// ```
 /// use ufunc_runtime::Axes;
-/// assert_eq!(Axes::from(-1), Axes::List(vec![-1]));
+/// assert_eq!(Axes::from(-1), Axes::Axis(-1));
 /// assert_eq!(Axes::from([0usize, 2]), Axes::List(vec![0, 2]));
 /// assert_eq!(Axes::from(&[1i64][..]), Axes::List(vec![1]));
 /// ```
@@ -74,13 +74,16 @@ pub enum Axes {
     All,
     /// These axes, in any order, each at most once; an empty list reduces nothing.
     List(Vec<isize>),
+    /// One axis given alone (NumPy's `axis=k`): `List(vec![k])`, except that a 0-d array takes
+    /// `0` and `-1` and reduces nothing, NumPy's legacy rule for scalars (`[0]` stays an error).
+    Axis(isize),
 }
 
 macro_rules! axes_from {
     ($($t:ty),*) => {$(
         impl From<$t> for Axes {
             fn from(axis: $t) -> Axes {
-                Axes::List(vec![axis as isize])
+                Axes::Axis(axis as isize)
             }
         }
         impl From<&[$t]> for Axes {
@@ -139,6 +142,8 @@ pub(crate) fn reduced_axes<B: Body<In = (T, T), Out = T>, T: Element>(
     let mut reduced = vec![false; ndim];
     match axes {
         Axes::All => reduced.fill(true),
+        Axes::Axis(0 | -1) if ndim == 0 => {}
+        &Axes::Axis(axis) => reduced[normalize(function, "reduce", axis, ndim)?] = true,
         Axes::List(list) => {
             // Every axis in range first, then none twice, as NumPy checks them.
             let axes: Vec<usize> = list
