@@ -42,6 +42,16 @@ use crate::shape::{byte_size, c_strides, scatter_c_order};
 use crate::target::Target;
 use ndarray::{Dimension, IxDyn};
 
+/// What a device reduction may do with `f`'s calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fold {
+    /// Fold each output's elements strictly in order (`f` is not reorderable).
+    InOrder,
+    /// Regroup them; `inner`: the reduced elements are the innermost, so a warp per output
+    /// reads them coalesced.
+    Regroup { inner: bool },
+}
+
 /// The functions the device methods take: `f(T, T) -> T` with a CUDA kernel.
 pub trait DeviceBinaryOp<T: Element>: Body<In = (T, T), Out = T> + DeviceKernel {}
 
@@ -116,19 +126,18 @@ impl Methods<'_> {
     }
 
     /// `f` over `red` of `input` for each element of `kept`, into `out` (both non-empty):
-    /// its passes queued with the status word `status`. Only a `reorderable` `f` is
-    /// regrouped; any other is folded in order by a thread per output.
-    #[allow(clippy::too_many_arguments)]
+    /// its passes queued with the status word `status`. Only `Fold::Regroup` splits the
+    /// reduced elements; `Fold::InOrder` folds them by a thread per output.
     fn reduce<T: Element>(
         &self,
         input: (&Buffer, usize),
         kept: &[Axis],
         red: &[Axis],
-        inner: bool,
-        reorderable: bool,
+        fold: Fold,
         out: &mut Buffer,
         status: &mut Buffer,
     ) -> Result<()> {
+        let reorderable = fold != Fold::InOrder;
         let n_out: usize = kept.iter().map(|x| x.len).product();
         let n_red: usize = red.iter().map(|x| x.len).product();
         let sizes = || vec![Arg::I64(n_out as i64), Arg::I64(n_red as i64)];
@@ -162,11 +171,12 @@ impl Methods<'_> {
                 a: 1,
                 out: 0,
             }];
-            return self.reduce::<T>((&partials, 0), &kept, &red, true, true, out, status);
+            let fold = Fold::Regroup { inner: true };
+            return self.reduce::<T>((&partials, 0), &kept, &red, fold, out, status);
         }
         let g = self.geometry(kept, red)?;
         let mut args = sizes();
-        if inner && reorderable {
+        if fold == (Fold::Regroup { inner: true }) {
             args.extend([Arg::In(&g, 0), Arg::In(input.0, input.1), Arg::Out(out)]);
             self.queue_entry("reduce_warps", n_out * WARP, true, args, status)
         } else {
@@ -205,9 +215,13 @@ impl Methods<'_> {
             .map(|i| (shape[i], input.strides[i], out_strides[i], reduced[i]))
             .collect();
         let (kept, red, inner) = split_axes(&specs);
-        let reorderable = reorderable::<B, T>();
+        let fold = if reorderable::<B, T>() {
+            Fold::Regroup { inner }
+        } else {
+            Fold::InOrder
+        };
         let input = (input.mem, input.offset);
-        self.waited(|status| self.reduce::<T>(input, &kept, &red, inner, reorderable, out, status))
+        self.waited(|status| self.reduce::<T>(input, &kept, &red, fold, out, status))
     }
 
     /// `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of `at` in order, `a` in C

@@ -17,9 +17,9 @@
 //!   the chunks' totals, in order; between them `_reduce_cols` with `each` gives their running
 //!   values; then each chunk is scanned from the value before it. Every pair is combined in
 //!   order (left, then right), so `f` need not commute;
-//! - `{name}_at`: a thread per element of `a[0]`'s sub-array, applying every index in order
-//!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the
-//!   indices, with `a`'s and `b`'s strides along axis 0).
+//! - `{name}_at`: a thread per element of the indexed sub-array, applying every point in order
+//!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the points,
+//!   element offsets into `a` (stride 1), with `b`'s stride along them).
 //!
 //! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched
 //! as cooperative); `_warps` and `_blocks` need `blockDim.x` to be a multiple of `warpSize`,
@@ -58,6 +58,20 @@ __device__ inline long long {name}_offset(long long i, int nd, const long long* 
         i /= shape[d];
     }}
     return off;
+}}
+// Task `task` of a pass over chunks: output element `o`, its chunk `c` of `parts`, the
+// reduced elements `start..end` of that chunk.
+struct {name}_chunk {{
+    long long o, c, start, end;
+}};
+__device__ inline {name}_chunk {name}_chunk_of(long long task, long long parts, long long chunk,
+        long long n_red) {{
+    {name}_chunk k;
+    k.o = task / parts;
+    k.c = task % parts;
+    k.start = k.c * chunk;
+    k.end = k.start + chunk < n_red ? k.start + chunk : n_red;
+    return k;
 }}
 __device__ inline void {name}_push({t}& v, bool& has, {t} x) {{
     v = has ? {device_fn}(v, x) : x;
@@ -145,12 +159,11 @@ extern "C" __global__ void {name}_reduce_blocks(long long n_out, long long n_red
 {STATUS_ENTRY}
     const {name}_geom geo = {name}_geom_of(g);
     for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
-        const long long o = task / parts, start = task % parts * chunk;
-        const long long end = start + chunk < n_red ? start + chunk : n_red;
-        const {t}* a = in + {name}_offset(o, geo.nk, geo.kshape, geo.ka);
+        const {name}_chunk k = {name}_chunk_of(task, parts, chunk, n_red);
+        const {t}* a = in + {name}_offset(k.o, geo.nk, geo.kshape, geo.ka);
         {t} v{{}};
         bool has = false;
-        {name}_run(v, has, a, geo, start + threadIdx.x, end, blockDim.x);
+        {name}_run(v, has, a, geo, k.start + threadIdx.x, k.end, blockDim.x);
         {name}_block_reduce(v, has);
         if (threadIdx.x == 0) partials[task] = v;
     }}
@@ -248,12 +261,11 @@ extern "C" __global__ void {name}_chunk_totals(long long n_out, long long n_red,
 {STATUS_ENTRY}
     const {name}_geom geo = {name}_geom_of(g);
     for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
-        const long long o = task / parts, start = task % parts * chunk;
-        const long long end = start + chunk < n_red ? start + chunk : n_red;
+        const {name}_chunk k = {name}_chunk_of(task, parts, chunk, n_red);
         {t} total{{}};
         bool has = false;
-        {name}_scan_chunk(in + {name}_offset(o, geo.nk, geo.kshape, geo.ka), nullptr, geo, start,
-                          end, total, has);
+        {name}_scan_chunk(in + {name}_offset(k.o, geo.nk, geo.kshape, geo.ka), nullptr, geo,
+                          k.start, k.end, total, has);
         if (threadIdx.x == 0) totals[task] = total;
     }}
 }}
@@ -265,14 +277,13 @@ extern "C" __global__ void {name}_scan_blocks(long long n_out, long long n_red, 
 {STATUS_ENTRY}
     const {name}_geom geo = {name}_geom_of(g);
     for (long long task = blockIdx.x; task < n_out * parts; task += gridDim.x) {{
-        const long long o = task / parts, c = task % parts, start = c * chunk;
-        const long long end = start + chunk < n_red ? start + chunk : n_red;
+        const {name}_chunk k = {name}_chunk_of(task, parts, chunk, n_red);
         {t} carry{{}};
-        bool has_carry = c > 0;
-        if (has_carry) carry = carries[o * parts + c - 1];
-        {name}_scan_chunk(in + {name}_offset(o, geo.nk, geo.kshape, geo.ka),
-                          out + {name}_offset(o, geo.nk, geo.kshape, geo.kout), geo, start, end,
-                          carry, has_carry);
+        bool has_carry = k.c > 0;
+        if (has_carry) carry = carries[task - 1];
+        {name}_scan_chunk(in + {name}_offset(k.o, geo.nk, geo.kshape, geo.ka),
+                          out + {name}_offset(k.o, geo.nk, geo.kshape, geo.kout), geo, k.start,
+                          k.end, carry, has_carry);
     }}
 }}
 extern "C" __global__ void {name}_at(long long n_sub, long long n_idx,
