@@ -1128,6 +1128,14 @@ fn at_takes_numpys_index_forms() {
     assert_eq!(zero_d[()], 1);
     let e = add_i64::at(&mut zero_d, &[0], 1i64).unwrap_err();
     assert!(e.to_string().contains("too many indices for array"), "{e}");
+    // `b` broadcasts to `a` itself, not to a leading axis of one point.
+    let mut m = arange(&[2, 3]);
+    add_i64::at(&mut m, (), &array![10i64, 20, 30]).unwrap();
+    assert_eq!(m, array![[10i64, 21, 32], [13, 24, 35]].into_dyn());
+    let e = add_i64::at(&mut m, (), &Array::<i64, _>::ones((1, 2, 3))).unwrap_err();
+    assert!(matches!(e, Error::Broadcast { .. }), "{e}");
+    assert!(add_i64::at(&mut zero_d, (), &array![1i64]).is_err());
+    assert_eq!(zero_d[()], 1);
     // test_ufunc_at_basic and _large: repeated indices, i16 indices, an ordered float sum.
     let mut a = Array::from_iter(0..10i64);
     add_i64::at(&mut a, &[2, 5, 2], &array![100i64, 100, 100]).unwrap();

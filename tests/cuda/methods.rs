@@ -431,8 +431,10 @@ fn reduce_out_device_takes_either_shape_and_checks_it() {
         assert!(matches!(err, Error::MethodAxis { .. }), "{err}");
         // NumPy's legacy rule: a lone axis 0 of a 0-d array reduces nothing; `[0]` is refused.
         let zero_d = to_device(&ndarray::arr0(5i64)).unwrap();
-        let got = cuda_add_i64::reduce_device(&zero_d, 0).unwrap();
-        assert_eq!(got.copy_to_host().unwrap()[[]], 5);
+        for axis in [0, -1] {
+            let got = cuda_add_i64::reduce_device(&zero_d, axis).unwrap();
+            assert_eq!(got.copy_to_host().unwrap()[[]], 5);
+        }
         let err = cuda_add_i64::reduce_device(&zero_d, [0]).unwrap_err();
         assert!(matches!(err, Error::MethodAxis { ndim: 0, .. }), "{err}");
     });
@@ -747,6 +749,33 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             cuda_add_i64::at(&mut want, (&rows[..], &[1]), 7i64).unwrap();
             let mut d = to_device(&a).unwrap();
             cuda_add_i64::at_device(&mut d, (&rows[..], &[1]), 7i64).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // Every axis indexed (a 3-d histogram: a sub-array of one element), and `()`.
+            let planes = [1usize, 4, 1, 0];
+            let mut want = a.clone();
+            cuda_shift_in::at(
+                &mut want,
+                (&planes, &[2, 0, 2, 1], &[3i8]),
+                &ndarray::array![5i64, 6, 7, 8],
+            )
+            .unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(
+                &mut d,
+                (&planes, &[2, 0, 2, 1], &[3i8]),
+                &ndarray::array![5i64, 6, 7, 8],
+            )
+            .unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let row = values_i64(&[4]);
+            let mut want = a.clone();
+            cuda_add_i64::at(&mut want, (), &row).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_add_i64::at_device(&mut d, (), &row).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            // Empty lists apply nothing.
+            let none: [i64; 0] = [];
+            cuda_add_i64::at_device(&mut d, (&none, &none), 1i64).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
             let err = cuda_add_i64::at_device(&mut d, (&[0], &[3]), 1i64).unwrap_err();
             assert!(

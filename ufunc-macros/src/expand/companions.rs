@@ -482,12 +482,13 @@ fn methods(c: &Companions<'_>) -> TokenStream {
          b[j..])`, of shape `a.shape + b.shape`."
     );
     let doc_at = format!(
-        "In place, unbuffered: `a[indices[k], ..] = {name}(a[indices[k], ..], b[k, ..])` for each \
-         `k` in order (a repeated index is applied repeatedly), as NumPy's `{name}.at`; `b` \
-         broadcasts to `(indices.len(),) + a.shape[1..]`. `indices` is one list along the first \
-         axis (`&[1, 3, 1]`, a `&Vec`, a `&Array1`; negative from the end) or, for the first k \
-         axes, a tuple of k lists paired element by element (`(&rows, &cols)`; a list of one \
-         broadcasts), as NumPy's tuple of index arrays. Runs on the calling thread."
+        "In place, unbuffered: `a[p, ..] = {name}(a[p, ..], b[k, ..])` for each point `p` of \
+         `indices` in order (a repeated point is applied repeatedly), as NumPy's `{name}.at`. \
+         `indices` is one list along the first axis (`&[1, 3, 1]`, a `&Vec`, a `&Array1`; \
+         negative from the end), or, for the first k axes, a tuple of k lists paired element \
+         by element (`(&rows, &cols)`; a list of one broadcasts), as NumPy's tuple of index \
+         arrays; `b` broadcasts to `(points,) + a.shape[k..]`. `()` applies `b` (broadcast to \
+         `a`'s shape) to the whole array once. Runs on the calling thread."
     );
     let device = if c.f.attr.wants_cuda() {
         let dev = quote!(::ufunc::cuda::DeviceArray);
@@ -530,7 +531,9 @@ fn methods(c: &Companions<'_>) -> TokenStream {
 
             /// `at` on a device array: a thread per element of the indexed sub-array applies
             /// the points in order (`indices` as `at`'s; `b`: a device array or view, a host
-            /// array or a scalar).
+            /// array or a scalar). Where the lists index every axis (a histogram), the
+            /// sub-array is one element and one thread applies every point: quick for a few
+            /// thousand points, serial for millions.
             pub fn at_device<
                 #lead
                 __UfuncD: ::ufunc::ndarray::Dimension,

@@ -209,6 +209,7 @@ pub(crate) fn run_recipe<I: FftElement>(
     // A complex input feeds a complex first plan, a real one a real-to-complex plan; cuFFT
     // writes the input of neither (only a complex-to-real plan overwrites its input).
     let in_place_ok = input_complex != first_real
+        && recipe.passes[0].kind != PassKind::RealInverse
         && (input_complex || input.offset % (2 * real) == 0)
         && shape == input.shape
         && input.strides == c_strides(&shape).as_slice();

@@ -65,8 +65,9 @@ impl<I: Copy + TryInto<i128>, S: Data<Elem = I>> IndexList for ArrayBase<S, Ix1>
 /// `&Vec`, a `&Array1`), or a tuple of lists, one per leading axis (`(&rows, &cols)`, up to four),
 /// paired element by element; a list of one index broadcasts against the others. `()` addresses
 /// the whole array. NumPy's slices inside the tuple have no form here: index a view whose
-/// sliced axes come after the indexed ones (`a.view_mut().reversed_axes()` for
-/// `(slice(None), idx)`).
+/// sliced axes come after the indexed ones, with `b`'s axes permuted to match (for
+/// `(slice(None), idx)` of a 3-d `a`: `a.view_mut().permuted_axes([1, 0, 2])` with `idx`, and
+/// `b` permuted the same way).
 pub trait AtIndices {
     /// How many leading axes the lists index.
     fn axes(&self) -> usize;
@@ -192,10 +193,16 @@ pub(crate) fn at_points(
             *offset += i as isize * strides[axis];
         }
     }
-    let full: Vec<usize> = std::iter::once(points)
-        .chain(shape[axes..].iter().copied())
-        .collect();
-    let b_strides = broadcast_strides_to(&full, b_shape, b_strides)?;
+    let b_strides = if axes == 0 {
+        // `a[()]` is `a` itself: `b` broadcasts to `a`'s shape, with no axis of points.
+        let s = broadcast_strides_to(shape, b_shape, b_strides)?;
+        std::iter::once(0).chain(s).collect()
+    } else {
+        let full: Vec<usize> = std::iter::once(points)
+            .chain(shape[axes..].iter().copied())
+            .collect();
+        broadcast_strides_to(&full, b_shape, b_strides)?
+    };
     Ok(AtPoints {
         offsets,
         axes,

@@ -57,7 +57,8 @@ pub trait MethodsNeedBinaryOp<F>: sealed::Sealed {
     fn unreachable() -> !;
 }
 
-/// The axes a reduction runs over: all of them, or a list (negative counting from the end).
+/// The axes a reduction runs over: all of them, a list, or one axis given alone (negative
+/// counting from the end).
 ///
 /// Built from one axis (`0`, `-1`, `1usize`), a list (`[0, 2]`, `&[-1, 0][..]`, a `Vec`), or
 /// [`Axes::All`].
@@ -83,12 +84,12 @@ macro_rules! axes_from {
     ($($t:ty),*) => {$(
         impl From<$t> for Axes {
             fn from(axis: $t) -> Axes {
-                Axes::Axis(axis as isize)
+                Axes::Axis(saturate(axis))
             }
         }
         impl From<&[$t]> for Axes {
             fn from(axes: &[$t]) -> Axes {
-                Axes::List(axes.iter().map(|&a| a as isize).collect())
+                Axes::List(axes.iter().map(|&a| saturate(a)).collect())
             }
         }
         impl<const N: usize> From<[$t; N]> for Axes {
@@ -102,6 +103,12 @@ macro_rules! axes_from {
             }
         }
     )*};
+}
+
+/// `axis` as an `isize`; one too large for it stays out of range (`isize::MAX`) rather than
+/// wrapping to a negative axis.
+fn saturate<A: TryInto<isize>>(axis: A) -> isize {
+    axis.try_into().unwrap_or(isize::MAX)
 }
 
 axes_from!(i32, i64, isize, usize);
