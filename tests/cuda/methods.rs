@@ -773,6 +773,19 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             let mut d = to_device(&a).unwrap();
             cuda_add_i64::at_device(&mut d, (), &row).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
+            // A histogram of many points over few places, each place's points (grouped on
+            // the device) applied in their order, the last axis a sub-array of two.
+            let ys: Vec<i64> = (0..5000i64).map(|k| (k * 7919 % 13) - 6).collect();
+            let xs: Vec<u16> = (0..5000u16)
+                .map(|k| (k as u32 * 104_729 % 7) as u16)
+                .collect();
+            let weights = values_i64(&[5000, 2]).mapv(|v| v % 5);
+            let base = values_i64(&[13, 7, 2]);
+            let mut hist = base.clone();
+            cuda_shift_in::at(&mut hist, (&ys, &xs), &weights).unwrap();
+            let mut dh = to_device(&base).unwrap();
+            cuda_shift_in::at_device(&mut dh, (&ys, &xs), &to_device(&weights).unwrap()).unwrap();
+            assert_eq!(dh.copy_to_host().unwrap(), hist);
             // Empty lists apply nothing.
             let none: [i64; 0] = [];
             cuda_add_i64::at_device(&mut d, (&none, &none), 1i64).unwrap();

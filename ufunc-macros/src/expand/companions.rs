@@ -529,11 +529,10 @@ fn methods(c: &Companions<'_>) -> TokenStream {
                 #p::outer_device::<#body, #t, __UfuncA, __UfuncB>(Self::TARGETS, None, a, b)
             }
 
-            /// `at` on a device array: a thread per element of the indexed sub-array applies
-            /// the points in order (`indices` as `at`'s; `b`: a device array or view, a host
-            /// array or a scalar). Where the lists index every axis (a histogram), the
-            /// sub-array is one element and one thread applies every point: quick for a few
-            /// thousand points, serial for millions.
+            /// `at` on a device array (`indices` as `at`'s; `b`: a device array or view, a
+            /// host array or a scalar): the points are grouped by place on the host (a stable
+            /// sort), then a thread per (place, element of the sub-array) applies its place's
+            /// points in order, so distinct places run side by side (a histogram's bins too).
             pub fn at_device<
                 #lead
                 __UfuncD: ::ufunc::ndarray::Dimension,

@@ -225,7 +225,10 @@ impl Methods<'_> {
     }
 
     /// `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of `at` in order, `a` in C
-    /// order of `shape`, `b` at `at.b_strides`.
+    /// order of `shape`, `b` at `at.b_strides`. The points are grouped by place (a stable
+    /// sort, so each place keeps its points' order): a thread per (place, element of the
+    /// sub-array) applies its place's points in order, so distinct places run side by side
+    /// and a histogram is not one thread's work.
     fn at(
         &self,
         a: &mut Buffer,
@@ -242,24 +245,32 @@ impl Methods<'_> {
         if at.offsets.is_empty() || n_sub == 0 {
             return Ok(());
         }
-        // The points are element offsets, so the indexed axis has stride 1.
+        let (places, order) = group_points(&at.offsets);
+        let n_places = places.len() - 1;
+        // `[starts of each place's points (one more than places) | each place's offset | the
+        // points in order]`, one upload.
+        let mut table: Vec<i64> = Vec::with_capacity(2 * n_places + 1 + order.len());
+        table.extend(places.iter().map(|&(start, _)| start as i64));
+        table.extend(places[..n_places].iter().map(|&(_, offset)| offset as i64));
+        table.extend(order.iter().map(|&k| k as i64));
+        let table = self.queue.upload_i64(&table)?;
+        // The points' axis: `b`'s stride along it (the kernel reads `a` at the places).
         let along = [Axis {
             len: at.offsets.len(),
-            a: 1,
+            a: 0,
             out: at.b_strides[0],
         }];
         let g = self.geometry(&sub, &along)?;
-        let offsets: Vec<i64> = at.offsets.iter().map(|&o| o as i64).collect();
-        let offsets = self.queue.upload_i64(&offsets)?;
         let args = vec![
             Arg::I64(n_sub as i64),
-            Arg::I64(along[0].len as i64),
-            Arg::In(&offsets, 0),
+            Arg::I64(n_places as i64),
+            Arg::In(&table, 0),
             Arg::In(&g, 0),
             Arg::Out(a),
             Arg::In(b.mem, b.offset),
         ];
-        self.waited(|status| self.queue_entry("at", n_sub, false, args, status))
+        let items = n_places * n_sub;
+        self.waited(|status| self.queue_entry("at", items, false, args, status))
     }
 
     /// The running `f` along `axis` of `input` into `out`, device memory of its shape in C
@@ -464,9 +475,25 @@ where
     Ok(wrap(DeviceBuffer(out), &IxDyn(&shape)))
 }
 
+/// The distinct offsets of `offsets` in increasing order, each with the index of its first
+/// point in `order` (and a last entry `(offsets.len(), 0)`), and `order`: the points sorted
+/// by offset, stably, so each place keeps its points in their given order.
+fn group_points(offsets: &[isize]) -> (Vec<(usize, isize)>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    order.sort_by_key(|&k| offsets[k]);
+    let mut places = Vec::new();
+    for (i, &k) in order.iter().enumerate() {
+        if i == 0 || offsets[order[i - 1]] != offsets[k] {
+            places.push((i, offsets[k]));
+        }
+    }
+    places.push((order.len(), 0));
+    (places, order)
+}
+
 /// `f::at_device`: in place on a device array, unbuffered (a repeated point is applied
-/// repeatedly, in order): a thread per element of the indexed sub-array walks the points in
-/// order. Every index is checked before `a` is touched.
+/// repeatedly, in order): a thread per (distinct place, element of the indexed sub-array)
+/// walks that place's points in order. Every index is checked before `a` is touched.
 pub fn at_device<B: DeviceBinaryOp<T>, T: Element, D: Dimension, X, Bo>(
     compiled: &'static [Target],
     a: &mut DeviceArray<T, D>,
@@ -563,4 +590,18 @@ pub(crate) fn accumulate_host<B: Body<In = (T, T), Out = T>, T: Element>(
     on_host::<B, T>(kernel, a, (out.0, a.shape, out.1), |m, input, dev| {
         m.accumulate::<T>(input, axis, B::ASSOCIATIVE, dev)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_points;
+
+    #[test]
+    fn points_group_by_place_in_their_order() {
+        let (places, order) = group_points(&[8, -4, 8, 0, -4, 8]);
+        assert_eq!(places, [(0, -4), (2, 0), (3, 8), (6, 0)]);
+        assert_eq!(order, [1, 4, 3, 0, 2, 5]);
+        let (places, order) = group_points(&[5]);
+        assert_eq!((places, order), (vec![(0, 5), (1, 0)], vec![0]));
+    }
 }

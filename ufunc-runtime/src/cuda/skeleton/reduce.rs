@@ -17,9 +17,10 @@
 //!   the chunks' totals, in order; between them `_reduce_cols` with `each` gives their running
 //!   values; then each chunk is scanned from the value before it. Every pair is combined in
 //!   order (left, then right), so `f` need not commute;
-//! - `{name}_at`: a thread per element of the indexed sub-array, applying every point in order
-//!   (kept axes: the sub-array's, strides of `a` and of `b`; the one reduced axis: the points,
-//!   element offsets into `a` (stride 1), with `b`'s stride along them).
+//! - `{name}_at`: a thread per (place, element of the indexed sub-array), applying the place's
+//!   points in their order (kept axes: the sub-array's, strides of `a` and of `b`; the one
+//!   reduced axis: the points, with `b`'s stride along them; `table`: where each place's
+//!   points start in `order`, each place's element offset in `a`, the points sorted by place).
 //!
 //! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched
 //! as cooperative); `_warps` and `_blocks` need `blockDim.x` to be a multiple of `warpSize`,
@@ -286,18 +287,21 @@ extern "C" __global__ void {name}_scan_blocks(long long n_out, long long n_red, 
                           k.end, carry, has_carry);
     }}
 }}
-extern "C" __global__ void {name}_at(long long n_sub, long long n_idx,
-        const long long* __restrict__ idx, const long long* __restrict__ g,
+extern "C" __global__ void {name}_at(long long n_sub, long long n_places,
+        const long long* __restrict__ table, const long long* __restrict__ g,
         {t}* __restrict__ a, const {t}* __restrict__ b, {STATUS_PARAM}) {{
 {STATUS_ENTRY}
     const {name}_geom geo = {name}_geom_of(g);
-    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n_sub;
+    const long long* starts = table;
+    const long long* places = table + n_places + 1;
+    const long long* order = places + n_places;
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n_places * n_sub;
          t += (long long)gridDim.x * blockDim.x) {{
-        {t}* pa = a + {name}_offset(t, geo.nk, geo.kshape, geo.ka);
-        const {t}* pb = b + {name}_offset(t, geo.nk, geo.kshape, geo.kout);
-        for (long long k = 0; k < n_idx; ++k) {{
-            {t}* x = pa + idx[k] * geo.ra[0];
-            *x = {device_fn}(*x, pb[k * geo.rout[0]]);
+        const long long p = t / n_sub, s = t % n_sub;
+        {t}* x = a + places[p] + {name}_offset(s, geo.nk, geo.kshape, geo.ka);
+        const {t}* pb = b + {name}_offset(s, geo.nk, geo.kshape, geo.kout);
+        for (long long k = starts[p]; k < starts[p + 1]; ++k) {{
+            *x = {device_fn}(*x, pb[order[k] * geo.rout[0]]);
         }}
     }}
 }}
