@@ -2,7 +2,8 @@
 //! call waiting, and 10 calls queued on a stream) against the driver's device-to-device copy and
 //! a copy kernel, a full `add.reduce` of the same 2^28 f32 (issue 12: goal 80% of the copy's
 //! bandwidth, its 4 bytes read per element against the copy's 8 moved), `add.accumulate` of
-//! 2^24 f32 (the blocked scan; 8 bytes moved an element), and the first call in
+//! 2^24 f32 (the blocked scan; 8 bytes moved an element), `add.at` as a histogram of 2^22
+//! points into 512x512 bins (against the host's `at`), and the first call in
 //! a fresh process (context creation and a
 //! kernel loaded from the warm disk cache). Prints one JSON object per measurement; without a
 //! CUDA device it says so and exits.
@@ -100,6 +101,22 @@ fn main() -> Result<(), ufunc::Error> {
     let gbps = 8.0 * m as f64 / ms / 1e6;
     let of_copy = 100.0 * gbps / copy_gbps;
     println!("{{\"case\": \"cuda_add_accumulate\", \"n\": {m}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"gbps\": {gbps:.1}, \"percent_of_memcpy\": {of_copy:.0}}}");
+    // add.at as a weighted 2-d histogram: 2^22 points into 512x512 bins (the points grouped
+    // by bin on the host, a thread a bin), against the host's `at` (one thread, in order).
+    let points = 1usize << 22;
+    let ys: Vec<u32> = (0..points as u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) >> 23)
+        .collect();
+    let xs: Vec<u32> = (0..points as u32)
+        .map(|k| k.wrapping_mul(40_503) % 512)
+        .collect();
+    let weights = ndarray::Array1::from_elem(points, 0.25f32);
+    let dw = to_device(&weights)?;
+    let mut hist = device_array::<f32, _>((512, 512))?;
+    let ms = median_ms(5, || add::at_device(&mut hist, (&ys, &xs), &dw).unwrap());
+    let mut host = ndarray::Array2::<f32>::zeros((512, 512));
+    let host_ms = median_ms(3, || add::at(&mut host, (&ys, &xs), &weights).unwrap());
+    println!("{{\"case\": \"cuda_add_at_histogram\", \"n\": {points}, \"impl\": \"ufunc-cuda-device\", \"ms\": {ms:.3}, \"host_ms\": {host_ms:.3}}}");
     // Queued on a stream: 10 calls, one sync.
     let stream = Stream::new()?;
     let ms = median_ms(3, || {
