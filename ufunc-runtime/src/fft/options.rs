@@ -232,6 +232,14 @@ pub(crate) fn plan_recipe(
     defaults: DefaultAxes,
 ) -> Result<Recipe> {
     let axes = resolve_axes(shape.len(), options, defaults)?;
+    check_lengths_match(&axes, options.s.as_deref())?;
+    // NumPy checks that `s` and `axes` pair up before it checks the axes' range.
+    if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
+        return Err(Error::AxisOutOfRange {
+            axis,
+            ndim: shape.len(),
+        });
+    }
     let lengths = resolve_lengths(shape, &axes, options.s.as_deref(), transform)?;
     let inverse = matches!(transform, Transform::Inverse | Transform::RealInverse);
     // Every pass takes its share of the scale, so the product is the n-d factor.
@@ -291,8 +299,8 @@ pub(crate) fn plan_recipe(
     })
 }
 
-/// The axes of the transform, checked: in range, at least one. A repeated axis is
-/// transformed once per appearance, as in NumPy.
+/// The axes of the transform: at least one (their range is checked by the caller). A
+/// repeated axis is transformed once per appearance, as in NumPy.
 fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Result<Shape> {
     let axes: Shape = match (&options.axes, defaults, &options.s) {
         (Some(axes), _, _) => axes.clone(),
@@ -338,13 +346,25 @@ fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Res
             message: "at least one axis is needed".into(),
         });
     }
-    if let Some(&axis) = axes.iter().find(|&&axis| axis >= ndim) {
-        return Err(Error::AxisOutOfRange { axis, ndim });
-    }
     Ok(axes)
 }
 
-/// The transform length along each axis, checked (at least 1).
+/// One length of `s`, where given, per axis.
+fn check_lengths_match(axes: &[usize], s: Option<&[usize]>) -> Result<()> {
+    match s {
+        Some(s) if s.len() != axes.len() => Err(Error::InvalidArgument {
+            name: "s",
+            message: format!(
+                "{} lengths {s:?} for {} axes {axes:?}; give one length per axis",
+                s.len(),
+                axes.len()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The transform length along each axis (`s` matching `axes`), checked (at least 1).
 fn resolve_lengths(
     shape: &[usize],
     axes: &[usize],
@@ -352,16 +372,6 @@ fn resolve_lengths(
     transform: Transform,
 ) -> Result<Shape> {
     let lengths: Shape = match s {
-        Some(s) if s.len() != axes.len() => {
-            return Err(Error::InvalidArgument {
-                name: "s",
-                message: format!(
-                    "{} lengths {s:?} for {} axes {axes:?}; give one length per axis",
-                    s.len(),
-                    axes.len()
-                ),
-            })
-        }
         Some(s) => Shape::from_slice(s),
         None => {
             let mut l: Shape = axes.iter().map(|&a| shape[a]).collect();
@@ -524,6 +534,14 @@ mod tests {
             Transform::Forward,
             &o().axes(&[0]).s(&[2, 2]),
             last,
+        );
+        assert!(matches!(e, Err(Error::InvalidArgument { name: "s", .. })));
+        // As NumPy: `s` against `axes` before the axes' range.
+        let e = plan_recipe(
+            &[3, 4],
+            Transform::Forward,
+            &o().axes(&[0, 5]).s(&[2]),
+            DefaultAxes::All,
         );
         assert!(matches!(e, Err(Error::InvalidArgument { name: "s", .. })));
         let e = plan_recipe(&[4], Transform::Forward, &o(), DefaultAxes::Last(2)).unwrap_err();
