@@ -1138,7 +1138,11 @@ fn at_takes_numpys_index_forms() {
     assert_eq!(zero_d[()], 1);
     // test_ufunc_at_basic and _large: repeated indices, i16 indices, an ordered float sum.
     let mut a = Array::from_iter(0..10i64);
-    add_i64::at(&mut a, &[2, 5, 2], &array![100i64, 100, 100]).unwrap();
+    let borrowed: &[usize] = &[2, 5, 2];
+    // The borrow is the point: a `&&[usize]`, as code written for a `&[I]` parameter passes.
+    #[allow(clippy::needless_borrows_for_generic_args)]
+    let applied = add_i64::at(&mut a, &borrowed, &array![100i64, 100, 100]);
+    applied.unwrap();
     assert_eq!(a, array![0, 1, 202, 3, 4, 105, 6, 7, 8, 9]);
     let indices = vec![0i16; 8195];
     let mut b = vec![0.0f64; 8195];

@@ -52,6 +52,16 @@ impl<I: Copy + TryInto<i128>> IndexList for Vec<I> {
     }
 }
 
+/// A reference to a list is the list (`&idx` where `idx` is already a `&[usize]`).
+impl<L: IndexList + ?Sized> IndexList for &L {
+    fn index_count(&self) -> usize {
+        (**self).index_count()
+    }
+    fn index_at(&self, k: usize) -> i128 {
+        (**self).index_at(k)
+    }
+}
+
 impl<I: Copy + TryInto<i128>, S: Data<Elem = I>> IndexList for ArrayBase<S, Ix1> {
     fn index_count(&self) -> usize {
         self.len()
