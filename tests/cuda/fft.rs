@@ -294,6 +294,25 @@ fn strided_views_are_read_in_place() {
             xv.to_owned(),
             1e-12,
         );
+        // A repeated axis (a recipe in two pieces, the first piece's buffer freed while the
+        // second may still be queued) from a view, on a stream.
+        let twice = o.clone().axes(&[1, 0, 1]).s(&[4, 5, 6]);
+        let stream = Stream::new().unwrap();
+        let on = device::fftn_on(&stream, &dzv, &twice).unwrap();
+        let real_on = device::irfftn_on(&stream, &dzv, &twice).unwrap();
+        stream.synchronize().unwrap();
+        assert_close(
+            "fftn of a view with a repeated axis, on a stream",
+            on.copy_to_host().unwrap(),
+            fft::fftn_with(&zv, &twice).unwrap(),
+            1e-12,
+        );
+        assert_close(
+            "irfftn of a view with a repeated axis, on a stream",
+            real_on.copy_to_host().unwrap(),
+            fft::irfftn_with(&zv, &twice).unwrap(),
+            1e-12,
+        );
     });
 }
 
