@@ -294,8 +294,9 @@ fn strided_views_are_read_in_place() {
             xv.to_owned(),
             1e-12,
         );
-        // A repeated axis (a recipe in two pieces, the first piece's buffer freed while the
-        // second may still be queued) from a view, on a stream.
+        // A repeated axis (a recipe in two pieces) from a view, on a stream. On a GPU the
+        // first piece's buffer is freed while the second may still be queued; the simulator
+        // runs each launch at once.
         let twice = o.clone().axes(&[1, 0, 1]).s(&[4, 5, 6]);
         let stream = Stream::new().unwrap();
         let on = device::fftn_on(&stream, &dzv, &twice).unwrap();

@@ -737,7 +737,8 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             let mut want = a.clone();
             cuda_add_i64::at(&mut want, &idx, &b).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
-            // A tuple of lists (rows and columns, one broadcast), `b` over the last axis.
+            // A tuple of lists (rows and columns), `b` over the last axis; then a list of one
+            // broadcast.
             let (rows, cols) = (vec![4i64, 0, -1, 4, 1], [2u8, 0, 2, 2, 1]);
             let b2 = values_i64(&[5, 4]);
             let mut want = a.clone();
@@ -774,7 +775,7 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             cuda_add_i64::at_device(&mut d, (), &row).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
             // A histogram of many points over few places, each place's points (grouped on
-            // the device) applied in their order, the last axis a sub-array of two.
+            // the host) applied in their order, the last axis a sub-array of two.
             let ys: Vec<i64> = (0..5000i64).map(|k| (k * 7919 % 13) - 6).collect();
             let xs: Vec<u16> = (0..5000u16)
                 .map(|k| (k as u32 * 104_729 % 7) as u16)

@@ -1370,7 +1370,7 @@ pub(crate) fn check_test_dufunc_reduce(target: Target) {
             let list: Vec<usize> = match &axes {
                 Axes::All => (0..nd).collect(),
                 Axes::List(l) => l.iter().map(|&k| k as usize).collect(),
-                Axes::Axis(k) => vec![*k as usize],
+                Axes::Axis(k) => vec![k.rem_euclid(nd.max(1) as isize) as usize],
             };
             for (name, got, f) in [
                 ("sub", dusub::reduce_on(target, a, axes.clone()), sub),

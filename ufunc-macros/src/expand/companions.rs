@@ -532,7 +532,8 @@ fn methods(c: &Companions<'_>) -> TokenStream {
             /// `at` on a device array (`indices` as `at`'s; `b`: a device array or view, a
             /// host array or a scalar): the points are grouped by place on the host (a stable
             /// sort), then a thread per (place, element of the sub-array) applies its place's
-            /// points in order, so distinct places run side by side (a histogram's bins too).
+            /// points in order, so distinct places run side by side (a histogram's bins too;
+            /// the points of one place stay one thread's work, in order).
             pub fn at_device<
                 #lead
                 __UfuncD: ::ufunc::ndarray::Dimension,

@@ -245,7 +245,7 @@ impl Methods<'_> {
         if at.offsets.is_empty() || n_sub == 0 {
             return Ok(());
         }
-        let (places, order) = group_points(&at.offsets);
+        let (places, order) = group_points(&at.offsets, n_sub);
         let n_places = places.len() - 1;
         // `[starts of each place's points (one more than places) | each place's offset | the
         // points in order]`, one upload.
@@ -477,17 +477,42 @@ where
 
 /// The distinct offsets of `offsets` in increasing order, each with the index of its first
 /// point in `order` (and a last entry `(offsets.len(), 0)`), and `order`: the points sorted
-/// by offset, stably, so each place keeps its points in their given order.
-fn group_points(offsets: &[isize]) -> (Vec<(usize, isize)>, Vec<usize>) {
-    let mut order: Vec<usize> = (0..offsets.len()).collect();
-    order.sort_by_key(|&k| offsets[k]);
+/// by offset, stably, so each place keeps its points in their given order. Offsets that are
+/// multiples of `unit` (the sub-array's size, as places in a C-order array are) over a range
+/// not much larger than the points are bucketed in one pass (a histogram of millions of
+/// points); others are sorted as (offset, index) pairs.
+fn group_points(offsets: &[isize], unit: usize) -> (Vec<(usize, isize)>, Vec<usize>) {
+    let n = offsets.len();
+    let unit = unit.max(1) as isize;
+    let buckets = offsets.iter().max().map_or(0, |&m| m / unit + 1) as usize;
+    let bucketed = offsets.iter().all(|&o| o >= 0 && o % unit == 0) && buckets <= 4 * n + 65536;
+    let order: Vec<usize> = if bucketed {
+        let mut next = vec![0usize; buckets + 1];
+        for &o in offsets {
+            next[(o / unit) as usize + 1] += 1;
+        }
+        for b in 1..=buckets {
+            next[b] += next[b - 1];
+        }
+        let mut order = vec![0usize; n];
+        for (k, &o) in offsets.iter().enumerate() {
+            let slot = &mut next[(o / unit) as usize];
+            order[*slot] = k;
+            *slot += 1;
+        }
+        order
+    } else {
+        let mut pairs: Vec<(isize, usize)> = offsets.iter().copied().zip(0..).collect();
+        pairs.sort_unstable();
+        pairs.into_iter().map(|(_, k)| k).collect()
+    };
     let mut places = Vec::new();
     for (i, &k) in order.iter().enumerate() {
         if i == 0 || offsets[order[i - 1]] != offsets[k] {
             places.push((i, offsets[k]));
         }
     }
-    places.push((order.len(), 0));
+    places.push((n, 0));
     (places, order)
 }
 
@@ -598,10 +623,25 @@ mod tests {
 
     #[test]
     fn points_group_by_place_in_their_order() {
-        let (places, order) = group_points(&[8, -4, 8, 0, -4, 8]);
-        assert_eq!(places, [(0, -4), (2, 0), (3, 8), (6, 0)]);
-        assert_eq!(order, [1, 4, 3, 0, 2, 5]);
-        let (places, order) = group_points(&[5]);
+        // Sorted as pairs (negative offsets, or too wide a range), and bucketed (multiples of
+        // the unit): the same groups, each place's points in their given order.
+        let negative = ([0, 2, 3, 6], [1, 4, 3, 0, 2, 5]);
+        let positive = ([0, 1, 3, 6], [3, 1, 4, 0, 2, 5]);
+        for (offsets, unit, (starts, want)) in [
+            (vec![8, -4, 8, 0, -4, 8], 4, negative),
+            (vec![8, 4, 8, 0, 4, 8], 4, positive),
+            (vec![8, 4, 8, 0, 4, 8], 1, positive),
+            (vec![8 << 40, 4, 8 << 40, 0, 4, 8 << 40], 4, positive),
+        ] {
+            let (places, order) = group_points(&offsets, unit);
+            let got: Vec<usize> = places.iter().map(|p| p.0).collect();
+            assert_eq!(got, starts, "{offsets:?}");
+            assert_eq!(order, want, "{offsets:?}");
+            let offsets_of: Vec<isize> = places[..3].iter().map(|p| p.1).collect();
+            let firsts: Vec<isize> = starts[..3].iter().map(|&i| offsets[order[i]]).collect();
+            assert_eq!(offsets_of, firsts, "{offsets:?}");
+        }
+        let (places, order) = group_points(&[5], 5);
         assert_eq!((places, order), (vec![(0, 5), (1, 0)], vec![0]));
     }
 }

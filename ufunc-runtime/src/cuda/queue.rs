@@ -138,9 +138,12 @@ impl Queue {
 
     /// Copies shapes or strides to the device (uncounted: the counters are for operand data).
     pub(crate) fn upload_i64(&self, values: &[i64]) -> Result<Buffer> {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        // SAFETY: `i64` has no padding, so its values are `size_of_val(values)` plain bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr() as *const u8, size_of_val(values))
+        };
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        self.backend.upload(&self.stream, &bytes)
+        self.backend.upload(&self.stream, bytes)
     }
 
     /// Zeroed device memory of `bytes` bytes.

@@ -93,7 +93,8 @@ pub fn ifftshift_axes<A: Clone, S: Data<Elem = A>, D: Dimension>(
     Ok(roll_halves(a, axes, true))
 }
 
-fn check_axes(ndim: usize, axes: &[usize]) -> Result<()> {
+/// `AxisOutOfRange` for the first of `axes` that an array of `ndim` dimensions lacks.
+pub(super) fn check_axes(ndim: usize, axes: &[usize]) -> Result<()> {
     match axes.iter().find(|&&axis| axis >= ndim) {
         Some(&axis) => Err(Error::AxisOutOfRange { axis, ndim }),
         None => Ok(()),

@@ -234,12 +234,7 @@ pub(crate) fn plan_recipe(
     let axes = resolve_axes(shape.len(), options, defaults)?;
     check_lengths_match(&axes, options.s.as_deref())?;
     // NumPy checks that `s` and `axes` pair up before it checks the axes' range.
-    if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
-        return Err(Error::AxisOutOfRange {
-            axis,
-            ndim: shape.len(),
-        });
-    }
+    super::freq::check_axes(shape.len(), &axes)?;
     let lengths = resolve_lengths(shape, &axes, options.s.as_deref(), transform)?;
     let inverse = matches!(transform, Transform::Inverse | Transform::RealInverse);
     // Every pass takes its share of the scale, so the product is the n-d factor.
