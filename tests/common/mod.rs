@@ -26,6 +26,11 @@ impl Lcg {
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// The next value, uniform in `0..m`.
+    pub fn below(&mut self, m: u64) -> u64 {
+        (self.next() * m as f64) as u64
+    }
+
     /// A Poisson sample of `mean` (Knuth's method: fine for the small means of low-dose data).
     pub fn poisson(&mut self, mean: f64) -> f64 {
         let limit = (-mean).exp();

@@ -484,11 +484,12 @@ fn methods(c: &Companions<'_>) -> TokenStream {
     let doc_at = format!(
         "In place, unbuffered: `a[p, ..] = {name}(a[p, ..], b[k, ..])` for each point `p` of \
          `indices` in order (a repeated point is applied repeatedly), as NumPy's `{name}.at`. \
-         `indices` is one list along the first axis (`&[1, 3, 1]`, a `&Vec`, a `&Array1`; \
-         negative from the end), or, for the first k axes, a tuple of k lists paired element \
-         by element (`(&rows, &cols)`; a list of one broadcasts), as NumPy's tuple of index \
-         arrays; `b` broadcasts to `(points,) + a.shape[k..]`. `()` applies `b` (broadcast to \
-         `a`'s shape) to the whole array once. Runs on the calling thread."
+         `indices` is one index array along the first axis (`&[1, 3, 1]`, a `&Vec`, an \
+         `&Array1`, an n-d `&Array`, or `&2`; negative from the end), or, for the first k \
+         axes, a tuple of k of them broadcast together (`(&rows, &cols)`), as NumPy's tuple of \
+         index arrays: the points have their broadcast shape, in C order, and `b` broadcasts \
+         to `points.shape + a.shape[k..]`. `()` applies `b` (broadcast to `a`'s shape) to the \
+         whole array once. Runs on the calling thread."
     );
     let device = if c.f.attr.wants_cuda() {
         let dev = quote!(::ufunc::cuda::DeviceArray);

@@ -225,7 +225,7 @@ impl Methods<'_> {
     }
 
     /// `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of `at` in order, `a` in C
-    /// order of `shape`, `b` at `at.b_strides`. The points are grouped by place (a stable
+    /// order of `shape`, `b` at `at`'s offsets and strides. The points are grouped by place (a stable
     /// sort, so each place keeps its points' order): a thread per (place, element of the
     /// sub-array) applies its place's points in order, so distinct places run side by side
     /// and a histogram is not one thread's work.
@@ -238,7 +238,7 @@ impl Methods<'_> {
     ) -> Result<()> {
         let a_strides = c_strides(shape);
         let specs: Vec<_> = (at.axes..shape.len())
-            .map(|i| (shape[i], a_strides[i], at.b_strides[1 + i - at.axes], false))
+            .map(|i| (shape[i], a_strides[i], at.b_sub_strides[i - at.axes], false))
             .collect();
         let (sub, _, _) = split_axes(&specs);
         let n_sub: usize = sub.iter().map(|x| x.len).product();
@@ -247,20 +247,15 @@ impl Methods<'_> {
         }
         let (places, order) = group_points(&at.offsets, n_sub);
         let n_places = places.len() - 1;
+        let b_offsets = at.b_offsets();
         // `[starts of each place's points (one more than places) | each place's offset | the
-        // points in order]`, one upload.
+        // points' offsets in `b`, in place order]`, one upload.
         let mut table: Vec<i64> = Vec::with_capacity(2 * n_places + 1 + order.len());
         table.extend(places.iter().map(|&(start, _)| start as i64));
         table.extend(places[..n_places].iter().map(|&(_, offset)| offset as i64));
-        table.extend(order.iter().map(|&k| k as i64));
+        table.extend(order.iter().map(|&k| b_offsets[k] as i64));
         let table = self.queue.upload_i64(&table)?;
-        // The points' axis: `b`'s stride along it (the kernel reads `a` at the places).
-        let along = [Axis {
-            len: at.offsets.len(),
-            a: 0,
-            out: at.b_strides[0],
-        }];
-        let g = self.geometry(&sub, &along)?;
+        let g = self.geometry(&sub, &[])?;
         let args = vec![
             Arg::I64(n_sub as i64),
             Arg::I64(n_places as i64),

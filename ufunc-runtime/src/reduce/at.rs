@@ -1,23 +1,28 @@
 //! `f::at`: unbuffered in-place application at indices, NumPy's `ufunc.at`, and the index forms
-//! it takes: one list along the first axis, or a tuple of lists for the first k axes.
+//! it takes: one index array along the first axis, or a tuple of them for the first k axes.
 
 use crate::body::Body;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::operand::{Operand, OutOperand};
 use crate::panic::catching_panics;
-use crate::shape::{broadcast_strides_to, byte_strides, walk_rows, Strides};
-use ndarray::{ArrayBase, Data, Ix1};
+use crate::shape::{
+    broadcast_shape, broadcast_strides_to, byte_strides, c_strides, element_count, walk_rows,
+    Shape, Strides,
+};
+use ndarray::{ArrayBase, Data, Dimension};
 
 use super::kernels;
 
-/// One list of indices along an axis, for `f::at`: a slice, array or `Vec` of integers, or a
-/// 1-d `ndarray` array or view of them. Negative indices count from the end.
+/// One index array along an axis, for `f::at`: an integer (NumPy's scalar index), a slice,
+/// array or `Vec` of integers, or an `ndarray` array or view of them of any dimension. Negative
+/// indices count from the end.
 pub trait IndexList {
-    /// How many indices there are.
-    fn index_count(&self) -> usize;
-    /// Index `k`, widened (`i128::MAX` for a value that does not fit, which is then out of
-    /// bounds).
+    /// The shape of the indices: `[]` for one integer, `[n]` for a list of `n`, an array's
+    /// shape.
+    fn index_shape(&self) -> Vec<usize>;
+    /// Index `k` in C order of [`index_shape`](Self::index_shape), widened (`i128::MAX` for a
+    /// value that does not fit, which is then out of bounds).
     fn index_at(&self, k: usize) -> i128;
 }
 
@@ -25,9 +30,23 @@ fn widen<I: Copy + TryInto<i128>>(i: I) -> i128 {
     i.try_into().unwrap_or(i128::MAX)
 }
 
+macro_rules! scalar_index {
+    ($($t:ty)*) => {$(
+        impl IndexList for $t {
+            fn index_shape(&self) -> Vec<usize> {
+                Vec::new()
+            }
+            fn index_at(&self, _k: usize) -> i128 {
+                widen(*self)
+            }
+        }
+    )*};
+}
+scalar_index!(i8 i16 i32 i64 isize u8 u16 u32 u64 usize);
+
 impl<I: Copy + TryInto<i128>> IndexList for [I] {
-    fn index_count(&self) -> usize {
-        self.len()
+    fn index_shape(&self) -> Vec<usize> {
+        vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
@@ -35,8 +54,8 @@ impl<I: Copy + TryInto<i128>> IndexList for [I] {
 }
 
 impl<I: Copy + TryInto<i128>, const N: usize> IndexList for [I; N] {
-    fn index_count(&self) -> usize {
-        N
+    fn index_shape(&self) -> Vec<usize> {
+        vec![N]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
@@ -44,8 +63,8 @@ impl<I: Copy + TryInto<i128>, const N: usize> IndexList for [I; N] {
 }
 
 impl<I: Copy + TryInto<i128>> IndexList for Vec<I> {
-    fn index_count(&self) -> usize {
-        self.len()
+    fn index_shape(&self) -> Vec<usize> {
+        vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
@@ -54,36 +73,46 @@ impl<I: Copy + TryInto<i128>> IndexList for Vec<I> {
 
 /// A reference to a list is the list (`&idx` where `idx` is already a `&[usize]`).
 impl<L: IndexList + ?Sized> IndexList for &L {
-    fn index_count(&self) -> usize {
-        (**self).index_count()
+    fn index_shape(&self) -> Vec<usize> {
+        (**self).index_shape()
     }
     fn index_at(&self, k: usize) -> i128 {
         (**self).index_at(k)
     }
 }
 
-impl<I: Copy + TryInto<i128>, S: Data<Elem = I>> IndexList for ArrayBase<S, Ix1> {
-    fn index_count(&self) -> usize {
-        self.len()
+impl<I: Copy + TryInto<i128>, S: Data<Elem = I>, D: Dimension> IndexList for ArrayBase<S, D> {
+    fn index_shape(&self) -> Vec<usize> {
+        self.shape().to_vec()
     }
     fn index_at(&self, k: usize) -> i128 {
-        widen(self[k])
+        if let Some(s) = self.as_slice() {
+            return widen(s[k]);
+        }
+        // Any other layout: the element at C-order position `k`.
+        let (mut rest, mut offset) = (k, 0isize);
+        for (&len, &stride) in self.shape().iter().zip(self.strides()).rev() {
+            offset += (rest % len) as isize * stride;
+            rest /= len;
+        }
+        // SAFETY: `k` is below the element count, so `offset` addresses an element.
+        widen(unsafe { *self.as_ptr().offset(offset) })
     }
 }
 
-/// The indices of `f::at`, as NumPy's `indices`: one list for the first axis (`&[1, 3, 1]`, a
-/// `&Vec`, a `&Array1`), or a tuple of lists, one per leading axis (`(&rows, &cols)`, up to four),
-/// paired element by element; a list of one index broadcasts against the others. `()` addresses
-/// the whole array. NumPy's slices inside the tuple have no form here: index a view whose
-/// sliced axes come after the indexed ones, with `b`'s axes permuted to match (for
-/// `(slice(None), idx)` of a 3-d `a`: `a.view_mut().permuted_axes([1, 0, 2])` with `idx`, and
-/// `b` permuted the same way).
+/// The indices of `f::at`, as NumPy's `indices`: one index array for the first axis (`&[1, 3,
+/// 1]`, a `&Vec`, an `&Array1`, an n-d `&Array`, or `&2`), or a tuple of them, one per leading
+/// axis (`(&rows, &cols)`, up to four), broadcast together as NumPy's index arrays: the points
+/// have their broadcast shape, in C order. `()` addresses the whole array. NumPy's slices
+/// inside the tuple have no form here: index a view whose sliced axes come after the indexed
+/// ones, with `b`'s axes permuted to match (for `(slice(None), idx)` of a 3-d `a`:
+/// `a.view_mut().permuted_axes([1, 0, 2])` with `idx`, and `b` permuted the same way).
 pub trait AtIndices {
-    /// How many leading axes the lists index.
+    /// How many leading axes the index arrays index.
     fn axes(&self) -> usize;
-    /// The length of the list for `axis` (below [`axes`](Self::axes)).
-    fn count(&self, axis: usize) -> usize;
-    /// Index `k` of the list for `axis`.
+    /// The shape of the index array for `axis` (below [`axes`](Self::axes)).
+    fn shape(&self, axis: usize) -> Vec<usize>;
+    /// Index `k`, in C order of its shape, of the index array for `axis`.
     fn index(&self, axis: usize, k: usize) -> i128;
 }
 
@@ -91,21 +120,21 @@ impl<L: IndexList + ?Sized> AtIndices for &L {
     fn axes(&self) -> usize {
         1
     }
-    fn count(&self, _axis: usize) -> usize {
-        self.index_count()
+    fn shape(&self, _axis: usize) -> Vec<usize> {
+        self.index_shape()
     }
     fn index(&self, _axis: usize, k: usize) -> i128 {
         self.index_at(k)
     }
 }
 
-/// No list: the indices address the whole array once (NumPy's `a[()]`, as `np.add.at(a, (), 1)`).
+/// No index: the whole array once (NumPy's `a[()]`, as `np.add.at(a, (), 1)`).
 impl AtIndices for () {
     fn axes(&self) -> usize {
         0
     }
-    fn count(&self, _axis: usize) -> usize {
-        0
+    fn shape(&self, _axis: usize) -> Vec<usize> {
+        Vec::new()
     }
     fn index(&self, _axis: usize, _k: usize) -> i128 {
         i128::MAX
@@ -118,10 +147,10 @@ macro_rules! tuple_indices {
             fn axes(&self) -> usize {
                 $n
             }
-            fn count(&self, axis: usize) -> usize {
+            fn shape(&self, axis: usize) -> Vec<usize> {
                 match axis {
-                    $($i => self.$i.index_count(),)+
-                    _ => 0,
+                    $($i => self.$i.index_shape(),)+
+                    _ => Vec::new(),
                 }
             }
             fn index(&self, axis: usize, k: usize) -> i128 {
@@ -138,20 +167,82 @@ tuple_indices!(2: A 0, B 1);
 tuple_indices!(3: A 0, B 1, C 2);
 tuple_indices!(4: A 0, B 1, C 2, D 3);
 
+/// `f(k, offset)` for each element `k` of `shape`, in C order, where `offset` is the dot
+/// product of its index with `strides`.
+fn c_order_offsets(shape: &[usize], strides: &[isize], mut f: impl FnMut(usize, isize)) {
+    let Some((&inner, outer)) = shape.split_last() else {
+        return f(0, 0);
+    };
+    if inner == 0 || outer.contains(&0) {
+        return;
+    }
+    let step = strides[outer.len()];
+    let mut index = vec![0usize; outer.len()];
+    let (mut k, mut base) = (0usize, 0isize);
+    loop {
+        for i in 0..inner {
+            f(k + i, base + i as isize * step);
+        }
+        k += inner;
+        // The next row: carry through the outer axes from the last.
+        let mut axis = outer.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            base += strides[axis];
+            if index[axis] < outer[axis] {
+                break;
+            }
+            base -= strides[axis] * outer[axis] as isize;
+            index[axis] = 0;
+        }
+    }
+}
+
+/// A shape as NumPy prints it: `(2,3)`, `(2,)`, `()`.
+fn py_shape(shape: &[usize]) -> String {
+    let axes: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+    match axes.len() {
+        1 => format!("({},)", axes[0]),
+        _ => format!("({})", axes.join(",")),
+    }
+}
+
 /// Where `f::at` applies, checked before `a` is touched.
 pub(crate) struct AtPoints {
     /// The element offset in `a` of each indexed sub-array, in order.
     pub offsets: Vec<isize>,
     /// How many leading axes of `a` the indices consume.
     pub axes: usize,
-    /// The element strides of `b` broadcast to `(offsets.len(),) + a.shape[axes..]`.
-    pub b_strides: Strides,
+    /// The points' shape (the index arrays' broadcast shape).
+    points: Shape,
+    /// `b`'s element strides along the points' axes (broadcast).
+    b_points: Strides,
+    /// `b`'s element strides along the sub-array's axes, `a.shape[axes..]` (broadcast).
+    pub b_sub_strides: Strides,
 }
 
-/// The points of `indices` in `a` of `shape` and element `strides`: every index counted from
-/// the end where negative (`Error::IndexOutOfBounds`, naming the axis, for one past either
-/// end), the lists broadcast together, and `b` (`b_shape`, `b_strides`) broadcast to
-/// `(points,) + shape[k..]` for `k` lists.
+impl AtPoints {
+    /// `f(k, offset of b's sub-array for point k)` for each point in order.
+    pub fn for_each_b(&self, f: impl FnMut(usize, isize)) {
+        c_order_offsets(&self.points, &self.b_points, f);
+    }
+
+    /// The offset of `b`'s sub-array for each point, in order.
+    pub fn b_offsets(&self) -> Vec<isize> {
+        let mut b = vec![0isize; self.offsets.len()];
+        self.for_each_b(|k, offset| b[k] = offset);
+        b
+    }
+}
+
+/// The points of `indices` in `a` of `shape` and element `strides`: the index arrays broadcast
+/// together, every index counted from the end where negative (`Error::IndexOutOfBounds`,
+/// naming the axis, for one past either end), and `b` (`b_shape`, `b_strides`) broadcast to
+/// `points.shape + shape[k..]` for `k` index arrays.
 pub(crate) fn at_points(
     function: &'static str,
     shape: &[usize],
@@ -171,58 +262,58 @@ pub(crate) fn at_points(
             ),
         });
     }
-    let counts: Vec<usize> = (0..axes).map(|axis| indices.count(axis)).collect();
-    let points = counts.iter().copied().find(|&n| n != 1).unwrap_or(1);
-    if counts.iter().any(|&n| n != 1 && n != points) {
-        return Err(Error::InvalidArgument {
+    let shapes: Vec<Vec<usize>> = (0..axes).map(|axis| indices.shape(axis)).collect();
+    let points =
+        broadcast_shape(axes, |i| &shapes[i]).map_err(|_| Error::InvalidArgument {
             name: "indices",
             message: format!(
-                "`{function}::at`: shape mismatch: index lists of lengths {counts:?} could not be \
-                 broadcast together"
-            ),
-        });
-    }
-    let mut offsets = vec![0isize; points];
-    for (axis, &count) in counts.iter().enumerate() {
+            "`{function}::at`: shape mismatch: indexing arrays could not be broadcast together \
+             with shapes {}",
+            shapes.iter().map(|s| py_shape(s)).collect::<Vec<_>>().join(" ")
+        ),
+        })?;
+    let mut offsets = vec![0isize; element_count(&points)?];
+    for (axis, own) in shapes.iter().enumerate() {
         let len = shape[axis];
-        for (k, offset) in offsets.iter_mut().enumerate() {
-            let index = indices.index(axis, if count == 1 { 0 } else { k });
+        let own_in_points = broadcast_strides_to(&points, own, &c_strides(own))?;
+        let mut bad = None;
+        c_order_offsets(&points, &own_in_points, |k, position| {
+            let index = indices.index(axis, position as usize);
             let i = if index < 0 {
                 index + len as i128
             } else {
                 index
             };
             if i < 0 || i >= len as i128 {
-                return Err(Error::IndexOutOfBounds {
-                    function,
-                    index,
-                    axis,
-                    len,
-                });
+                bad.get_or_insert(index);
+            } else {
+                offsets[k] += i as isize * strides[axis];
             }
-            *offset += i as isize * strides[axis];
+        });
+        if let Some(index) = bad {
+            return Err(Error::IndexOutOfBounds {
+                function,
+                index,
+                axis,
+                len,
+            });
         }
     }
-    let b_strides = if axes == 0 {
-        // `a[()]` is `a` itself: `b` broadcasts to `a`'s shape, with no axis of points.
-        let s = broadcast_strides_to(shape, b_shape, b_strides)?;
-        std::iter::once(0).chain(s).collect()
-    } else {
-        let full: Vec<usize> = std::iter::once(points)
-            .chain(shape[axes..].iter().copied())
-            .collect();
-        broadcast_strides_to(&full, b_shape, b_strides)?
-    };
+    let full: Vec<usize> = points.iter().chain(&shape[axes..]).copied().collect();
+    let b_full = broadcast_strides_to(&full, b_shape, b_strides)?;
+    let (b_points, b_sub) = b_full.split_at(points.len());
     Ok(AtPoints {
         offsets,
         axes,
-        b_strides,
+        b_points: b_points.into(),
+        b_sub_strides: b_sub.into(),
+        points,
     })
 }
 
 /// Unbuffered in-place `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of
 /// `indices` in order, so a repeated point is applied repeatedly; `b` broadcasts to
-/// `(points,) + a.shape[k..]` for `k` index lists. Every index is checked before `a` is
+/// `points.shape + a.shape[k..]` for `k` index arrays. Every index is checked before `a` is
 /// touched. Runs on the calling thread.
 pub fn at<B, T, O, X, Bo>(mut a: O, indices: X, b: Bo) -> Result<()>
 where
@@ -245,14 +336,13 @@ where
     let sub_shape = &ra.shape[at.axes..];
     let size = size_of::<T>();
     let a_bytes = byte_strides(&ra.strides[at.axes..], size);
-    let b_bytes = byte_strides(&at.b_strides[1..], size);
+    let b_bytes = byte_strides(&at.b_sub_strides, size);
     let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
     let n_sub: usize = sub_shape.iter().product();
     catching_panics(B::NAME, || {
-        for (k, &offset) in at.offsets.iter().enumerate() {
-            let pa = ra.ptr.wrapping_offset(offset * size as isize);
-            let pb =
-                (rb.ptr as *mut u8).wrapping_offset(k as isize * at.b_strides[0] * size as isize);
+        at.for_each_b(|k, b_offset| {
+            let pa = ra.ptr.wrapping_offset(at.offsets[k] * size as isize);
+            let pb = (rb.ptr as *mut u8).wrapping_offset(b_offset * size as isize);
             walk_rows(
                 sub_shape,
                 &[&a_bytes, &b_bytes],
@@ -267,6 +357,6 @@ where
                     }
                 },
             );
-        }
+        });
     })
 }

@@ -18,9 +18,9 @@
 //!   values; then each chunk is scanned from the value before it. Every pair is combined in
 //!   order (left, then right), so `f` need not commute;
 //! - `{name}_at`: a thread per (place, element of the indexed sub-array), applying the place's
-//!   points in their order (kept axes: the sub-array's, strides of `a` and of `b`; the one
-//!   reduced axis: the points, with `b`'s stride along them; `table`: where each place's
-//!   points start in `order`, each place's element offset in `a`, the points sorted by place).
+//!   points in their order (kept axes: the sub-array's, strides of `a` and of `b`; `table`:
+//!   where each place's points start in `b_at`, each place's element offset in `a`, and
+//!   `b_at`, each point's offset in `b`, the points sorted by place).
 //!
 //! `_warps`, `_blocks`, `_chunk_totals` and `_scan_blocks` synchronise their threads (launched
 //! as cooperative); `_warps` and `_blocks` need `blockDim.x` to be a multiple of `warpSize`,
@@ -294,14 +294,14 @@ extern "C" __global__ void {name}_at(long long n_sub, long long n_places,
     const {name}_geom geo = {name}_geom_of(g);
     const long long* starts = table;
     const long long* places = table + n_places + 1;
-    const long long* order = places + n_places;
+    const long long* b_at = places + n_places;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n_places * n_sub;
          t += (long long)gridDim.x * blockDim.x) {{
         const long long p = t / n_sub, s = t % n_sub;
         {t}* x = a + places[p] + {name}_offset(s, geo.nk, geo.kshape, geo.ka);
         const {t}* pb = b + {name}_offset(s, geo.nk, geo.kshape, geo.kout);
         for (long long k = starts[p]; k < starts[p + 1]; ++k) {{
-            *x = {device_fn}(*x, pb[order[k] * geo.rout[0]]);
+            *x = {device_fn}(*x, pb[b_at[k]]);
         }}
     }}
 }}
