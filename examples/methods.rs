@@ -93,6 +93,10 @@ fn main() -> Result<(), ufunc::Error> {
     let mut hist2 = ndarray::Array2::<f32>::zeros((3, 2));
     add::at(&mut hist2, (&y, &x), &array![0.5f32, 1.0, 2.0, 4.0])?;
     assert_eq!(hist2, array![[0.0f32, 0.5], [0.0, 4.0], [3.0, 0.0]]);
+    // `..` is NumPy's `slice(None)`: a column of `b` into chosen columns of every row.
+    let mut m = ndarray::Array2::<f32>::zeros((2, 3));
+    add::at(&mut m, (.., &[2, 0, 2]), &array![[1.0f32], [10.0]])?;
+    assert_eq!(m, array![[1.0f32, 0.0, 2.0], [10.0, 0.0, 20.0]]);
 
     // Timings: 16M elements.
     let n = 16_000_000;

@@ -1075,11 +1075,10 @@ fn at_applies_repeated_indices_repeatedly() {
     ));
 }
 
-/// A tuple of index lists addresses the first k axes, NumPy's tuple of index arrays; the cases
-/// of NumPy's `test_ufunc_at_multiD`, `test_ufunc_at_basic`, `test_ufunc_at_large`,
-/// `test_ufunc_at_0D` and `test_ufunc_at_advanced` (`numpy/_core/tests/test_ufunc.py`) in the
-/// forms ours takes: a leading `slice(None)` becomes a view with that axis moved behind the
-/// indexed ones.
+/// A tuple of index arrays and `..` addresses the first k axes, NumPy's tuple of index arrays
+/// and `slice(None)`: every case of NumPy's `test_ufunc_at_multiD` as written there, and the
+/// cases of `test_ufunc_at_basic`, `test_ufunc_at_large`, `test_ufunc_at_0D`,
+/// `test_ufunc_at_ellipsis` and `test_ufunc_at_advanced` (`numpy/_core/tests/test_ufunc.py`).
 #[test]
 fn at_takes_numpys_index_forms() {
     let arange = |shape: &[usize]| {
@@ -1090,35 +1089,31 @@ fn at_takes_numpys_index_forms() {
         .unwrap()
     };
     let b3 = array![[100i64, 100, 100], [200, 200, 200], [300, 300, 300]];
-    // (slice(None), [1, 2, 1]) on a 3x3 `a`: the transposed view indexed on its first axis.
+    let b = array![100i64, 200, 300];
+    // (slice(None), [1, 2, 1]).
     let mut a = arange(&[3, 3]);
-    add_i64::at(a.view_mut().reversed_axes(), &[1, 2, 1], b3.t()).unwrap();
+    add_i64::at(&mut a, (.., &[1, 2, 1]), &b3).unwrap();
     assert_eq!(
         a,
         array![[0, 201, 102], [3, 404, 205], [6, 607, 308]].into_dyn()
     );
+    // (slice(None), slice(None), [1, 2, 1]).
+    let mut a = arange(&[3, 3, 3]);
+    add_i64::at(&mut a, (.., .., &[1, 2, 1]), &b).unwrap();
+    let want = Array::from_shape_fn((3, 3, 3), |(i, j, k)| {
+        9 * i as i64 + 3 * j as i64 + k as i64 + [0, 400, 200][k]
+    });
+    assert_eq!(a, want.into_dyn());
     // ([1, 2, 1], slice(None)).
     let mut a = arange(&[3, 3]);
-    add_i64::at(&mut a, &[1, 2, 1], &b3).unwrap();
+    add_i64::at(&mut a, (&[1, 2, 1], ..), &b3).unwrap();
     assert_eq!(
         a,
         array![[0, 1, 2], [403, 404, 405], [206, 207, 208]].into_dyn()
     );
-    // (0, [1, 2, 1]).
-    let mut a = arange(&[3, 3]);
-    add_i64::at(&mut a, (&0, &[1, 2, 1]), &array![100i64, 200, 300]).unwrap();
-    assert_eq!(a, array![[0, 401, 202], [3, 4, 5], [6, 7, 8]].into_dyn());
-    // ([1, 2, 1], 0, slice(None)) on 3x3x3.
+    // (slice(None), [1, 2, 1], slice(None)).
     let mut a = arange(&[3, 3, 3]);
-    add_i64::at(&mut a, (&vec![1, 2, 1], &0u8), &array![100i64, 200, 300]).unwrap();
-    let mut want = arange(&[3, 3, 3]);
-    want.slice_mut(s![1, 0, ..]).assign(&array![209, 410, 611]);
-    want.slice_mut(s![2, 0, ..]).assign(&array![118, 219, 320]);
-    assert_eq!(a, want);
-    // (slice(None), [1, 2, 1], slice(None)): axes 0 and 1 swapped.
-    let mut a = arange(&[3, 3, 3]);
-    let swapped = a.view_mut().permuted_axes(vec![1, 0, 2]);
-    add_i64::at(swapped, &[1, 2, 1], &array![100i64, 200, 300]).unwrap();
+    add_i64::at(&mut a, (.., &[1, 2, 1], ..), &b).unwrap();
     let mut want = arange(&[3, 3, 3]);
     for i in 0..3 {
         let base = 9 * i as i64;
@@ -1128,6 +1123,43 @@ fn at_takes_numpys_index_forms() {
             .assign(&array![base + 106, base + 207, base + 308]);
     }
     assert_eq!(a, want);
+    // (0, [1, 2, 1]).
+    let mut a = arange(&[3, 3]);
+    add_i64::at(&mut a, (&0, &[1, 2, 1]), &b).unwrap();
+    assert_eq!(a, array![[0, 401, 202], [3, 4, 5], [6, 7, 8]].into_dyn());
+    // ([1, 2, 1], 0, slice(None)).
+    let mut a = arange(&[3, 3, 3]);
+    add_i64::at(&mut a, (&vec![1, 2, 1], &0u8, ..), &b).unwrap();
+    let mut want = arange(&[3, 3, 3]);
+    want.slice_mut(s![1, 0, ..]).assign(&array![209, 410, 611]);
+    want.slice_mut(s![2, 0, ..]).assign(&array![118, 219, 320]);
+    assert_eq!(a, want);
+    // (slice(None), slice(None), slice(None)).
+    let mut a = arange(&[3, 3, 3]);
+    add_i64::at(&mut a, (.., .., ..), &b).unwrap();
+    assert_eq!(a, arange(&[3, 3, 3]) + &b);
+    // Index arrays separated by a slice: the points' axis comes first, as NumPy's
+    // np.subtract.at(a, ([0, 1, 0], slice(None), [1, 2, 1]), np.arange(9).reshape(3, 3) * 10).
+    let mut a = arange(&[2, 3, 4]);
+    let b33 = arange(&[3, 3]) * 10;
+    sub_i64::at(&mut a, (&[0, 1, 0], .., &[1, 2, 1]), &b33).unwrap();
+    let mut want = arange(&[2, 3, 4]);
+    for (i, col) in [(0, [-59, -75, -91]), (1, [-16, -22, -28])] {
+        want.slice_mut(s![i, .., 1 + i])
+            .assign(&array![col[0], col[1], col[2]]);
+    }
+    assert_eq!(a, want);
+    // test_ufunc_at_ellipsis: np.add.at(arr, slice(None), np.ones(5)).
+    let mut a = Array::<i64, _>::zeros(5);
+    add_i64::at(&mut a, .., &Array::<i64, _>::ones(5)).unwrap();
+    assert_eq!(a, Array::<i64, _>::ones(5));
+    // A transposed view indexed with `..` first, as the permuted view NumPy's strides give.
+    let mut a = arange(&[3, 3]);
+    add_i64::at(a.view_mut().reversed_axes(), (.., &[1, 2, 1]), b3.t()).unwrap();
+    assert_eq!(
+        a,
+        array![[0, 1, 2], [403, 404, 405], [206, 207, 208]].into_dyn()
+    );
     // `()` indexes no axis: the whole array (NumPy's `np.add.at(a, (), 1)` on 0-d and more).
     let mut zero_d = ndarray::arr0(0i64);
     add_i64::at(&mut zero_d, (), 1i64).unwrap();

@@ -805,6 +805,20 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             let mut d = to_device(&a).unwrap();
             cuda_shift_in::at_device(&mut d, (&r.t(), &1), 9i64).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
+            // `..` (NumPy's `slice(None)`): index arrays side by side keep their place in
+            // `b`'s shape; separated by a `..`, the points' axis comes first.
+            let b_mid = values_i64(&[5, 3, 4]);
+            let mut want = a.clone();
+            cuda_shift_in::at(&mut want, (.., &[1, 2, 1], ..), &b_mid).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(&mut d, (.., &[1, 2, 1], ..), &b_mid).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
+            let b_first = values_i64(&[3, 3]);
+            let mut want = a.clone();
+            cuda_shift_in::at(&mut want, (&[4, 0, 4], .., &[1, 2, 3]), &b_first).unwrap();
+            let mut d = to_device(&a).unwrap();
+            cuda_shift_in::at_device(&mut d, (&[4, 0, 4], .., &[1, 2, 3]), &b_first).unwrap();
+            assert_eq!(d.copy_to_host().unwrap(), want);
             // Empty lists apply nothing.
             let none: [i64; 0] = [];
             cuda_add_i64::at_device(&mut d, (&none, &none), 1i64).unwrap();

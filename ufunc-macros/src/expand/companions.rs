@@ -486,10 +486,11 @@ fn methods(c: &Companions<'_>) -> TokenStream {
          `indices` in order (a repeated point is applied repeatedly), as NumPy's `{name}.at`. \
          `indices` is one index array along the first axis (`&[1, 3, 1]`, a `&Vec`, an \
          `&Array1`, an n-d `&Array`, or `&2`; negative from the end), or, for the first k \
-         axes, a tuple of k of them broadcast together (`(&rows, &cols)`), as NumPy's tuple of \
-         index arrays: the points have their broadcast shape, in C order, and `b` broadcasts \
-         to `points.shape + a.shape[k..]`. `()` applies `b` (broadcast to `a`'s shape) to the \
-         whole array once. Runs on the calling thread."
+         axes, a tuple of k of them broadcast together (`(&rows, &cols)`), with `..` for \
+         NumPy's `slice(None)` (`(.., &cols)`): the points have the index arrays' broadcast \
+         shape, in C order, and `b` broadcasts to the shape of `a[indices]` in NumPy. `()` \
+         applies `b` (broadcast to `a`'s shape) to the whole array once. Runs on the calling \
+         thread."
     );
     let device = if c.f.attr.wants_cuda() {
         let dev = quote!(::ufunc::cuda::DeviceArray);

@@ -237,8 +237,8 @@ impl Methods<'_> {
         b: &LaunchInput<'_>,
     ) -> Result<()> {
         let a_strides = c_strides(shape);
-        let specs: Vec<_> = (at.axes..shape.len())
-            .map(|i| (shape[i], a_strides[i], at.b_sub_strides[i - at.axes], false))
+        let specs: Vec<_> = (at.sub_axes.iter().zip(&at.b_sub_strides))
+            .map(|(&i, &b)| (shape[i], a_strides[i], b, false))
             .collect();
         let (sub, _, _) = split_axes(&specs);
         let n_sub: usize = sub.iter().map(|x| x.len).product();

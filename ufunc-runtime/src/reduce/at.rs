@@ -11,6 +11,7 @@ use crate::shape::{
     Shape, Strides,
 };
 use ndarray::{ArrayBase, Data, Dimension};
+use std::ops::RangeFull;
 
 use super::kernels;
 
@@ -100,18 +101,47 @@ impl<I: Copy + TryInto<i128>, S: Data<Elem = I>, D: Dimension> IndexList for Arr
     }
 }
 
+/// One entry of `f::at`'s index tuple: an index array (a reference to an [`IndexList`]), or
+/// `..`, NumPy's `slice(None)`: the whole axis, which then belongs to the sub-array that each
+/// point addresses.
+pub trait AtEntry {
+    /// The shape of the index array, or `None` for `..`.
+    fn entry_shape(&self) -> Option<Vec<usize>>;
+    /// Index `k`, in C order of its shape, of the index array.
+    fn entry_index(&self, k: usize) -> i128;
+}
+
+impl<L: IndexList + ?Sized> AtEntry for &L {
+    fn entry_shape(&self) -> Option<Vec<usize>> {
+        Some(self.index_shape())
+    }
+    fn entry_index(&self, k: usize) -> i128 {
+        self.index_at(k)
+    }
+}
+
+impl AtEntry for RangeFull {
+    fn entry_shape(&self) -> Option<Vec<usize>> {
+        None
+    }
+    fn entry_index(&self, _k: usize) -> i128 {
+        i128::MAX
+    }
+}
+
 /// The indices of `f::at`, as NumPy's `indices`: one index array for the first axis (`&[1, 3,
 /// 1]`, a `&Vec`, an `&Array1`, an n-d `&Array`, or `&2`), or a tuple of them, one per leading
 /// axis (`(&rows, &cols)`, up to four), broadcast together as NumPy's index arrays: the points
-/// have their broadcast shape, in C order. `()` addresses the whole array. NumPy's slices
-/// inside the tuple have no form here: index a view whose sliced axes come after the indexed
-/// ones, with `b`'s axes permuted to match (for `(slice(None), idx)` of a 3-d `a`:
-/// `a.view_mut().permuted_axes([1, 0, 2])` with `idx`, and `b` permuted the same way).
+/// have their broadcast shape, in C order. `..` in the tuple is NumPy's `slice(None)`, the whole
+/// axis (`(.., &idx)`); `()` addresses the whole array. As in NumPy, `b` broadcasts to
+/// `a[indices]`'s shape: the points' axes take the place of the index arrays where those are
+/// side by side, and come first where a `..` separates them. Other slices: slice `a` first.
 pub trait AtIndices {
-    /// How many leading axes the index arrays index.
+    /// How many leading axes the tuple covers.
     fn axes(&self) -> usize;
-    /// The shape of the index array for `axis` (below [`axes`](Self::axes)).
-    fn shape(&self, axis: usize) -> Vec<usize>;
+    /// The shape of the index array for `axis` (below [`axes`](Self::axes)), or `None` for
+    /// `..`.
+    fn shape(&self, axis: usize) -> Option<Vec<usize>>;
     /// Index `k`, in C order of its shape, of the index array for `axis`.
     fn index(&self, axis: usize, k: usize) -> i128;
 }
@@ -120,11 +150,24 @@ impl<L: IndexList + ?Sized> AtIndices for &L {
     fn axes(&self) -> usize {
         1
     }
-    fn shape(&self, _axis: usize) -> Vec<usize> {
-        self.index_shape()
+    fn shape(&self, _axis: usize) -> Option<Vec<usize>> {
+        Some(self.index_shape())
     }
     fn index(&self, _axis: usize, k: usize) -> i128 {
         self.index_at(k)
+    }
+}
+
+/// `..` alone: the whole array once (NumPy's `np.add.at(a, slice(None), b)`).
+impl AtIndices for RangeFull {
+    fn axes(&self) -> usize {
+        1
+    }
+    fn shape(&self, _axis: usize) -> Option<Vec<usize>> {
+        None
+    }
+    fn index(&self, _axis: usize, _k: usize) -> i128 {
+        i128::MAX
     }
 }
 
@@ -133,8 +176,8 @@ impl AtIndices for () {
     fn axes(&self) -> usize {
         0
     }
-    fn shape(&self, _axis: usize) -> Vec<usize> {
-        Vec::new()
+    fn shape(&self, _axis: usize) -> Option<Vec<usize>> {
+        None
     }
     fn index(&self, _axis: usize, _k: usize) -> i128 {
         i128::MAX
@@ -142,20 +185,20 @@ impl AtIndices for () {
 }
 
 macro_rules! tuple_indices {
-    ($n:literal: $($l:ident $i:tt),+) => {
-        impl<$($l: IndexList + ?Sized),+> AtIndices for ($(&$l,)+) {
+    ($n:literal: $($e:ident $i:tt),+) => {
+        impl<$($e: AtEntry),+> AtIndices for ($($e,)+) {
             fn axes(&self) -> usize {
                 $n
             }
-            fn shape(&self, axis: usize) -> Vec<usize> {
+            fn shape(&self, axis: usize) -> Option<Vec<usize>> {
                 match axis {
-                    $($i => self.$i.index_shape(),)+
-                    _ => Vec::new(),
+                    $($i => self.$i.entry_shape(),)+
+                    _ => None,
                 }
             }
             fn index(&self, axis: usize, k: usize) -> i128 {
                 match axis {
-                    $($i => self.$i.index_at(k),)+
+                    $($i => self.$i.entry_index(k),)+
                     _ => i128::MAX,
                 }
             }
@@ -215,13 +258,13 @@ fn py_shape(shape: &[usize]) -> String {
 pub(crate) struct AtPoints {
     /// The element offset in `a` of each indexed sub-array, in order.
     pub offsets: Vec<isize>,
-    /// How many leading axes of `a` the indices consume.
-    pub axes: usize,
+    /// The axes of `a` that each point's sub-array spans (those not indexed), in order.
+    pub sub_axes: Vec<usize>,
     /// The points' shape (the index arrays' broadcast shape).
     points: Shape,
     /// `b`'s element strides along the points' axes (broadcast).
     b_points: Strides,
-    /// `b`'s element strides along the sub-array's axes, `a.shape[axes..]` (broadcast).
+    /// `b`'s element strides along `sub_axes` (broadcast).
     pub b_sub_strides: Strides,
 }
 
@@ -242,7 +285,7 @@ impl AtPoints {
 /// The points of `indices` in `a` of `shape` and element `strides`: the index arrays broadcast
 /// together, every index counted from the end where negative (`Error::IndexOutOfBounds`,
 /// naming the axis, for one past either end), and `b` (`b_shape`, `b_strides`) broadcast to
-/// `points.shape + shape[k..]` for `k` index arrays.
+/// `a[indices]`'s shape.
 pub(crate) fn at_points(
     function: &'static str,
     shape: &[usize],
@@ -262,9 +305,11 @@ pub(crate) fn at_points(
             ),
         });
     }
-    let shapes: Vec<Vec<usize>> = (0..axes).map(|axis| indices.shape(axis)).collect();
+    let entries: Vec<Option<Vec<usize>>> = (0..axes).map(|axis| indices.shape(axis)).collect();
+    let indexed: Vec<usize> = (0..axes).filter(|&i| entries[i].is_some()).collect();
+    let shapes: Vec<&[usize]> = entries.iter().flatten().map(|s| &s[..]).collect();
     let points =
-        broadcast_shape(axes, |i| &shapes[i]).map_err(|_| Error::InvalidArgument {
+        broadcast_shape(shapes.len(), |i| shapes[i]).map_err(|_| Error::InvalidArgument {
             name: "indices",
             message: format!(
             "`{function}::at`: shape mismatch: indexing arrays could not be broadcast together \
@@ -273,7 +318,7 @@ pub(crate) fn at_points(
         ),
         })?;
     let mut offsets = vec![0isize; element_count(&points)?];
-    for (axis, own) in shapes.iter().enumerate() {
+    for (&axis, own) in indexed.iter().zip(&shapes) {
         let len = shape[axis];
         let own_in_points = broadcast_strides_to(&points, own, &c_strides(own))?;
         let mut bad = None;
@@ -299,21 +344,42 @@ pub(crate) fn at_points(
             });
         }
     }
-    let full: Vec<usize> = points.iter().chain(&shape[axes..]).copied().collect();
+    // `a[indices]`'s shape, as NumPy's: the points' axes where the index arrays are, if they
+    // are side by side, else first.
+    let sub_axes: Vec<usize> = (0..shape.len())
+        .filter(|&i| i >= axes || entries[i].is_none())
+        .collect();
+    let side_by_side = indexed.windows(2).all(|w| w[1] == w[0] + 1);
+    let at = match indexed.first() {
+        Some(&first) if side_by_side => sub_axes.iter().take_while(|&&i| i < first).count(),
+        _ => 0,
+    };
+    let sub_shape = sub_axes.iter().map(|&i| shape[i]);
+    let full: Vec<usize> = sub_shape
+        .clone()
+        .take(at)
+        .chain(points.iter().copied())
+        .chain(sub_shape.skip(at))
+        .collect();
     let b_full = broadcast_strides_to(&full, b_shape, b_strides)?;
-    let (b_points, b_sub) = b_full.split_at(points.len());
+    let b_points = b_full[at..at + points.len()].into();
+    let b_sub_strides = b_full[..at]
+        .iter()
+        .chain(&b_full[at + points.len()..])
+        .copied()
+        .collect();
     Ok(AtPoints {
         offsets,
-        axes,
-        b_points: b_points.into(),
-        b_sub_strides: b_sub.into(),
+        sub_axes,
         points,
+        b_points,
+        b_sub_strides,
     })
 }
 
 /// Unbuffered in-place `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of
 /// `indices` in order, so a repeated point is applied repeatedly; `b` broadcasts to
-/// `points.shape + a.shape[k..]` for `k` index arrays. Every index is checked before `a` is
+/// `a[indices]`'s shape, as NumPy's. Every index is checked before `a` is
 /// touched. Runs on the calling thread.
 pub fn at<B, T, O, X, Bo>(mut a: O, indices: X, b: Bo) -> Result<()>
 where
@@ -333,9 +399,10 @@ where
         rb.shape,
         rb.strides,
     )?;
-    let sub_shape = &ra.shape[at.axes..];
+    let sub_shape: Shape = at.sub_axes.iter().map(|&i| ra.shape[i]).collect();
+    let sub_strides: Strides = at.sub_axes.iter().map(|&i| ra.strides[i]).collect();
     let size = size_of::<T>();
-    let a_bytes = byte_strides(&ra.strides[at.axes..], size);
+    let a_bytes = byte_strides(&sub_strides, size);
     let b_bytes = byte_strides(&at.b_sub_strides, size);
     let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
     let n_sub: usize = sub_shape.iter().product();
@@ -344,7 +411,7 @@ where
             let pa = ra.ptr.wrapping_offset(at.offsets[k] * size as isize);
             let pb = (rb.ptr as *mut u8).wrapping_offset(b_offset * size as isize);
             walk_rows(
-                sub_shape,
+                &sub_shape,
                 &[&a_bytes, &b_bytes],
                 &[pa, pb],
                 0..n_sub,
