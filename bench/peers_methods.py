@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 CASES = ["add_reduce_all", "add_reduce_axis0", "add_reduce_axis1", "max_reduce_all", "add_accumulate",
-         "add_accumulate_l2"]
+         "add_accumulate_l2", "add_at", "add_at_2d"]
 
 
 def median_ms(f, reps, first_s=None):
@@ -47,6 +47,18 @@ def methods(data, want, emit, median_ms):
         out = np.empty_like(flat)
         emit("add_accumulate", flat.size, "numpy-out",
              ms=round(median_ms(lambda: np.add.accumulate(flat, out=out)), 4))
+    if want("add_at", False) or want("add_at_2d", False):
+        # A weighted histogram: 2^22 points into 512x512 float32 bins, by flat index and by (y, x).
+        points = 1 << 22
+        weights = flat[:points]
+        ys, xs = (((data(points) + 2.0) * 128.0).astype(np.int64) % 512 for _ in range(2))
+        index = ys * 512 + xs
+        bins = np.zeros((512, 512), dtype=np.float32)
+        if want("add_at", False):
+            flat_bins = bins.reshape(-1)
+            emit("add_at", points, "numpy", ms=round(median_ms(lambda: np.add.at(flat_bins, index, weights)), 4))
+        if want("add_at_2d", False):
+            emit("add_at_2d", points, "numpy", ms=round(median_ms(lambda: np.add.at(bins, (ys, xs), weights)), 4))
     if want("add_accumulate_l2", False):
         # 64K float32 in and out (512 KiB), in cache: the scan's own speed.
         small, out = flat[:65_536].copy(), np.empty(65_536, dtype=np.float32)

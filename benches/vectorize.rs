@@ -45,7 +45,7 @@ fn maximum(a: f32, b: f32) -> f32 {
 
 /// The ufunc methods: `add.reduce` of 16M float32 over all axes and over each axis of a
 /// 4000x4000 array, `maximum.reduce` of all, `add.accumulate` of 16M (GB/s of the bytes read,
-/// and written for `accumulate`).
+/// and written for `accumulate`), and `add.at` of 2^22 points into 512x512 bins.
 ///
 /// Each case runs on input in 4 KiB pages (a plain `Vec`'s memory, this host's default) and on
 /// the same input in transparent huge pages, the memory NumPy gives its own large arrays (it
@@ -106,6 +106,25 @@ fn methods_on(b: &Bench, huge: bool) {
                 let gbps = Some(bytes as f64 / ms / 1e6);
                 b.report(case, n, &format!("ufunc-{target}-out{pages}"), ms, gbps);
             }
+        }
+    }
+    if !huge && (b.wanted("add_at") || b.wanted("add_at_2d")) {
+        // A weighted histogram: 2^22 points into 512x512 float32 bins by flat index
+        // (`np.add.at(h, idx, w)`) and by (row, column) (`np.add.at(h, (y, x), w)`).
+        let points = 1 << 22;
+        let weights = flat.slice(ndarray::s![..points]);
+        let coordinate = |seed| data(points, seed).mapv(|v| ((v + 2.0) * 128.0) as i64 % 512);
+        let (ys, xs) = (coordinate(3), coordinate(4));
+        let index = &ys * 512 + &xs;
+        let mut bins = Array2::<f32>::zeros((512, 512));
+        if b.wanted("add_at") {
+            let mut flat_bins = Array1::<f32>::zeros(512 * 512);
+            let ms = b.time(|| add::at(&mut flat_bins, &index, weights).unwrap());
+            b.report("add_at", points, "ufunc-cpu", ms, None);
+        }
+        if b.wanted("add_at_2d") {
+            let ms = b.time(|| add::at(&mut bins, (&ys, &xs), weights).unwrap());
+            b.report("add_at_2d", points, "ufunc-cpu", ms, None);
         }
     }
     if b.wanted("add_accumulate_l2") && !huge {

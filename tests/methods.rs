@@ -1073,6 +1073,31 @@ fn at_applies_repeated_indices_repeatedly() {
         add_i64::at(&mut m, &[0], &array![1i64, 2, 3]),
         Err(Error::Broadcast { .. })
     ));
+    // An index that does not fit an isize is out of bounds, and named exactly.
+    let e = add_i64::at(&mut m, &[0, u64::MAX], 1i64).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 18446744073709551615 is out of bounds"),
+        "{e}"
+    );
+    assert_eq!(m, array![[1, 1], [0, 0], [2, 2]]);
+    // Thousands of points (the one-array loop, and the chunks of the tuple form) from a
+    // stepped view of an index array, against a naive loop with a function that does not
+    // commute.
+    let mut rng = Lcg(3);
+    let idx = Array1::from_iter((0..6001).map(|_| rng.below(40) as i32 - 20));
+    let b = Array1::from_iter((0..3001).map(|_| rng.below(1000) as i64));
+    let picked = idx.slice(s![..;2]);
+    let mut a = Array1::from_iter(0..20i64);
+    let mut want = a.clone();
+    sub_i64::at(&mut a, &picked, &b).unwrap();
+    for (k, &i) in picked.iter().enumerate() {
+        want[((i + 20) % 20) as usize] -= b[k];
+    }
+    assert_eq!(a, want);
+    let mut a2 = Array::from_shape_fn((20, 1), |(i, _)| i as i64);
+    sub_i64::at(&mut a2, (&picked, &[0u8]), &b).unwrap();
+    assert_eq!(a2.column(0), want);
 }
 
 /// A tuple of index arrays and `..` addresses the first k axes, NumPy's tuple of index arrays

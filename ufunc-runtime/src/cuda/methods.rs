@@ -233,7 +233,7 @@ impl Methods<'_> {
         &self,
         a: &mut Buffer,
         shape: &[usize],
-        at: &AtPoints,
+        (at, indices): (&AtPoints, &impl AtIndices),
         b: &LaunchInput<'_>,
     ) -> Result<()> {
         let a_strides = c_strides(shape);
@@ -242,12 +242,12 @@ impl Methods<'_> {
             .collect();
         let (sub, _, _) = split_axes(&specs);
         let n_sub: usize = sub.iter().map(|x| x.len).product();
-        if at.offsets.is_empty() || n_sub == 0 {
+        if at.count == 0 || n_sub == 0 {
             return Ok(());
         }
-        let (places, order) = group_points(&at.offsets, n_sub);
+        let (offsets, b_offsets) = at.offsets(indices);
+        let (places, order) = group_points(&offsets, n_sub);
         let n_places = places.len() - 1;
-        let b_offsets = at.b_offsets();
         // `[starts of each place's points (one more than places) | each place's offset | the
         // points' offsets in `b`, in place order]`, one upload.
         let mut table: Vec<i64> = Vec::with_capacity(2 * n_places + 1 + order.len());
@@ -535,7 +535,7 @@ where
             input.shape,
             &input.strides,
         )?;
-        m.at(&mut a.buf.0, &shape, &at, input)
+        m.at(&mut a.buf.0, &shape, (&at, &indices), input)
     })
 }
 

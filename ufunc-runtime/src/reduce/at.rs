@@ -25,10 +25,52 @@ pub trait IndexList {
     /// Index `k` in C order of [`index_shape`](Self::index_shape), widened (`i128::MAX` for a
     /// value that does not fit, which is then out of bounds).
     fn index_at(&self, k: usize) -> i128;
+    /// `f(j, index_at(start + j * step))` for `j` in `0..count`, in order, in one loop, the
+    /// index clamped to `isize` (which leaves any out of bounds out of bounds).
+    fn each_index(&self, start: usize, step: usize, count: usize, mut f: impl FnMut(usize, isize)) {
+        for j in 0..count {
+            f(j, clamp(self.index_at(start + j * step)));
+        }
+    }
+}
+
+/// [`IndexList::each_index`] over a slice, with its address and length held in registers.
+fn each_in_slice<I: Copy + TryInto<i128> + TryInto<isize>>(
+    s: &[I],
+    (start, step, count): (usize, usize, usize),
+    mut f: impl FnMut(usize, isize),
+) {
+    match step {
+        _ if count == 0 => {}
+        0 => {
+            let i = narrow(s[start]);
+            (0..count).for_each(|j| f(j, i));
+        }
+        1 => {
+            // Contiguous: a loop the compiler can vectorise (the bounds check, say).
+            for (j, &i) in s[start..start + count].iter().enumerate() {
+                f(j, narrow(i));
+            }
+        }
+        _ => {
+            for (j, &i) in s[start..].iter().step_by(step).take(count).enumerate() {
+                f(j, narrow(i));
+            }
+        }
+    }
 }
 
 fn widen<I: Copy + TryInto<i128>>(i: I) -> i128 {
     i.try_into().unwrap_or(i128::MAX)
+}
+
+/// `i` as an `isize`, `isize::MAX` (out of bounds) for a value that does not fit.
+fn narrow<I: Copy + TryInto<isize>>(i: I) -> isize {
+    i.try_into().unwrap_or(isize::MAX)
+}
+
+fn clamp(i: i128) -> isize {
+    i.clamp(isize::MIN as i128, isize::MAX as i128) as isize
 }
 
 macro_rules! scalar_index {
@@ -45,30 +87,39 @@ macro_rules! scalar_index {
 }
 scalar_index!(i8 i16 i32 i64 isize u8 u16 u32 u64 usize);
 
-impl<I: Copy + TryInto<i128>> IndexList for [I] {
+impl<I: Copy + TryInto<i128> + TryInto<isize>> IndexList for [I] {
     fn index_shape(&self) -> Vec<usize> {
         vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
     }
+    fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        each_in_slice(self, (start, step, count), f);
+    }
 }
 
-impl<I: Copy + TryInto<i128>, const N: usize> IndexList for [I; N] {
+impl<I: Copy + TryInto<i128> + TryInto<isize>, const N: usize> IndexList for [I; N] {
     fn index_shape(&self) -> Vec<usize> {
         vec![N]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
     }
+    fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        each_in_slice(self, (start, step, count), f);
+    }
 }
 
-impl<I: Copy + TryInto<i128>> IndexList for Vec<I> {
+impl<I: Copy + TryInto<i128> + TryInto<isize>> IndexList for Vec<I> {
     fn index_shape(&self) -> Vec<usize> {
         vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
         widen(self[k])
+    }
+    fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        each_in_slice(self, (start, step, count), f);
     }
 }
 
@@ -80,9 +131,14 @@ impl<L: IndexList + ?Sized> IndexList for &L {
     fn index_at(&self, k: usize) -> i128 {
         (**self).index_at(k)
     }
+    fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        (**self).each_index(start, step, count, f);
+    }
 }
 
-impl<I: Copy + TryInto<i128>, S: Data<Elem = I>, D: Dimension> IndexList for ArrayBase<S, D> {
+impl<I: Copy + TryInto<i128> + TryInto<isize>, S: Data<Elem = I>, D: Dimension> IndexList
+    for ArrayBase<S, D>
+{
     fn index_shape(&self) -> Vec<usize> {
         self.shape().to_vec()
     }
@@ -99,6 +155,12 @@ impl<I: Copy + TryInto<i128>, S: Data<Elem = I>, D: Dimension> IndexList for Arr
         // SAFETY: `k` is below the element count, so `offset` addresses an element.
         widen(unsafe { *self.as_ptr().offset(offset) })
     }
+    fn each_index(&self, start: usize, step: usize, count: usize, mut f: impl FnMut(usize, isize)) {
+        match self.as_slice() {
+            Some(s) => each_in_slice(s, (start, step, count), f),
+            None => (0..count).for_each(|j| f(j, clamp(self.index_at(start + j * step)))),
+        }
+    }
 }
 
 /// One entry of `f::at`'s index tuple: an index array (a reference to an [`IndexList`]), or
@@ -109,6 +171,10 @@ pub trait AtEntry {
     fn entry_shape(&self) -> Option<Vec<usize>>;
     /// Index `k`, in C order of its shape, of the index array.
     fn entry_index(&self, k: usize) -> i128;
+    /// [`IndexList::each_index`] of the index array.
+    fn entry_each(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        let _ = (start, step, count, f);
+    }
 }
 
 impl<L: IndexList + ?Sized> AtEntry for &L {
@@ -117,6 +183,9 @@ impl<L: IndexList + ?Sized> AtEntry for &L {
     }
     fn entry_index(&self, k: usize) -> i128 {
         self.index_at(k)
+    }
+    fn entry_each(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
+        IndexList::each_index(*self, start, step, count, f);
     }
 }
 
@@ -144,6 +213,19 @@ pub trait AtIndices {
     fn shape(&self, axis: usize) -> Option<Vec<usize>>;
     /// Index `k`, in C order of its shape, of the index array for `axis`.
     fn index(&self, axis: usize, k: usize) -> i128;
+    /// `f(j, index(axis, start + j * step))` for `j` in `0..count`, in order, in one loop.
+    fn each_index(
+        &self,
+        axis: usize,
+        start: usize,
+        step: usize,
+        count: usize,
+        mut f: impl FnMut(usize, isize),
+    ) {
+        for j in 0..count {
+            f(j, clamp(self.index(axis, start + j * step)));
+        }
+    }
 }
 
 impl<L: IndexList + ?Sized> AtIndices for &L {
@@ -155,6 +237,16 @@ impl<L: IndexList + ?Sized> AtIndices for &L {
     }
     fn index(&self, _axis: usize, k: usize) -> i128 {
         self.index_at(k)
+    }
+    fn each_index(
+        &self,
+        _axis: usize,
+        start: usize,
+        step: usize,
+        count: usize,
+        f: impl FnMut(usize, isize),
+    ) {
+        IndexList::each_index(*self, start, step, count, f);
     }
 }
 
@@ -202,6 +294,19 @@ macro_rules! tuple_indices {
                     _ => i128::MAX,
                 }
             }
+            fn each_index(
+                &self,
+                axis: usize,
+                start: usize,
+                step: usize,
+                count: usize,
+                f: impl FnMut(usize, isize),
+            ) {
+                match axis {
+                    $($i => self.$i.entry_each(start, step, count, f),)+
+                    _ => {}
+                }
+            }
         }
     };
 }
@@ -210,36 +315,44 @@ tuple_indices!(2: A 0, B 1);
 tuple_indices!(3: A 0, B 1, C 2);
 tuple_indices!(4: A 0, B 1, C 2, D 3);
 
-/// `f(k, offset)` for each element `k` of `shape`, in C order, where `offset` is the dot
-/// product of its index with `strides`.
-fn c_order_offsets(shape: &[usize], strides: &[isize], mut f: impl FnMut(usize, isize)) {
+/// `f(offsets)` for each element of `shape`, in C order, where `offsets[j]` is the dot product
+/// of its index with `sets[j]` (a set of strides, one per axis).
+fn c_order_offsets(shape: &[usize], sets: &[&[isize]], mut f: impl FnMut(&[isize])) {
+    let mut at: Strides = smallvec::smallvec![0isize; sets.len()];
     let Some((&inner, outer)) = shape.split_last() else {
-        return f(0, 0);
+        return f(&at);
     };
     if inner == 0 || outer.contains(&0) {
         return;
     }
-    let step = strides[outer.len()];
-    let mut index = vec![0usize; outer.len()];
-    let (mut k, mut base) = (0usize, 0isize);
+    let last = outer.len();
+    let mut base = at.clone();
+    let mut index = vec![0usize; last];
     loop {
-        for i in 0..inner {
-            f(k + i, base + i as isize * step);
+        at.copy_from_slice(&base);
+        for _ in 0..inner {
+            f(&at);
+            for (o, set) in at.iter_mut().zip(sets) {
+                *o += set[last];
+            }
         }
-        k += inner;
         // The next row: carry through the outer axes from the last.
-        let mut axis = outer.len();
+        let mut axis = last;
         loop {
             if axis == 0 {
                 return;
             }
             axis -= 1;
             index[axis] += 1;
-            base += strides[axis];
+            for (o, set) in base.iter_mut().zip(sets) {
+                *o += set[axis];
+            }
             if index[axis] < outer[axis] {
                 break;
             }
-            base -= strides[axis] * outer[axis] as isize;
+            for (o, set) in base.iter_mut().zip(sets) {
+                *o -= set[axis] * outer[axis] as isize;
+            }
             index[axis] = 0;
         }
     }
@@ -254,14 +367,17 @@ fn py_shape(shape: &[usize]) -> String {
     }
 }
 
-/// Where `f::at` applies, checked before `a` is touched.
+/// Where `f::at` applies, every index checked before `a` is touched.
 pub(crate) struct AtPoints {
-    /// The element offset in `a` of each indexed sub-array, in order.
-    pub offsets: Vec<isize>,
+    /// How many points there are.
+    pub count: usize,
     /// The axes of `a` that each point's sub-array spans (those not indexed), in order.
     pub sub_axes: Vec<usize>,
     /// The points' shape (the index arrays' broadcast shape).
     points: Shape,
+    /// Each index array: the axis of `a` it indexes, that axis's length and element stride,
+    /// and the array's C-order positions' strides along the points' axes (broadcast).
+    indexed: Vec<(usize, usize, isize, Strides)>,
     /// `b`'s element strides along the points' axes (broadcast).
     b_points: Strides,
     /// `b`'s element strides along `sub_axes` (broadcast).
@@ -269,16 +385,97 @@ pub(crate) struct AtPoints {
 }
 
 impl AtPoints {
-    /// `f(k, offset of b's sub-array for point k)` for each point in order.
-    pub fn for_each_b(&self, f: impl FnMut(usize, isize)) {
-        c_order_offsets(&self.points, &self.b_points, f);
+    /// `f(offsets in a, offsets in b)` of the points' sub-arrays, a few hundred points at a
+    /// time, in order; `indices` are those the points were made from. A chunk's offsets are
+    /// worked out one index array at a time, so that each loop is lean (as is the caller's
+    /// loop over a chunk, which then keeps many of `a`'s random reads in flight).
+    pub fn for_each_chunk(&self, indices: &impl AtIndices, mut f: impl FnMut(&[isize], &[isize])) {
+        const CHUNK: usize = 256;
+        let (mut a, mut b) = ([0isize; CHUNK], [0isize; CHUNK]);
+        if let [points] = self.points[..] {
+            // Points along one axis, the common case: position `k * step` in each array.
+            for start in (0..points).step_by(CHUNK) {
+                let m = CHUNK.min(points - start);
+                let (a, b) = (&mut a[..m], &mut b[..m]);
+                a.fill(0);
+                for &(axis, len, stride, ref steps) in &self.indexed {
+                    let step = steps[0] as usize;
+                    let a = &mut *a;
+                    indices.each_index(axis, start * step, step, m, move |j, i| {
+                        a[j] += normalized(i, len) * stride;
+                    });
+                }
+                for (j, o) in b.iter_mut().enumerate() {
+                    *o = (start + j) as isize * self.b_points[0];
+                }
+                f(a, b);
+            }
+            return;
+        }
+        let mut sets: Vec<&[isize]> = self.indexed.iter().map(|x| &x.3[..]).collect();
+        sets.push(&self.b_points);
+        let n = self.indexed.len();
+        let mut m = 0;
+        c_order_offsets(&self.points, &sets, |at| {
+            let positions = self.indexed.iter().zip(at);
+            a[m] = positions
+                .map(|(&(axis, len, stride, _), &p)| {
+                    normalized(clamp(indices.index(axis, p as usize)), len) * stride
+                })
+                .sum();
+            b[m] = at[n];
+            m += 1;
+            if m == CHUNK {
+                f(&a, &b);
+                m = 0;
+            }
+        });
+        if m > 0 {
+            f(&a[..m], &b[..m]);
+        }
     }
 
-    /// The offset of `b`'s sub-array for each point, in order.
-    pub fn b_offsets(&self) -> Vec<isize> {
-        let mut b = vec![0isize; self.offsets.len()];
-        self.for_each_b(|k, offset| b[k] = offset);
-        b
+    /// For points along one axis from one index array (the common case, `a[idx]`), `f(offset
+    /// in a, offset in b)` of each point's sub-array in order, in one lean loop, and `true`;
+    /// `false` (nothing called) for any other points.
+    pub fn for_each_of_one(
+        &self,
+        indices: &impl AtIndices,
+        mut f: impl FnMut(isize, isize),
+    ) -> bool {
+        let ([points], [(axis, len, stride, steps)]) = (&self.points[..], &self.indexed[..]) else {
+            return false;
+        };
+        let (len, stride, b_step) = (*len, *stride, self.b_points[0]);
+        // `move`: the loop keeps `len`, the strides and `f`'s pointers in registers rather
+        // than reloading them after each store through `a` (which could alias them).
+        indices.each_index(*axis, 0, steps[0] as usize, *points, move |k, i| {
+            f(normalized(i, len) * stride, k as isize * b_step)
+        });
+        true
+    }
+
+    /// Each point's offset in `a` and in `b`, in order.
+    pub fn offsets(&self, indices: &impl AtIndices) -> (Vec<isize>, Vec<isize>) {
+        let (mut a, mut b) = (
+            Vec::with_capacity(self.count),
+            Vec::with_capacity(self.count),
+        );
+        self.for_each_chunk(indices, |pa, pb| {
+            a.extend_from_slice(pa);
+            b.extend_from_slice(pb);
+        });
+        (a, b)
+    }
+}
+
+/// A checked index `i` of an axis of `len`, counted from the end where negative.
+#[inline(always)]
+fn normalized(i: isize, len: usize) -> isize {
+    if i < 0 {
+        i + len as isize
+    } else {
+        i
     }
 }
 
@@ -306,7 +503,7 @@ pub(crate) fn at_points(
         });
     }
     let entries: Vec<Option<Vec<usize>>> = (0..axes).map(|axis| indices.shape(axis)).collect();
-    let indexed: Vec<usize> = (0..axes).filter(|&i| entries[i].is_some()).collect();
+    let indexed_axes: Vec<usize> = (0..axes).filter(|&i| entries[i].is_some()).collect();
     let shapes: Vec<&[usize]> = entries.iter().flatten().map(|s| &s[..]).collect();
     let points =
         broadcast_shape(shapes.len(), |i| shapes[i]).map_err(|_| Error::InvalidArgument {
@@ -317,40 +514,41 @@ pub(crate) fn at_points(
             shapes.iter().map(|s| py_shape(s)).collect::<Vec<_>>().join(" ")
         ),
         })?;
-    let mut offsets = vec![0isize; element_count(&points)?];
-    for (&axis, own) in indexed.iter().zip(&shapes) {
+    let count = element_count(&points)?;
+    let mut indexed = Vec::with_capacity(shapes.len());
+    for (&axis, own) in indexed_axes.iter().zip(&shapes) {
         let len = shape[axis];
-        let own_in_points = broadcast_strides_to(&points, own, &c_strides(own))?;
-        let mut bad = None;
-        c_order_offsets(&points, &own_in_points, |k, position| {
-            let index = indices.index(axis, position as usize);
-            let i = if index < 0 {
-                index + len as i128
-            } else {
-                index
-            };
-            if i < 0 || i >= len as i128 {
-                bad.get_or_insert(index);
-            } else {
-                offsets[k] += i as isize * strides[axis];
-            }
-        });
-        if let Some(index) = bad {
-            return Err(Error::IndexOutOfBounds {
-                function,
-                index,
-                axis,
-                len,
+        if count > 0 {
+            // The range first, in a loop that vectorises; the first bad index only if needed.
+            let own_count = own.iter().product();
+            let (mut lo, mut hi) = (0isize, 0isize);
+            indices.each_index(axis, 0, 1, own_count, |_, i| {
+                (lo, hi) = (lo.min(i), hi.max(i))
             });
+            let in_bounds = |i: i128| i >= -(len as i128) && i < len as i128;
+            if !in_bounds(lo as i128) || !in_bounds(hi as i128) {
+                let index = (0..own_count)
+                    .map(|k| indices.index(axis, k))
+                    .find(|&i| !in_bounds(i))
+                    .unwrap_or(i128::MAX);
+                return Err(Error::IndexOutOfBounds {
+                    function,
+                    index,
+                    axis,
+                    len,
+                });
+            }
         }
+        let positions = broadcast_strides_to(&points, own, &c_strides(own))?;
+        indexed.push((axis, len, strides[axis], positions));
     }
     // `a[indices]`'s shape, as NumPy's: the points' axes where the index arrays are, if they
     // are side by side, else first.
     let sub_axes: Vec<usize> = (0..shape.len())
         .filter(|&i| i >= axes || entries[i].is_none())
         .collect();
-    let side_by_side = indexed.windows(2).all(|w| w[1] == w[0] + 1);
-    let at = match indexed.first() {
+    let side_by_side = indexed_axes.windows(2).all(|w| w[1] == w[0] + 1);
+    let at = match indexed_axes.first() {
         Some(&first) if side_by_side => sub_axes.iter().take_while(|&&i| i < first).count(),
         _ => 0,
     };
@@ -369,8 +567,9 @@ pub(crate) fn at_points(
         .copied()
         .collect();
     Ok(AtPoints {
-        offsets,
+        count,
         sub_axes,
+        indexed,
         points,
         b_points,
         b_sub_strides,
@@ -407,23 +606,44 @@ where
     let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
     let n_sub: usize = sub_shape.iter().product();
     catching_panics(B::NAME, || {
-        at.for_each_b(|k, b_offset| {
-            let pa = ra.ptr.wrapping_offset(at.offsets[k] * size as isize);
-            let pb = (rb.ptr as *mut u8).wrapping_offset(b_offset * size as isize);
-            walk_rows(
-                &sub_shape,
-                &[&a_bytes, &b_bytes],
-                &[pa, pb],
-                0..n_sub,
-                |p, j, len| {
-                    for t in j..j + len {
-                        let ea = p[0].wrapping_offset(t as isize * ia) as *mut T;
-                        let eb = p[1].wrapping_offset(t as isize * ib) as *const T;
-                        // SAFETY: elements of `a` and of `b` (broadcast).
-                        unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
-                    }
-                },
-            );
+        if n_sub == 1 {
+            // Every axis indexed (a histogram): one element a point, no walk.
+            let (pa, pb) = (ra.ptr as *mut T, rb.ptr as *const T);
+            let apply = move |i: isize, j: isize| {
+                let (ea, eb) = (pa.wrapping_offset(i), pb.wrapping_offset(j));
+                // SAFETY: an element of `a` and one of `b` (broadcast).
+                unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+            };
+            if at.for_each_of_one(&indices, apply) {
+                return;
+            }
+            return at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
+                for (&i, &j) in a_offsets.iter().zip(b_offsets) {
+                    let (ea, eb) = (pa.wrapping_offset(i), pb.wrapping_offset(j));
+                    // SAFETY: an element of `a` and one of `b` (broadcast).
+                    unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+                }
+            });
+        }
+        at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
+            for (&a_offset, &b_offset) in a_offsets.iter().zip(b_offsets) {
+                let pa = ra.ptr.wrapping_offset(a_offset * size as isize);
+                let pb = (rb.ptr as *mut u8).wrapping_offset(b_offset * size as isize);
+                walk_rows(
+                    &sub_shape,
+                    &[&a_bytes, &b_bytes],
+                    &[pa, pb],
+                    0..n_sub,
+                    |p, j, len| {
+                        for t in j..j + len {
+                            let ea = p[0].wrapping_offset(t as isize * ia) as *mut T;
+                            let eb = p[1].wrapping_offset(t as isize * ib) as *const T;
+                            // SAFETY: elements of `a` and of `b` (broadcast).
+                            unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+                        }
+                    },
+                );
+            }
         });
     })
 }
