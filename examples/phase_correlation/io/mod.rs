@@ -275,6 +275,43 @@ pub fn read_at(file: &std::fs::File, offset: u64, buffer: &mut [u8]) -> std::io:
     }
 }
 
+/// The bytes of `frames` frames of `rows`x`cols` samples of `sample`: what a header describes,
+/// computed without overflow whatever it says (`None`: more than `u64::MAX`).
+pub fn data_bytes(frames: u64, (rows, cols): (u64, u64), sample: Sample) -> Option<u64> {
+    frames
+        .checked_mul(rows)?
+        .checked_mul(cols)?
+        .checked_mul(sample.size() as u64)
+}
+
+/// A byte count from [`data_bytes`], for messages.
+pub fn show_bytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+}
+
+/// Where frame `index` of `shape` starts in a file whose data starts at `data_offset`, and its
+/// size in bytes (an error, not an overflow, where the file could not hold it).
+pub fn frame_span(
+    data_offset: u64,
+    index: usize,
+    shape: (usize, usize),
+    sample: Sample,
+) -> Result<(u64, usize)> {
+    let bytes = data_bytes(1, (shape.0 as u64, shape.1 as u64), sample);
+    let start = bytes
+        .and_then(|b| b.checked_mul(index as u64))
+        .and_then(|o| o.checked_add(data_offset));
+    match (start, bytes.and_then(|b| usize::try_from(b).ok())) {
+        (Some(start), Some(bytes)) => Ok((start, bytes)),
+        _ => bail!(
+            "frame {index} of {}x{} {} lies beyond what a file can hold",
+            shape.0,
+            shape.1,
+            sample.name()
+        ),
+    }
+}
+
 /// The length of a file, for the truncation checks.
 pub fn file_len(file: &std::fs::File) -> Result<u64> {
     Ok(file
@@ -456,5 +493,532 @@ mod tests {
             assert!(err.contains(name), "{name}: {err:?} does not name the file");
             assert!(err.contains(problem), "{name}: {err:?} lacks {problem:?}");
         }
+    }
+
+    // The corruption test's watch on allocations: the largest single allocation (or
+    // reallocation) a thread made since it last asked. The program's test build alone has it
+    // (a thread-local maximum per allocation; nothing else changes).
+    struct Largest;
+
+    std::thread_local! {
+        static LARGEST: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn note(size: usize) {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    }
+
+    // SAFETY: forwards every call to the system allocator, noting sizes.
+    unsafe impl std::alloc::GlobalAlloc for Largest {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: the caller's contract, passed on.
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: as above.
+            unsafe { std::alloc::System.alloc_zeroed(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: as above.
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(
+            &self,
+            ptr: *mut u8,
+            layout: std::alloc::Layout,
+            new_size: usize,
+        ) -> *mut u8 {
+            note(new_size);
+            // SAFETY: as above.
+            unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static LARGEST_ALLOCATION: Largest = Largest;
+
+    /// A seeded xorshift64 generator: the corruptions are the same on every run.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+        /// A number in `lo..hi` (`lo` when the range is empty).
+        fn within(&mut self, lo: usize, hi: usize) -> usize {
+            if hi <= lo {
+                lo
+            } else {
+                lo + (self.next() % (hi - lo) as u64) as usize
+            }
+        }
+    }
+
+    /// The byte ranges of a TIFF's structure (the 8-byte header, every directory and the values
+    /// its entries point to) and where its directories are: `(offset, entries)`.
+    fn tiff_layout(bytes: &[u8]) -> (Vec<std::ops::Range<usize>>, Vec<(usize, usize)>) {
+        let big = bytes.starts_with(b"MM");
+        let u16_at = |at: usize| {
+            let b = [bytes[at], bytes[at + 1]];
+            if big {
+                u16::from_be_bytes(b)
+            } else {
+                u16::from_le_bytes(b)
+            }
+        };
+        let u32_at = |at: usize| {
+            let b = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+            if big {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let mut ranges = Vec::new();
+        ranges.push(0..bytes.len().min(8));
+        let mut ifds = Vec::new();
+        if bytes.len() < 8 || !(bytes.starts_with(b"II") || big) {
+            return (ranges, ifds);
+        }
+        let mut at = u32_at(4) as usize;
+        while at != 0 && at + 2 <= bytes.len() && ifds.len() < 64 {
+            let n = u16_at(at) as usize;
+            let end = (at + 2 + 12 * n + 4).min(bytes.len());
+            ranges.push(at..end);
+            ifds.push((at, n));
+            for i in 0..n {
+                let entry = at + 2 + 12 * i;
+                if entry + 12 > bytes.len() {
+                    break;
+                }
+                let size = match u16_at(entry + 2) {
+                    1 | 2 | 6 | 7 => 1,
+                    3 | 8 => 2,
+                    4 | 9 | 11 => 4,
+                    _ => 8,
+                } * u32_at(entry + 4) as usize;
+                if size > 4 {
+                    let value = u32_at(entry + 8) as usize;
+                    ranges.push(value.min(bytes.len())..(value + size).min(bytes.len()));
+                }
+            }
+            if end < at + 2 + 12 * n + 4 {
+                break;
+            }
+            at = u32_at(end - 4) as usize;
+        }
+        (ranges, ifds)
+    }
+
+    /// Calls `each` with deterministic corruptions of `good`, a movie file named `name`:
+    /// truncations (at every length through the header, at a sample beyond), single-byte
+    /// changes (0x00, 0xFF, one bit flipped) at every header byte and at a sample of data
+    /// bytes, and header fields set to huge values.
+    fn corruptions(name: &str, good: &[u8], each: &mut dyn FnMut(String, &[u8])) {
+        let mut rng = XorShift(name.bytes().fold(0x9E37_79B9_7F4A_7C15, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01B3)
+        }));
+        let len = good.len();
+        let ext = name.rsplit('.').next().unwrap_or_default();
+        // The header's bytes, and how far every truncation is tried.
+        let (header, truncate_to): (Vec<std::ops::Range<usize>>, usize) = match ext {
+            "mrc" | "mrcs" | "st" => (std::iter::once(0..len.min(1024)).collect(), 1100),
+            "npy" => {
+                let end = match good.get(6) {
+                    Some(1) if len >= 10 => 10 + u16::from_le_bytes([good[8], good[9]]) as usize,
+                    Some(2 | 3) if len >= 12 => {
+                        12 + u32::from_le_bytes([good[8], good[9], good[10], good[11]]) as usize
+                    }
+                    _ => len,
+                };
+                (std::iter::once(0..end.min(len)).collect(), end + 16)
+            }
+            _ => {
+                let (mut ranges, _) = tiff_layout(good);
+                ranges.push(0..len.min(300));
+                (ranges, 300)
+            }
+        };
+        // Truncations.
+        let mut lengths: Vec<usize> = (0..truncate_to.min(len)).collect();
+        for range in &header {
+            lengths.extend(range.clone());
+        }
+        for _ in 0..24 {
+            lengths.push(rng.within(truncate_to, len));
+        }
+        lengths.push(len.saturating_sub(1));
+        lengths.sort_unstable();
+        lengths.dedup();
+        for n in lengths.into_iter().filter(|&n| n < len) {
+            each(format!("truncated to {n} bytes"), &good[..n]);
+        }
+        // Single-byte changes.
+        let mut bytes = good.to_vec();
+        let mut positions: Vec<usize> = header.iter().flat_map(|r| r.clone()).collect();
+        for _ in 0..24 {
+            positions.push(rng.within(truncate_to, len));
+        }
+        positions.sort_unstable();
+        positions.dedup();
+        for at in positions.into_iter().filter(|&at| at < len) {
+            let bit = 1u8 << rng.within(0, 8);
+            for value in [0x00, 0xFF, good[at] ^ bit] {
+                if value != good[at] {
+                    bytes[at] = value;
+                    each(format!("byte {at} set to 0x{value:02x}"), &bytes);
+                }
+            }
+            bytes[at] = good[at];
+        }
+        // Header fields set to huge values.
+        match ext {
+            "mrc" | "mrcs" | "st" if len >= 1024 => {
+                let big = good[212] == 0x11;
+                let put = |bytes: &mut Vec<u8>, word: usize, v: u32| {
+                    let b = if big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    };
+                    bytes[4 * word..4 * word + 4].copy_from_slice(&b);
+                };
+                let huge = [
+                    0x7FFF_FFFF,
+                    0x4000_0000,
+                    0x0001_0000,
+                    0xFFFF_FFFF,
+                    0x8000_0000,
+                ];
+                for v in huge {
+                    for words in [&[0][..], &[1], &[2], &[23], &[0, 1], &[1, 2], &[0, 1, 2]] {
+                        let mut bytes = good.to_vec();
+                        for &w in words {
+                            put(&mut bytes, w, v);
+                        }
+                        each(format!("words {words:?} set to 0x{v:08x}"), &bytes);
+                    }
+                }
+                // Sizes whose product is a multiple of 2^64.
+                let sizes = [1 << 30, 1 << 16, 1 << 4, 1 << 2, 0x7FFF_FFFF];
+                for nx in sizes {
+                    for ny in sizes {
+                        for nz in sizes {
+                            let mut bytes = good.to_vec();
+                            for (w, v) in [(0, nx), (1, ny), (2, nz)] {
+                                put(&mut bytes, w, v);
+                            }
+                            each(format!("NX NY NZ set to {nx} {ny} {nz}"), &bytes);
+                        }
+                    }
+                }
+            }
+            "npy" => {
+                if good.get(6) != Some(&1) || len < 10 {
+                    return;
+                }
+                let header_end = 10 + u16::from_le_bytes([good[8], good[9]]) as usize;
+                let dict = std::str::from_utf8(&good[10..header_end]).unwrap_or_default();
+                let data = &good[header_end..];
+                let npy = |version: u8, header_len: Option<u32>, dict: &str| {
+                    let mut bytes = b"\x93NUMPY".to_vec();
+                    bytes.extend([version, 0]);
+                    let n = header_len.unwrap_or(dict.len() as u32);
+                    if version == 1 {
+                        bytes.extend((n as u16).to_le_bytes());
+                    } else {
+                        bytes.extend(n.to_le_bytes());
+                    }
+                    bytes.extend(dict.as_bytes());
+                    bytes.extend(data);
+                    bytes
+                };
+                let (Some(open), Some(close)) = (dict.find("'shape': ("), dict.rfind(')')) else {
+                    return;
+                };
+                let open = open + "'shape': (".len();
+                let shapes = [
+                    "18446744073709551615, 16, 20",
+                    "1, 4294967296, 4294967296",
+                    "3, 4294967296, 4294967296",
+                    "4611686018427387904, 4611686018427387904, 2",
+                    "16, 1152921504606846976, 16",
+                    "3, 16, 18446744073709551615",
+                    "4294967296, 4294967296",
+                    "18446744073709551615, 1",
+                    "99999999999999999999999999, 1, 1",
+                    "-1, 16, 20",
+                    "3, 0, 18446744073709551615",
+                    "18446744073709551615, 0, 0",
+                    "1152921504606846976, 1, 1",
+                ];
+                for shape in shapes {
+                    let dict = format!("{}{shape}{}", &dict[..open], &dict[close..]);
+                    each(format!("shape ({shape})"), &npy(1, None, &dict));
+                }
+                for (version, header_len) in [
+                    (1, 0xFFFF),
+                    (2, 0xFFFF_FFFF),
+                    (2, 0x7FFF_FFFF),
+                    (3, 0xFFFF_FFFF),
+                    (2, 0x0100_0000),
+                ] {
+                    each(
+                        format!("version {version} with a header length of {header_len}"),
+                        &npy(version, Some(header_len), dict),
+                    );
+                }
+                // Type descriptors of any UTF-8 (which a version 3.0 header may hold).
+                if let Some(at) = dict.find("'descr': '") {
+                    let at = at + "'descr': '".len();
+                    let end = at + dict[at..].find('\'').unwrap_or(0);
+                    for descr in ["é<f4", "<é", "é", "", "<", "\u{1F600}f4", "<f4\u{0}"] {
+                        let dict = format!("{}{descr}{}", &dict[..at], &dict[end..]);
+                        each(format!("descr {descr:?}"), &npy(3, None, &dict));
+                    }
+                }
+                // Deeply nested headers.
+                for (version, depth) in [(1u8, 30_000), (2, 200_000)] {
+                    for (open, close) in [("(", ")"), ("[", "]"), ("{1: ", "}")] {
+                        let mut nested = dict[..open_at(dict)].to_string();
+                        nested.push_str(&open.repeat(depth));
+                        nested.push_str(&close.repeat(depth));
+                        nested.push_str(", }\n");
+                        each(
+                            format!("a shape nested {depth} deep in {open}{close}"),
+                            &npy(version, None, &nested),
+                        );
+                    }
+                }
+                fn open_at(dict: &str) -> usize {
+                    dict.find("'shape': ").map_or(0, |i| i + "'shape': ".len())
+                }
+            }
+            _ => {
+                let (_, ifds) = tiff_layout(good);
+                let big = good.starts_with(b"MM");
+                let put32 = |bytes: &mut Vec<u8>, at: usize, v: u32| {
+                    let b = if big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    };
+                    bytes[at..at + 4].copy_from_slice(&b);
+                };
+                let put16 = |bytes: &mut Vec<u8>, at: usize, v: u16| {
+                    let b = if big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    };
+                    bytes[at..at + 2].copy_from_slice(&b);
+                };
+                let mut variant = |what: String, f: &dyn Fn(&mut Vec<u8>)| {
+                    let mut bytes = good.to_vec();
+                    f(&mut bytes);
+                    each(what, &bytes);
+                };
+                for v in [0xFFFF_FFFF, len as u32 - 1, 8] {
+                    variant(format!("first directory at {v}"), &|b| put32(b, 4, v));
+                }
+                for &(at, n) in &ifds {
+                    for v in [0xFFFF, n as u16 + 1, 0] {
+                        variant(format!("directory {at}: {v} entries"), &|b| put16(b, at, v));
+                    }
+                    let next = at + 2 + 12 * n;
+                    if next + 4 <= len {
+                        for v in [0xFFFF_FFFF, at as u32, 8, len as u32 - 2] {
+                            variant(format!("directory {at}: next at {v}"), &|b| {
+                                put32(b, next, v)
+                            });
+                        }
+                    }
+                    for i in 0..n {
+                        let entry = at + 2 + 12 * i;
+                        if entry + 12 > len {
+                            break;
+                        }
+                        for v in [0, 12, 16, 0xFFFF] {
+                            variant(format!("entry {entry}: type {v}"), &|b| {
+                                put16(b, entry + 2, v)
+                            });
+                        }
+                        for v in [0xFFFF_FFFF, 0x1000_0000, 0x10000, 2, 0] {
+                            variant(format!("entry {entry}: count {v}"), &|b| {
+                                put32(b, entry + 4, v)
+                            });
+                        }
+                        for v in [0xFFFF_FFFF, 0x7FFF_FFFF, 0x10000, 0xFFFF, len as u32] {
+                            variant(format!("entry {entry}: value {v}"), &|b| {
+                                put32(b, entry + 8, v)
+                            });
+                        }
+                        variant(format!("entry {entry}: short value 0xffff"), &|b| {
+                            put16(b, entry + 8, 0xFFFF)
+                        });
+                    }
+                    // Width and height (tags 256 and 257) together.
+                    for v in [0xFFFF_FFFF, 0x7FFF_FFFF, 0x10000, 0x4000] {
+                        variant(format!("directory {at}: {v}x{v} pixels"), &|b| {
+                            for i in 0..n.min(2) {
+                                put32(b, at + 2 + 12 * i + 8, v);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes `file`, which holds `on_disk`, hold `bytes`, writing only where they differ.
+    fn rewrite(file: &mut std::fs::File, on_disk: &mut Vec<u8>, bytes: &[u8]) {
+        use std::io::{Seek, SeekFrom, Write};
+        let same = on_disk.len().min(bytes.len());
+        let start = (0..same).find(|&i| on_disk[i] != bytes[i]).unwrap_or(same);
+        let end = if bytes.len() == on_disk.len() {
+            (start..same)
+                .rev()
+                .find(|&i| on_disk[i] != bytes[i])
+                .map_or(start, |i| i + 1)
+        } else {
+            bytes.len()
+        };
+        if bytes.len() < on_disk.len() {
+            file.set_len(bytes.len() as u64).unwrap();
+        }
+        file.seek(SeekFrom::Start(start as u64)).unwrap();
+        file.write_all(&bytes[start..end]).unwrap();
+        on_disk.clear();
+        on_disk.extend_from_slice(bytes);
+    }
+
+    /// What is wrong with how the readers take the movie file at `path` (`len` bytes, whose
+    /// frames may decode to `expansion` times that): a panic, an absurd size or allocation, an
+    /// error that does not name the file; `None` for an error or frames read.
+    fn misbehaviour(path: &Path, len: usize, expansion: usize) -> Option<String> {
+        // The largest buffer a file of `len` bytes may need: its samples as f32.
+        let limit = (1 << 20) + 4 * expansion * len;
+        LARGEST.with(|l| l.set(0));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut movie = Movie::open(path)?;
+            let (ny, nx) = movie.frame_shape();
+            let samples = ny.checked_mul(nx).filter(|&n| n <= limit / 4);
+            let Some(samples) = samples else {
+                return Ok(Some(format!("frames of {ny}x{nx} from {len} bytes")));
+            };
+            if movie.len() > len || movie.len().saturating_mul(samples) > expansion * len {
+                let n = movie.len();
+                return Ok(Some(format!("{n} frames of {ny}x{nx} from {len} bytes")));
+            }
+            let mut frame = Array2::zeros((ny, nx));
+            for i in 0..movie.len() {
+                movie.read_frame(i, frame.view_mut())?;
+            }
+            if movie.len() == 1 {
+                read_image(path)?;
+            }
+            anyhow::Ok(None)
+        }));
+        let largest = LARGEST.with(|l| l.replace(0));
+        let name = path.display().to_string();
+        match outcome {
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("?");
+                Some(format!("panicked: {message}"))
+            }
+            Ok(_) if largest > limit => Some(format!(
+                "allocated {largest} bytes at once for a file of {len}"
+            )),
+            Ok(Ok(absurd)) => absurd,
+            Ok(Err(e)) if !format!("{e:#}").contains(&name) => {
+                Some(format!("the error does not name the file: {e:#}"))
+            }
+            Ok(Err(_)) => None,
+        }
+    }
+
+    /// Every good fixture, corrupted in every way `corruptions` knows, is an error naming the
+    /// file or frames read: never a panic, an abort, an absurd allocation or a hang.
+    #[test]
+    fn corrupted_files_are_errors_or_frames_never_panics() {
+        let dir = std::env::temp_dir().join(format!("ufunc-io-corrupt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(fixture(""))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                let ext = Path::new(n).extension().and_then(|e| e.to_str());
+                !n.starts_with("bad_") && ext.is_some_and(|e| EXTENSIONS.contains(&e))
+            })
+            .collect();
+        names.sort();
+        // A hang shows as the case that was running when the time ran out.
+        let current = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = {
+            let (current, dir) = (current.clone(), dir.clone());
+            // On a pool of one thread: the readers' parallel loops run inline on it rather than
+            // on the global pool's threads, so the allocations watched are all of them.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            std::thread::spawn(move || {
+                pool.install(|| {
+                    let mut problems = Vec::new();
+                    let mut cases = 0usize;
+                    for name in &names {
+                        let good = std::fs::read(fixture(name)).unwrap();
+                        let path = dir.join(name);
+                        let expansion = match Path::new(name).extension().and_then(|e| e.to_str()) {
+                            Some("tif" | "tiff") => tiff::MAX_EXPANSION,
+                            _ => 1,
+                        };
+                        // One file, rewritten in place where the bytes differ (truncating and
+                        // rewriting whole files costs 100 times more on ext4).
+                        let mut file = std::fs::File::create(&path).unwrap();
+                        let mut on_disk = Vec::new();
+                        corruptions(name, &good, &mut |what, bytes| {
+                            *current.lock().unwrap() = format!("{name}, {what}");
+                            rewrite(&mut file, &mut on_disk, bytes);
+                            let start = std::time::Instant::now();
+                            let wrong = misbehaviour(&path, bytes.len(), expansion);
+                            let seconds = start.elapsed().as_secs_f64();
+                            if let Some(wrong) = wrong {
+                                problems.push(format!("{name}, {what}: {wrong}"));
+                            } else if seconds > 2.0 {
+                                problems.push(format!("{name}, {what}: took {seconds:.1} s"));
+                            }
+                            cases += 1;
+                        });
+                    }
+                    done.send((cases, problems)).unwrap();
+                })
+            })
+        };
+        let outcome = finished.recv_timeout(std::time::Duration::from_secs(300));
+        let Ok((cases, problems)) = outcome else {
+            panic!("hung on {}", current.lock().unwrap());
+        };
+        worker.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(cases > 10_000, "only {cases} corruptions tried");
+        assert!(
+            problems.is_empty(),
+            "{} of {cases} corrupted files misbehaved:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
     }
 }

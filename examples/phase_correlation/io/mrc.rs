@@ -8,7 +8,7 @@
 //! 92, EXTTYP at 104, NVERSION at 108, MAP ("MAP ") at 208, MACHST at 212, RMS at 216, NLABL at
 //! 220, then ten 80-character labels from 224.
 
-use super::{decode, file_len, read_at, FrameReader, Sample};
+use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use std::fs::File;
@@ -76,11 +76,13 @@ impl MrcReader {
         }
         let (nx, ny, nz) = (nx as u64, ny as u64, nz as u64);
         let data_offset = HEADER as u64 + nsymbt as u64;
-        let expected = data_offset + nx * ny * nz * sample.size() as u64;
-        if len < expected {
+        // Checked: sizes of up to 2^31 each make more than 2^64 bytes.
+        let expected = data_bytes(nz, (ny, nx), sample).and_then(|d| d.checked_add(data_offset));
+        if expected.is_none_or(|expected| len < expected) {
             bail!(
-                "truncated: the file has {len} bytes, the header describes {expected} \
+                "truncated: the file has {len} bytes, the header describes {} \
                  (1024 + {nsymbt} extended header + {nz} frames of {ny}x{nx} {})",
+                show_bytes(expected),
                 sample.name()
             );
         }
@@ -104,9 +106,8 @@ impl FrameReader for MrcReader {
         self.frames
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        let frame_bytes = self.shape.0 * self.shape.1 * self.sample.size();
+        let (offset, frame_bytes) = frame_span(self.data_offset, index, self.shape, self.sample)?;
         self.buffer.resize(frame_bytes, 0);
-        let offset = self.data_offset + (index * frame_bytes) as u64;
         read_at(&self.file, offset, &mut self.buffer)?;
         decode(&self.buffer, self.sample, self.little, &mut out);
         Ok(())

@@ -2,12 +2,12 @@
 //! integer or float type up to 32 bits (and float64), either byte order. ndarray-npy parses the
 //! header; frames are then read one at a time by seeking into the data.
 
-use super::{decode, file_len, read_at, FrameReader, Sample};
+use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use ndarray_npy::npy::header::Header;
 use std::fs::File;
-use std::io::{BufReader, Seek};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Reads the frames of an `.npy` file.
@@ -24,11 +24,12 @@ pub struct NpyReader {
 impl NpyReader {
     /// Parses the header and checks that the file holds all the data it describes.
     pub fn open(path: &Path) -> Result<NpyReader> {
-        let file = File::open(path).context("cannot open")?;
-        let mut reader = BufReader::new(file);
-        let header = Header::from_reader(&mut reader).context("not a readable npy file")?;
-        let data_offset = reader.stream_position()?;
-        let file = reader.into_inner();
+        let mut file = File::open(path).context("cannot open")?;
+        let len = file_len(&file)?;
+        let header = read_header(&mut file, len)?;
+        let data_offset = header.len() as u64;
+        let header =
+            Header::from_reader(&mut header.as_slice()).context("not a readable npy file")?;
         let descriptor = header.type_descriptor.to_string();
         let (sample, little) = sample_of(descriptor.trim_matches(|c| c == '\'' || c == '"'))?;
         if header.layout.is_fortran() && header.shape.iter().filter(|&&n| n > 1).count() > 1 {
@@ -41,12 +42,14 @@ impl NpyReader {
                 "expected 2 or 3 dimensions (rows, cols) or (frames, rows, cols), found shape {other:?}"
             ),
         };
-        let expected = frames as u64 * (shape.0 * shape.1 * sample.size()) as u64;
-        let actual = file_len(&file)?.saturating_sub(data_offset);
-        if actual < expected {
+        // Checked: a corrupted shape can describe more than 2^64 bytes.
+        let expected = data_bytes(frames as u64, (shape.0 as u64, shape.1 as u64), sample);
+        let actual = len.saturating_sub(data_offset);
+        if expected.is_none_or(|expected| actual < expected) {
             bail!(
-                "truncated: {actual} bytes of data where the header describes {expected} \
+                "truncated: {actual} bytes of data where the header describes {} \
                  ({frames} frames of {}x{} {})",
+                show_bytes(expected),
                 shape.0,
                 shape.1,
                 sample.name()
@@ -64,9 +67,62 @@ impl NpyReader {
     }
 }
 
+/// The longest header read: numpy writes a few hundred bytes (and refuses to read more than
+/// 10000 by default); a longer one is a corrupted length, not a header to allocate.
+const MAX_HEADER: u64 = 1 << 20;
+
+/// How deeply brackets may nest in a header (a movie's is two deep: `{... (n, ny, nx)}`), so
+/// that a corrupted one cannot make the parser recurse without end.
+const MAX_NESTING: usize = 16;
+
+/// Reads the preamble (magic string, version, header length) and the header it announces, whole,
+/// after checking that length against the file's, so that a corrupted length is an error rather
+/// than an allocation of up to 4 GiB. Returns the bytes up to the data; a preamble that is not
+/// an npy one is returned as is, for the parser to say what is wrong with it.
+fn read_header(file: &mut File, len: u64) -> Result<Vec<u8>> {
+    let mut preamble = Vec::with_capacity(12);
+    file.take(12)
+        .read_to_end(&mut preamble)
+        .context("cannot read the header")?;
+    let data_offset = match preamble[..] {
+        [0x93, b'N', b'U', b'M', b'P', b'Y', 1, _, a, b, ..] => {
+            10 + u16::from_le_bytes([a, b]) as u64
+        }
+        [0x93, b'N', b'U', b'M', b'P', b'Y', 2 | 3, _, a, b, c, d] => {
+            12 + u32::from_le_bytes([a, b, c, d]) as u64
+        }
+        _ => return Ok(preamble),
+    };
+    if data_offset > len {
+        bail!("truncated: the header ends at byte {data_offset} but the file has {len} bytes");
+    }
+    if data_offset > MAX_HEADER {
+        bail!("not a readable npy file: a header of {data_offset} bytes (a corrupted length?)");
+    }
+    let mut header = vec![0; data_offset as usize];
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_exact(&mut header))
+        .context("cannot read the header")?;
+    let mut depth = 0usize;
+    for &b in &header {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            bail!("not a readable npy file: brackets nested more than {MAX_NESTING} deep in the header");
+        }
+    }
+    Ok(header)
+}
+
 /// The sample type and byte order (little-endian: true) of a numpy type descriptor.
 fn sample_of(descriptor: &str) -> Result<(Sample, bool)> {
-    let (order, code) = descriptor.split_at(descriptor.len().min(1));
+    // The order is one ASCII character; a version 3.0 header may put any UTF-8 there.
+    let (order, code) = descriptor
+        .split_at_checked(descriptor.len().min(1))
+        .unwrap_or((descriptor, ""));
     let little = match order {
         "<" | "|" | "=" => true,
         ">" => false,
@@ -97,9 +153,8 @@ impl FrameReader for NpyReader {
         self.frames
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        let frame_bytes = self.shape.0 * self.shape.1 * self.sample.size();
+        let (offset, frame_bytes) = frame_span(self.data_offset, index, self.shape, self.sample)?;
         self.buffer.resize(frame_bytes, 0);
-        let offset = self.data_offset + (index * frame_bytes) as u64;
         read_at(&self.file, offset, &mut self.buffer)?;
         decode(&self.buffer, self.sample, self.little, &mut out);
         Ok(())
@@ -118,5 +173,6 @@ mod tests {
         let err = sample_of("<c8").unwrap_err().to_string();
         assert!(err.starts_with("unsupported npy data type <c8"), "{err}");
         assert!(sample_of("").is_err());
+        assert!(sample_of("éf4").is_err());
     }
 }

@@ -2,14 +2,19 @@
 //! uncompressed, LZW or Deflate), decoded by the `tiff` crate. Opening walks the page
 //! directories only, to count the frames and check that they all have the same size and type.
 
-use super::FrameReader;
+use super::{file_len, show_bytes, FrameReader};
 use anyhow::{bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
-use tiff::decoder::{Decoder, DecodingResult};
+use tiff::decoder::{Decoder, DecodingResult, Limits};
+use tiff::tags::Tag;
 use tiff::ColorType;
+
+/// How many times the file's size a compressed page may decode to, at most: more than any
+/// codec the `tiff` crate reads achieves (Deflate 1032:1, LZW about 2600:1, PackBits 64:1).
+pub const MAX_EXPANSION: usize = 4096;
 
 /// Reads the pages of a TIFF file.
 pub struct TiffReader {
@@ -21,15 +26,25 @@ pub struct TiffReader {
 impl TiffReader {
     /// Counts the pages, checking that they are grayscale and all of one size and type.
     pub fn open(path: &Path) -> Result<TiffReader> {
-        let file = File::open(path).context("cannot open")?;
-        let mut decoder = Decoder::new(BufReader::new(file)).context("not a readable TIFF file")?;
-        let first = page_info(&mut decoder, 0)?;
+        let mut file = File::open(path).context("cannot open")?;
+        let len = file_len(&file)?;
+        check_directories(&mut file, len)?;
+        file.seek(SeekFrom::Start(0))
+            .context("cannot read the header")?;
+        // Nothing that decodes from this file can be larger than it can expand to.
+        let mut limits = Limits::default();
+        let most = usize::try_from(len.saturating_mul(MAX_EXPANSION as u64)).unwrap_or(usize::MAX);
+        limits.decoding_buffer_size = limits.decoding_buffer_size.min(most);
+        let mut decoder = Decoder::new(BufReader::new(file))
+            .context("not a readable TIFF file")?
+            .with_limits(limits);
+        let first = page_info(&mut decoder, 0, len)?;
         let mut frames = 1;
         while decoder.more_images() {
             decoder
                 .next_image()
                 .with_context(|| format!("cannot read page {frames}"))?;
-            let page = page_info(&mut decoder, frames)?;
+            let page = page_info(&mut decoder, frames, len)?;
             if page.0 != first.0 {
                 bail!(
                     "inconsistent frame sizes: page {frames} is {}x{} but page 0 is {}x{} (rows x cols)",
@@ -57,10 +72,12 @@ impl TiffReader {
     }
 }
 
-/// A page's (width, height) and color type, which must be one gray channel.
+/// A page's (width, height) and color type, which must be one gray channel, of a size that a
+/// file of `len` bytes can hold: the frames' buffers are allocated from it.
 fn page_info(
     decoder: &mut Decoder<BufReader<File>>,
     page: usize,
+    len: u64,
 ) -> Result<((u32, u32), ColorType)> {
     let size = decoder
         .dimensions()
@@ -68,10 +85,129 @@ fn page_info(
     let color = decoder
         .colortype()
         .with_context(|| format!("cannot read the sample type of page {page}"))?;
-    if !matches!(color, ColorType::Gray(_)) {
+    let ColorType::Gray(bits) = color else {
         bail!("page {page} is {color:?}: only grayscale (one sample per pixel) is supported");
+    };
+    let compression = decoder
+        .find_tag_unsigned::<u16>(Tag::Compression)
+        .with_context(|| format!("cannot read the compression of page {page}"))?
+        .unwrap_or(1);
+    let (width, height) = size;
+    let bytes = (width as u64 * height as u64).checked_mul(u64::from(bits.div_ceil(8).max(1)));
+    let most = match compression {
+        1 => len,
+        _ => len.saturating_mul(MAX_EXPANSION as u64),
+    };
+    if bytes.is_none_or(|bytes| bytes > most) {
+        let bound = match compression {
+            1 => format!("the whole file ({len} bytes)"),
+            _ => format!(
+                "{MAX_EXPANSION} times the whole file ({len} bytes), which no compression reaches"
+            ),
+        };
+        bail!(
+            "page {page} is {height}x{width} pixels (rows x cols) of {bits} bits: {} bytes, \
+             more than {bound}",
+            show_bytes(bytes)
+        );
     }
     Ok((size, color))
+}
+
+/// The tags the `tiff` crate reads to decode a page. It allocates each one's values as many
+/// as the count says before reading them: up to its default limit, 256 MiB, for a corrupted
+/// count, as `Decoder::new` reads the first page before `with_limits` can lower that limit
+/// (tiff 0.11).
+const DECODED_TAGS: &[u16] = &[
+    256, 257, 258, 259, 262, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347, 530,
+];
+
+/// Walks the page directories as the `tiff` crate will, checking that the values of the tags
+/// it reads lie within the file (`len` bytes). What it cannot follow (no TIFF signature, a
+/// directory beyond the end, a cycle) is left for the crate to report.
+fn check_directories(file: &mut File, len: u64) -> Result<()> {
+    let mut reader = BufReader::new(file);
+    let mut head = [0u8; 16];
+    if len < 16 || reader.read_exact(&mut head).is_err() {
+        return Ok(());
+    }
+    let big_endian = match &head[..2] {
+        b"II" => false,
+        b"MM" => true,
+        _ => return Ok(()),
+    };
+    // An unsigned integer of 2, 4 or 8 bytes in the file's byte order.
+    let uint = |b: &[u8]| {
+        let mut word = [0u8; 8];
+        if big_endian {
+            word[8 - b.len()..].copy_from_slice(b);
+            u64::from_be_bytes(word)
+        } else {
+            word[..b.len()].copy_from_slice(b);
+            u64::from_le_bytes(word)
+        }
+    };
+    let (bigtiff, mut next) = match uint(&head[2..4]) {
+        42 => (false, uint(&head[4..8])),
+        43 => (true, uint(&head[8..16])),
+        _ => return Ok(()),
+    };
+    // The sizes of a directory's entry count and of an offset (the largest inline value); an
+    // entry is a tag, a type, a count and an offset.
+    let (count_bytes, offset_bytes) = if bigtiff { (8, 8) } else { (2, 4) };
+    let mut seen = std::collections::HashSet::new();
+    let mut entry = [0u8; 20];
+    for page in 0.. {
+        if next == 0 || next >= len || !seen.insert(next) {
+            break;
+        }
+        if reader.seek(SeekFrom::Start(next)).is_err() {
+            break;
+        }
+        let mut count = [0u8; 8];
+        if reader.read_exact(&mut count[..count_bytes]).is_err() {
+            break;
+        }
+        for _ in 0..uint(&count[..count_bytes]) {
+            let entry = &mut entry[..4 + 2 * offset_bytes];
+            if reader.read_exact(entry).is_err() {
+                return Ok(());
+            }
+            let tag = uint(&entry[..2]) as u16;
+            let bytes_each: u64 = match uint(&entry[2..4]) {
+                1 | 2 | 6 | 7 => 1,
+                3 | 8 => 2,
+                4 | 9 | 11 | 13 => 4,
+                5 | 10 | 12 | 16..=18 => 8,
+                _ => continue, // an unknown type: the crate skips the entry
+            };
+            if !DECODED_TAGS.contains(&tag) {
+                continue;
+            }
+            let count = uint(&entry[4..4 + offset_bytes]);
+            let at = uint(&entry[4 + offset_bytes..]);
+            let size = count.checked_mul(bytes_each);
+            let inline = size.is_some_and(|size| size <= offset_bytes as u64);
+            if !inline
+                && size
+                    .and_then(|size| size.checked_add(at))
+                    .is_none_or(|end| end > len)
+            {
+                bail!(
+                    "page {page}: the {count} values of tag {tag} ({:?}), {} bytes at byte \
+                     {at}, lie beyond the end of the file ({len} bytes)",
+                    Tag::from_u16_exhaustive(tag),
+                    show_bytes(size)
+                );
+            }
+        }
+        let mut pointer = [0u8; 8];
+        if reader.read_exact(&mut pointer[..offset_bytes]).is_err() {
+            break;
+        }
+        next = uint(&pointer[..offset_bytes]);
+    }
+    Ok(())
 }
 
 impl FrameReader for TiffReader {
