@@ -65,8 +65,8 @@
 pub use ufunc_macros::{guvectorize, kernel_fn, vectorize};
 pub use ufunc_runtime::registration;
 pub use ufunc_runtime::{
-    active_isa, broadcast_shapes, set_active_isa, AtEntry, AtIndices, Axes, Error, IndexList,
-    IsaLevel, KernelPath, LoopPlan, Result, Target,
+    active_isa, broadcast_shapes, set_active_isa, AtEntry, AtIndices, Axes, Error, IndexInt,
+    IndexList, IsaLevel, KernelPath, LoopPlan, Result, Target,
 };
 pub use ufunc_runtime::{fft, signal};
 

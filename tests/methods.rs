@@ -108,10 +108,22 @@ fn decay(acc: f64, x: f64) -> f64 {
     0.5 * acc + x
 }
 
-/// `-a - b`: not associative, so that `outer` and `at` show the order of their operands.
+/// `a - b`: not associative, so that `outer` and `at` show the order of their operands.
 #[vectorize(targets = ["cpu", "parallel"])]
 fn sub_i64(a: i64, b: i64) -> i64 {
     a.wrapping_sub(b)
+}
+
+/// `3a + b`, wrapping: applied twice at one place, the order of the two `b`s shows (`a - b`
+/// would not show it).
+#[vectorize(targets = ["cpu", "parallel"])]
+fn shift_in(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(3).wrapping_add(b)
+}
+
+/// `shift_in` of scalars, for the naive loops.
+fn shift(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(3).wrapping_add(b)
 }
 
 /// The naive reduction: every element folded in C order into its output element; `None`
@@ -1082,21 +1094,22 @@ fn at_applies_repeated_indices_repeatedly() {
     );
     assert_eq!(m, array![[1, 1], [0, 0], [2, 2]]);
     // Thousands of points (the one-array loop, and the chunks of the tuple form) from a
-    // stepped view of an index array, against a naive loop with a function that does not
-    // commute.
+    // stepped view of an index array, against a naive loop with a function whose repeated
+    // application shows its order.
     let mut rng = Lcg(3);
     let idx = Array1::from_iter((0..6001).map(|_| rng.below(40) as i32 - 20));
     let b = Array1::from_iter((0..3001).map(|_| rng.below(1000) as i64));
     let picked = idx.slice(s![..;2]);
     let mut a = Array1::from_iter(0..20i64);
     let mut want = a.clone();
-    sub_i64::at(&mut a, &picked, &b).unwrap();
+    shift_in::at(&mut a, &picked, &b).unwrap();
     for (k, &i) in picked.iter().enumerate() {
-        want[((i + 20) % 20) as usize] -= b[k];
+        let place = &mut want[((i + 20) % 20) as usize];
+        *place = shift(*place, b[k]);
     }
     assert_eq!(a, want);
     let mut a2 = Array::from_shape_fn((20, 1), |(i, _)| i as i64);
-    sub_i64::at(&mut a2, (&picked, &[0u8]), &b).unwrap();
+    shift_in::at(&mut a2, (&picked, &[0u8]), &b).unwrap();
     assert_eq!(a2.column(0), want);
 }
 
@@ -1265,8 +1278,8 @@ fn at_takes_index_arrays_of_any_dimension() {
         "`add_i64::at`: index -6 is out of bounds for axis 0 with size 5"
     );
     assert_eq!(h, before);
-    // Random n-d index arrays against a naive loop in C order, with a function that does not
-    // commute, so the order of repeated points shows.
+    // Random n-d index arrays against a naive loop in C order, with a function whose repeated
+    // application shows its order.
     let mut rng = Lcg(11);
     let mut next = |m: u64| rng.below(m);
     let idx = Array::from_shape_fn((4, 1, 5), |_| next(7) as i64 - 3);
@@ -1274,15 +1287,59 @@ fn at_takes_index_arrays_of_any_dimension() {
     let b = Array::from_shape_fn((3, 5, 2), |_| next(100) as i64);
     let mut a = Array::from_shape_fn((7, 2, 2), |_| next(50) as i64);
     let mut want = a.clone();
-    sub_i64::at(&mut a, (&idx, &cols), &b).unwrap();
+    shift_in::at(&mut a, (&idx, &cols), &b).unwrap();
     for (p, q, s) in c_order3(4, 3, 5) {
         let row = ((idx[[p, 0, s]] + 7) % 7) as usize;
         let col = cols[[q, 0]];
         for j in 0..2 {
-            want[[row, col, j]] -= b[[q, s, j]];
+            want[[row, col, j]] = shift(want[[row, col, j]], b[[q, s, j]]);
         }
     }
     assert_eq!(a, want);
+    // Hundreds of n-d points (several chunks), from index views with a negative stride.
+    let rows = Array::from_shape_fn((30, 20), |_| next(9) as i32 - 4);
+    let cols = Array::from_shape_fn((20,), |_| next(3) as u8);
+    let rows_view = rows.slice(s![..;-1, ..]);
+    let cols_view = cols.slice(s![..;-1]);
+    let b = Array::from_shape_fn((30, 20), |_| next(100) as i64);
+    let mut a = Array::from_shape_fn((5, 3), |_| next(50) as i64);
+    let mut want = a.clone();
+    shift_in::at(&mut a, (&rows_view, &cols_view), &b).unwrap();
+    for (p, q) in (0..30).flat_map(|p| (0..20).map(move |q| (p, q))) {
+        let row = ((rows_view[[p, q]] + 5) % 5) as usize;
+        let place = &mut want[[row, cols_view[q] as usize]];
+        *place = shift(*place, b[[p, q]]);
+    }
+    assert_eq!(a, want);
+    // An integer index is checked even where no points are made, as NumPy's; an empty index
+    // array is not.
+    let mut m = Array::<i64, _>::zeros((3, 3));
+    let none: [i64; 0] = [];
+    let e = add_i64::at(&mut m, (&5, &none), 1i64).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 5 is out of bounds for axis 0"),
+        "{e}"
+    );
+    let e = add_i64::at(&mut m, (&none, &7u8), 1i64).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 7 is out of bounds for axis 1"),
+        "{e}"
+    );
+    add_i64::at(&mut m, (&none, &[7]), 1i64).unwrap();
+    let e = add_i64::at(&mut m, (&5, &[0]), 1i64).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 5 is out of bounds for axis 0"),
+        "{e}"
+    );
+    let mut empty_axis = Array::<i64, _>::zeros((0, 2));
+    assert!(add_i64::at(&mut empty_axis, &0, 1i64).is_err());
+    // `..` alone on a 0-d array indexes one axis too many.
+    let e = add_i64::at(&mut ndarray::arr0(0i64), .., 1i64).unwrap_err();
+    assert!(e.to_string().contains("too many indices"), "{e}");
+    assert_eq!(m, Array::<i64, _>::zeros((3, 3)));
 }
 
 /// `(p, q, s)` over `0..n0 x 0..n1 x 0..n2` in C order.

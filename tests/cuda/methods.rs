@@ -788,8 +788,8 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             cuda_shift_in::at_device(&mut dh, (&ys, &xs), &to_device(&weights).unwrap()).unwrap();
             assert_eq!(dh.copy_to_host().unwrap(), hist);
             // Index arrays of two dimensions broadcast to (3, 4) points, with a `b` whose
-            // offsets along the points are no multiple of the point's number, and a scalar
-            // index.
+            // offsets along the points are no multiple of the point's number; then a scalar
+            // index with a reversed (strided) index view.
             let (r, c) = (
                 ndarray::array![[4i64], [0], [-1]],
                 ndarray::array![2u8, 0, 2, 1],
@@ -801,9 +801,9 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             cuda_shift_in::at_device(&mut d, (&r, &c), &to_device(&b34).unwrap()).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
             let mut want = a.clone();
-            cuda_shift_in::at(&mut want, (&r.t(), &1), 9i64).unwrap();
+            cuda_shift_in::at(&mut want, (&r.slice(s![..;-1, ..]), &1), 9i64).unwrap();
             let mut d = to_device(&a).unwrap();
-            cuda_shift_in::at_device(&mut d, (&r.t(), &1), 9i64).unwrap();
+            cuda_shift_in::at_device(&mut d, (&r.slice(s![..;-1, ..]), &1), 9i64).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
             // `..` (NumPy's `slice(None)`): index arrays side by side keep their place in
             // `b`'s shape; separated by a `..`, the points' axis comes first.

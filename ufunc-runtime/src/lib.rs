@@ -53,8 +53,8 @@ pub use isa::{active_isa, set_active_isa, Isa, IsaLevel, NoFma, WithFma};
 pub use math::{FusedMulAdd, LaneMath};
 pub use operand::{DimFold, Operand, Operands, OutOperand, OutOperands, RawOperand, RawOutOperand};
 pub use reduce::{
-    accumulate, accumulate_out, at, outer, reduce, reduce_out, AtEntry, AtIndices, Axes, IndexList,
-    MethodsNeedBinaryOp,
+    accumulate, accumulate_out, at, outer, reduce, reduce_out, AtEntry, AtIndices, Axes, IndexInt,
+    IndexList, MethodsNeedBinaryOp,
 };
 pub use shape::{broadcast_shapes, broadcast_strides, element_count};
 pub use target::Target;

@@ -225,10 +225,10 @@ impl Methods<'_> {
     }
 
     /// `a[p_k, ..] = f(a[p_k, ..], b[k, ..])` for each point `p_k` of `at` in order, `a` in C
-    /// order of `shape`, `b` at `at`'s offsets and strides. The points are grouped by place (a stable
-    /// sort, so each place keeps its points' order): a thread per (place, element of the
-    /// sub-array) applies its place's points in order, so distinct places run side by side
-    /// and a histogram is not one thread's work.
+    /// order of `shape`, `b` at `at`'s offsets and strides. The points are grouped by place
+    /// (a stable sort, so each place keeps its points' order): a thread per (place, element
+    /// of the sub-array) applies its place's points in order, so distinct places run side by
+    /// side and a histogram is not one thread's work.
     fn at(
         &self,
         a: &mut Buffer,

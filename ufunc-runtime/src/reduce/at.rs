@@ -1,5 +1,10 @@
 //! `f::at`: unbuffered in-place application at indices, NumPy's `ufunc.at`, and the index forms
-//! it takes: one index array along the first axis, or a tuple of them for the first k axes.
+//! it takes: one index array (or integer) along the first axis, or a tuple of them and `..`
+//! for the first k axes.
+//!
+//! The index traits are sealed: `at` checks every index before it writes, then reads the
+//! indices again as it applies them, and trusts the two reads to agree, which only the
+//! implementations here (over primitive integers) guarantee.
 
 use crate::body::Body;
 use crate::element::Element;
@@ -15,15 +20,50 @@ use std::ops::RangeFull;
 
 use super::kernels;
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A primitive integer type, as indices are (`i8` to `i64`, `isize`, `u8` to `u64`, `usize`).
+pub trait IndexInt: Copy + sealed::Sealed {
+    /// The value, exactly.
+    fn wide(self) -> i128;
+    /// The value, or `isize::MAX` (out of bounds) where it does not fit an `isize`.
+    fn narrow(self) -> isize;
+}
+
+macro_rules! index_ints {
+    ($($t:ty)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl IndexInt for $t {
+            fn wide(self) -> i128 {
+                self as i128
+            }
+            fn narrow(self) -> isize {
+                isize::try_from(self).unwrap_or(isize::MAX)
+            }
+        }
+        /// One integer: NumPy's scalar index.
+        impl IndexList for $t {
+            fn index_shape(&self) -> Vec<usize> {
+                Vec::new()
+            }
+            fn index_at(&self, _k: usize) -> i128 {
+                self.wide()
+            }
+        }
+    )*};
+}
+index_ints!(i8 i16 i32 i64 isize u8 u16 u32 u64 usize);
+
 /// One index array along an axis, for `f::at`: an integer (NumPy's scalar index), a slice,
 /// array or `Vec` of integers, or an `ndarray` array or view of them of any dimension. Negative
-/// indices count from the end.
-pub trait IndexList {
+/// indices count from the end. Booleans are not indices (NumPy's masks have no form here).
+pub trait IndexList: sealed::Sealed {
     /// The shape of the indices: `[]` for one integer, `[n]` for a list of `n`, an array's
     /// shape.
     fn index_shape(&self) -> Vec<usize>;
-    /// Index `k` in C order of [`index_shape`](Self::index_shape), widened (`i128::MAX` for a
-    /// value that does not fit, which is then out of bounds).
+    /// Index `k` in C order of [`index_shape`](Self::index_shape).
     fn index_at(&self, k: usize) -> i128;
     /// `f(j, index_at(start + j * step))` for `j` in `0..count`, in order, in one loop, the
     /// index clamped to `isize` (which leaves any out of bounds out of bounds).
@@ -35,7 +75,7 @@ pub trait IndexList {
 }
 
 /// [`IndexList::each_index`] over a slice, with its address and length held in registers.
-fn each_in_slice<I: Copy + TryInto<i128> + TryInto<isize>>(
+fn each_in_slice<I: IndexInt>(
     s: &[I],
     (start, step, count): (usize, usize, usize),
     mut f: impl FnMut(usize, isize),
@@ -43,85 +83,71 @@ fn each_in_slice<I: Copy + TryInto<i128> + TryInto<isize>>(
     match step {
         _ if count == 0 => {}
         0 => {
-            let i = narrow(s[start]);
+            let i = s[start].narrow();
             (0..count).for_each(|j| f(j, i));
         }
         1 => {
             // Contiguous: a loop the compiler can vectorise (the bounds check, say).
             for (j, &i) in s[start..start + count].iter().enumerate() {
-                f(j, narrow(i));
+                f(j, i.narrow());
             }
         }
         _ => {
             for (j, &i) in s[start..].iter().step_by(step).take(count).enumerate() {
-                f(j, narrow(i));
+                f(j, i.narrow());
             }
         }
     }
 }
 
-fn widen<I: Copy + TryInto<i128>>(i: I) -> i128 {
-    i.try_into().unwrap_or(i128::MAX)
-}
-
-/// `i` as an `isize`, `isize::MAX` (out of bounds) for a value that does not fit.
-fn narrow<I: Copy + TryInto<isize>>(i: I) -> isize {
-    i.try_into().unwrap_or(isize::MAX)
-}
-
+/// An index from [`IndexList::index_at`] as [`IndexInt::narrow`] gives it.
 fn clamp(i: i128) -> isize {
     i.clamp(isize::MIN as i128, isize::MAX as i128) as isize
 }
 
-macro_rules! scalar_index {
-    ($($t:ty)*) => {$(
-        impl IndexList for $t {
-            fn index_shape(&self) -> Vec<usize> {
-                Vec::new()
-            }
-            fn index_at(&self, _k: usize) -> i128 {
-                widen(*self)
-            }
-        }
-    )*};
-}
-scalar_index!(i8 i16 i32 i64 isize u8 u16 u32 u64 usize);
-
-impl<I: Copy + TryInto<i128> + TryInto<isize>> IndexList for [I] {
+impl<I: IndexInt> IndexList for [I] {
     fn index_shape(&self) -> Vec<usize> {
         vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
-        widen(self[k])
+        self[k].wide()
     }
     fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
         each_in_slice(self, (start, step, count), f);
     }
 }
 
-impl<I: Copy + TryInto<i128> + TryInto<isize>, const N: usize> IndexList for [I; N] {
+impl<I: IndexInt, const N: usize> IndexList for [I; N] {
     fn index_shape(&self) -> Vec<usize> {
         vec![N]
     }
     fn index_at(&self, k: usize) -> i128 {
-        widen(self[k])
+        self[k].wide()
     }
     fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
         each_in_slice(self, (start, step, count), f);
     }
 }
 
-impl<I: Copy + TryInto<i128> + TryInto<isize>> IndexList for Vec<I> {
+impl<I: IndexInt> IndexList for Vec<I> {
     fn index_shape(&self) -> Vec<usize> {
         vec![self.len()]
     }
     fn index_at(&self, k: usize) -> i128 {
-        widen(self[k])
+        self[k].wide()
     }
     fn each_index(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
         each_in_slice(self, (start, step, count), f);
     }
 }
+
+impl<I: IndexInt> sealed::Sealed for [I] {}
+impl<I: IndexInt, const N: usize> sealed::Sealed for [I; N] {}
+impl<I: IndexInt> sealed::Sealed for Vec<I> {}
+impl<I: IndexInt, S: Data<Elem = I>, D: Dimension> sealed::Sealed for ArrayBase<S, D> {}
+impl<L: IndexList + ?Sized> sealed::Sealed for &L {}
+impl sealed::Sealed for RangeFull {}
+impl sealed::Sealed for () {}
 
 /// A reference to a list is the list (`&idx` where `idx` is already a `&[usize]`).
 impl<L: IndexList + ?Sized> IndexList for &L {
@@ -136,15 +162,13 @@ impl<L: IndexList + ?Sized> IndexList for &L {
     }
 }
 
-impl<I: Copy + TryInto<i128> + TryInto<isize>, S: Data<Elem = I>, D: Dimension> IndexList
-    for ArrayBase<S, D>
-{
+impl<I: IndexInt, S: Data<Elem = I>, D: Dimension> IndexList for ArrayBase<S, D> {
     fn index_shape(&self) -> Vec<usize> {
         self.shape().to_vec()
     }
     fn index_at(&self, k: usize) -> i128 {
         if let Some(s) = self.as_slice() {
-            return widen(s[k]);
+            return s[k].wide();
         }
         // Any other layout: the element at C-order position `k`.
         let (mut rest, mut offset) = (k, 0isize);
@@ -152,8 +176,9 @@ impl<I: Copy + TryInto<i128> + TryInto<isize>, S: Data<Elem = I>, D: Dimension> 
             offset += (rest % len) as isize * stride;
             rest /= len;
         }
-        // SAFETY: `k` is below the element count, so `offset` addresses an element.
-        widen(unsafe { *self.as_ptr().offset(offset) })
+        // SAFETY: every axis's index is taken modulo its length, so `offset` addresses an
+        // element whatever `k` is.
+        unsafe { *self.as_ptr().offset(offset) }.wide()
     }
     fn each_index(&self, start: usize, step: usize, count: usize, mut f: impl FnMut(usize, isize)) {
         match self.as_slice() {
@@ -166,14 +191,16 @@ impl<I: Copy + TryInto<i128> + TryInto<isize>, S: Data<Elem = I>, D: Dimension> 
 /// One entry of `f::at`'s index tuple: an index array (a reference to an [`IndexList`]), or
 /// `..`, NumPy's `slice(None)`: the whole axis, which then belongs to the sub-array that each
 /// point addresses.
-pub trait AtEntry {
+pub trait AtEntry: sealed::Sealed {
     /// The shape of the index array, or `None` for `..`.
     fn entry_shape(&self) -> Option<Vec<usize>>;
     /// Index `k`, in C order of its shape, of the index array.
     fn entry_index(&self, k: usize) -> i128;
     /// [`IndexList::each_index`] of the index array.
-    fn entry_each(&self, start: usize, step: usize, count: usize, f: impl FnMut(usize, isize)) {
-        let _ = (start, step, count, f);
+    fn entry_each(&self, start: usize, step: usize, count: usize, mut f: impl FnMut(usize, isize)) {
+        for j in 0..count {
+            f(j, clamp(self.entry_index(start + j * step)));
+        }
     }
 }
 
@@ -205,7 +232,7 @@ impl AtEntry for RangeFull {
 /// axis (`(.., &idx)`); `()` addresses the whole array. As in NumPy, `b` broadcasts to
 /// `a[indices]`'s shape: the points' axes take the place of the index arrays where those are
 /// side by side, and come first where a `..` separates them. Other slices: slice `a` first.
-pub trait AtIndices {
+pub trait AtIndices: sealed::Sealed {
     /// How many leading axes the tuple covers.
     fn axes(&self) -> usize;
     /// The shape of the index array for `axis` (below [`axes`](Self::axes)), or `None` for
@@ -278,6 +305,7 @@ impl AtIndices for () {
 
 macro_rules! tuple_indices {
     ($n:literal: $($e:ident $i:tt),+) => {
+        impl<$($e: AtEntry),+> sealed::Sealed for ($($e,)+) {}
         impl<$($e: AtEntry),+> AtIndices for ($($e,)+) {
             fn axes(&self) -> usize {
                 $n
@@ -375,13 +403,22 @@ pub(crate) struct AtPoints {
     pub sub_axes: Vec<usize>,
     /// The points' shape (the index arrays' broadcast shape).
     points: Shape,
-    /// Each index array: the axis of `a` it indexes, that axis's length and element stride,
-    /// and the array's C-order positions' strides along the points' axes (broadcast).
-    indexed: Vec<(usize, usize, isize, Strides)>,
+    /// The index arrays, in axis order.
+    indexed: Vec<IndexedAxis>,
     /// `b`'s element strides along the points' axes (broadcast).
     b_points: Strides,
     /// `b`'s element strides along `sub_axes` (broadcast).
     pub b_sub_strides: Strides,
+}
+
+/// An index array of [`AtPoints`].
+struct IndexedAxis {
+    /// The axis of `a` it indexes, that axis's length and element stride.
+    axis: usize,
+    len: usize,
+    stride: isize,
+    /// The strides of its elements' C-order positions along the points' axes (broadcast).
+    positions: Strides,
 }
 
 impl AtPoints {
@@ -398,10 +435,10 @@ impl AtPoints {
                 let m = CHUNK.min(points - start);
                 let (a, b) = (&mut a[..m], &mut b[..m]);
                 a.fill(0);
-                for &(axis, len, stride, ref steps) in &self.indexed {
-                    let step = steps[0] as usize;
+                for x in &self.indexed {
+                    let (len, stride, step) = (x.len, x.stride, x.positions[0] as usize);
                     let a = &mut *a;
-                    indices.each_index(axis, start * step, step, m, move |j, i| {
+                    indices.each_index(x.axis, start * step, step, m, move |j, i| {
                         a[j] += normalized(i, len) * stride;
                     });
                 }
@@ -412,15 +449,15 @@ impl AtPoints {
             }
             return;
         }
-        let mut sets: Vec<&[isize]> = self.indexed.iter().map(|x| &x.3[..]).collect();
+        let mut sets: Vec<&[isize]> = self.indexed.iter().map(|x| &x.positions[..]).collect();
         sets.push(&self.b_points);
         let n = self.indexed.len();
         let mut m = 0;
         c_order_offsets(&self.points, &sets, |at| {
             let positions = self.indexed.iter().zip(at);
             a[m] = positions
-                .map(|(&(axis, len, stride, _), &p)| {
-                    normalized(clamp(indices.index(axis, p as usize)), len) * stride
+                .map(|(x, &p)| {
+                    normalized(clamp(indices.index(x.axis, p as usize)), x.len) * x.stride
                 })
                 .sum();
             b[m] = at[n];
@@ -443,13 +480,13 @@ impl AtPoints {
         indices: &impl AtIndices,
         mut f: impl FnMut(isize, isize),
     ) -> bool {
-        let ([points], [(axis, len, stride, steps)]) = (&self.points[..], &self.indexed[..]) else {
+        let ([points], [x]) = (&self.points[..], &self.indexed[..]) else {
             return false;
         };
-        let (len, stride, b_step) = (*len, *stride, self.b_points[0]);
+        let (len, stride, b_step) = (x.len, x.stride, self.b_points[0]);
         // `move`: the loop keeps `len`, the strides and `f`'s pointers in registers rather
         // than reloading them after each store through `a` (which could alias them).
-        indices.each_index(*axis, 0, steps[0] as usize, *points, move |k, i| {
+        indices.each_index(x.axis, 0, x.positions[0] as usize, *points, move |k, i| {
             f(normalized(i, len) * stride, k as isize * b_step)
         });
         true
@@ -472,11 +509,9 @@ impl AtPoints {
 /// A checked index `i` of an axis of `len`, counted from the end where negative.
 #[inline(always)]
 fn normalized(i: isize, len: usize) -> isize {
-    if i < 0 {
-        i + len as isize
-    } else {
-        i
-    }
+    let i = if i < 0 { i + len as isize } else { i };
+    debug_assert!((0..len as isize).contains(&i), "an unchecked index");
+    i
 }
 
 /// The points of `indices` in `a` of `shape` and element `strides`: the index arrays broadcast
@@ -518,7 +553,9 @@ pub(crate) fn at_points(
     let mut indexed = Vec::with_capacity(shapes.len());
     for (&axis, own) in indexed_axes.iter().zip(&shapes) {
         let len = shape[axis];
-        if count > 0 {
+        // NumPy checks an integer index even where no points are made; an array's only if
+        // some are.
+        if count > 0 || own.is_empty() {
             // The range first, in a loop that vectorises; the first bad index only if needed.
             let own_count = own.iter().product();
             let (mut lo, mut hi) = (0isize, 0isize);
@@ -540,7 +577,12 @@ pub(crate) fn at_points(
             }
         }
         let positions = broadcast_strides_to(&points, own, &c_strides(own))?;
-        indexed.push((axis, len, strides[axis], positions));
+        indexed.push(IndexedAxis {
+            axis,
+            len,
+            stride: strides[axis],
+            positions,
+        });
     }
     // `a[indices]`'s shape, as NumPy's: the points' axes where the index arrays are, if they
     // are side by side, else first.

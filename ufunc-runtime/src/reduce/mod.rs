@@ -33,7 +33,7 @@ use crate::operand::{Operand, OutOperand, RawOperand, RawOutOperand};
 use crate::panic::catching_panics;
 use crate::shape::{byte_size, byte_strides, c_strides, walk_rows};
 use crate::target::Target;
-pub use at::{at, AtEntry, AtIndices, IndexList};
+pub use at::{at, AtEntry, AtIndices, IndexInt, IndexList};
 pub(crate) use at::{at_points, AtPoints};
 pub(crate) use engine::{split_axes, Axis};
 use engine::{AxisSpec, Job};
