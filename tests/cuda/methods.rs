@@ -819,6 +819,12 @@ fn at_device_applies_repeated_indices_in_order_as_the_cpu() {
             let mut d = to_device(&a).unwrap();
             cuda_shift_in::at_device(&mut d, (&[4, 0, 4], .., &[1, 2, 3]), &b_first).unwrap();
             assert_eq!(d.copy_to_host().unwrap(), want);
+            // Index arrays that broadcast to 2^40 points: an error, not an abort.
+            let rows = ndarray::Array2::<i64>::zeros((1 << 20, 1));
+            let cols = ndarray::Array2::<i64>::zeros((1, 1 << 20));
+            let mut one = to_device(&ndarray::Array2::<i64>::zeros((1, 1))).unwrap();
+            let err = cuda_add_i64::at_device(&mut one, (&rows, &cols), 1i64).unwrap_err();
+            assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
             // Empty lists apply nothing.
             let none: [i64; 0] = [];
             cuda_add_i64::at_device(&mut d, (&none, &none), 1i64).unwrap();

@@ -245,7 +245,7 @@ impl Methods<'_> {
         if at.count == 0 || n_sub == 0 {
             return Ok(());
         }
-        let (offsets, b_offsets) = at.offsets(indices);
+        let (offsets, b_offsets) = at.offsets(indices)?;
         let (places, order) = group_points(&offsets, n_sub);
         let n_places = places.len() - 1;
         // `[starts of each place's points (one more than places) | each place's offset | the

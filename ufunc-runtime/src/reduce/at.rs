@@ -492,17 +492,21 @@ impl AtPoints {
         true
     }
 
-    /// Each point's offset in `a` and in `b`, in order.
-    pub fn offsets(&self, indices: &impl AtIndices) -> (Vec<isize>, Vec<isize>) {
-        let (mut a, mut b) = (
-            Vec::with_capacity(self.count),
-            Vec::with_capacity(self.count),
-        );
+    /// Each point's offset in `a` and in `b`, in order (`OutOfMemory` where index arrays
+    /// broadcast to more points than memory holds).
+    pub fn offsets(&self, indices: &impl AtIndices) -> Result<(Vec<isize>, Vec<isize>)> {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        a.try_reserve_exact(self.count)
+            .and_then(|_| b.try_reserve_exact(self.count))
+            .map_err(|_| Error::OutOfMemory {
+                shape: self.points.to_vec(),
+                bytes: self.count.saturating_mul(2 * size_of::<isize>()),
+            })?;
         self.for_each_chunk(indices, |pa, pb| {
             a.extend_from_slice(pa);
             b.extend_from_slice(pb);
         });
-        (a, b)
+        Ok((a, b))
     }
 }
 
