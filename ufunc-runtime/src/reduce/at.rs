@@ -671,6 +671,21 @@ where
                 }
             });
         }
+        if let [len] = sub_shape[..] {
+            // A row at each point (`a[idx]` of a 2-d `a`): the row in a plain loop.
+            let (pa, pb) = (ra.ptr as *mut T, rb.ptr as *const T);
+            let (sa, sb) = (sub_strides[0], at.b_sub_strides[0]);
+            return at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
+                for (&i, &j) in a_offsets.iter().zip(b_offsets) {
+                    for t in 0..len as isize {
+                        let ea = pa.wrapping_offset(i + t * sa);
+                        let eb = pb.wrapping_offset(j + t * sb);
+                        // SAFETY: elements of `a` and of `b` (broadcast).
+                        unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+                    }
+                }
+            });
+        }
         at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
             for (&a_offset, &b_offset) in a_offsets.iter().zip(b_offsets) {
                 let pa = ra.ptr.wrapping_offset(a_offset * size as isize);
