@@ -652,36 +652,28 @@ where
     let (ia, ib) = (*a_bytes.last().unwrap_or(&0), *b_bytes.last().unwrap_or(&0));
     let n_sub: usize = sub_shape.iter().product();
     catching_panics(B::NAME, || {
-        if n_sub == 1 {
-            // Every axis indexed (a histogram): one element a point, no walk.
-            let (pa, pb) = (ra.ptr as *mut T, rb.ptr as *const T);
-            let apply = move |i: isize, j: isize| {
-                let (ea, eb) = (pa.wrapping_offset(i), pb.wrapping_offset(j));
-                // SAFETY: an element of `a` and one of `b` (broadcast).
-                unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
-            };
-            if at.for_each_of_one(&indices, apply) {
-                return;
-            }
-            return at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
-                for (&i, &j) in a_offsets.iter().zip(b_offsets) {
-                    let (ea, eb) = (pa.wrapping_offset(i), pb.wrapping_offset(j));
-                    // SAFETY: an element of `a` and one of `b` (broadcast).
-                    unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
-                }
-            });
+        let (pa, pb) = (ra.ptr as *mut T, rb.ptr as *const T);
+        let apply = move |i: isize, j: isize| {
+            let (ea, eb) = (pa.wrapping_offset(i), pb.wrapping_offset(j));
+            // SAFETY: an element of `a` and one of `b` (broadcast).
+            unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+        };
+        // Every axis indexed (a histogram), one element a point: one fused loop for one index
+        // array.
+        if n_sub == 1 && at.for_each_of_one(&indices, apply) {
+            return;
         }
-        if let [len] = sub_shape[..] {
-            // A row at each point (`a[idx]` of a 2-d `a`): the row in a plain loop.
-            let (pa, pb) = (ra.ptr as *mut T, rb.ptr as *const T);
-            let (sa, sb) = (sub_strides[0], at.b_sub_strides[0]);
+        // One element or one row at each point (`a[idx]` of a 2-d `a`): a plain loop.
+        let row = match sub_shape[..] {
+            _ if n_sub == 1 => Some((1, 0, 0)),
+            [len] => Some((len as isize, sub_strides[0], at.b_sub_strides[0])),
+            _ => None,
+        };
+        if let Some((len, sa, sb)) = row {
             return at.for_each_chunk(&indices, move |a_offsets, b_offsets| {
                 for (&i, &j) in a_offsets.iter().zip(b_offsets) {
-                    for t in 0..len as isize {
-                        let ea = pa.wrapping_offset(i + t * sa);
-                        let eb = pb.wrapping_offset(j + t * sb);
-                        // SAFETY: elements of `a` and of `b` (broadcast).
-                        unsafe { ea.write(kernels::call::<B, T>(ea.read(), eb.read())) };
+                    for t in 0..len {
+                        apply(i + t * sa, j + t * sb);
                     }
                 }
             });
