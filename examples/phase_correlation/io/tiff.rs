@@ -13,7 +13,8 @@ use tiff::tags::Tag;
 use tiff::ColorType;
 
 /// How many times the file's size a compressed page may decode to, at most: more than any
-/// codec the `tiff` crate reads achieves (Deflate 1032:1, LZW about 2600:1, PackBits 64:1).
+/// codec the `tiff` crate reads with the features enabled in `Cargo.toml` achieves (Deflate
+/// 1032:1, LZW about 2600:1, PackBits 64:1; enabling `zstd`, say, needs a larger bound).
 pub const MAX_EXPANSION: usize = 4096;
 
 /// Reads the pages of a TIFF file.
@@ -93,7 +94,10 @@ fn page_info(
         .with_context(|| format!("cannot read the compression of page {page}"))?
         .unwrap_or(1);
     let (width, height) = size;
-    let bytes = (width as u64 * height as u64).checked_mul(u64::from(bits.div_ceil(8).max(1)));
+    // Rows of packed samples (1, 4 or 12 bits) take whole bytes.
+    let bytes = (width as u64 * u64::from(bits))
+        .div_ceil(8)
+        .checked_mul(height as u64);
     let most = match compression {
         1 => len,
         _ => len.saturating_mul(MAX_EXPANSION as u64),
