@@ -344,46 +344,28 @@ tuple_indices!(3: A 0, B 1, C 2);
 tuple_indices!(4: A 0, B 1, C 2, D 3);
 
 /// `f(offsets)` for each element of `shape`, in C order, where `offsets[j]` is the dot product
-/// of its index with `sets[j]` (a set of strides, one per axis).
+/// of its index with `sets[j]` (a set of strides, one per axis): [`walk_rows`]'s walk, from
+/// null bases, so that its row "pointers" are the offsets themselves.
 fn c_order_offsets(shape: &[usize], sets: &[&[isize]], mut f: impl FnMut(&[isize])) {
     let mut at: Strides = smallvec::smallvec![0isize; sets.len()];
-    let Some((&inner, outer)) = shape.split_last() else {
+    let Some(last) = shape.len().checked_sub(1) else {
         return f(&at);
     };
-    if inner == 0 || outer.contains(&0) {
-        return;
-    }
-    let last = outer.len();
-    let mut base = at.clone();
-    let mut index = vec![0usize; last];
-    loop {
-        at.copy_from_slice(&base);
-        for _ in 0..inner {
-            f(&at);
-            for (o, set) in at.iter_mut().zip(sets) {
-                *o += set[last];
+    let bases = vec![std::ptr::null_mut::<u8>(); sets.len()];
+    walk_rows(
+        shape,
+        sets,
+        &bases,
+        0..shape.iter().product(),
+        |rows, j, len| {
+            for t in j..j + len {
+                for ((o, row), set) in at.iter_mut().zip(rows).zip(sets) {
+                    *o = *row as isize + t as isize * set[last];
+                }
+                f(&at);
             }
-        }
-        // The next row: carry through the outer axes from the last.
-        let mut axis = last;
-        loop {
-            if axis == 0 {
-                return;
-            }
-            axis -= 1;
-            index[axis] += 1;
-            for (o, set) in base.iter_mut().zip(sets) {
-                *o += set[axis];
-            }
-            if index[axis] < outer[axis] {
-                break;
-            }
-            for (o, set) in base.iter_mut().zip(sets) {
-                *o -= set[axis] * outer[axis] as isize;
-            }
-            index[axis] = 0;
-        }
-    }
+        },
+    );
 }
 
 /// A shape as NumPy prints it: `(2,3)`, `(2,)`, `()`.
