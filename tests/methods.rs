@@ -1081,10 +1081,12 @@ fn at_applies_repeated_indices_repeatedly() {
         "`add_i64::at`: index 3 is out of bounds for axis 0 with size 3"
     );
     assert_eq!(m, array![[1, 1], [0, 0], [2, 2]]);
-    assert!(matches!(
-        add_i64::at(&mut m, &[0], &array![1i64, 2, 3]),
-        Err(Error::Broadcast { .. })
-    ));
+    let e = add_i64::at(&mut m, &[0], &array![1i64, 2, 3]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid `b`: `add_i64::at`: b of shape (3,) is not broadcastable to the \
+         indexed shape (1,2)"
+    );
     // An index that does not fit an isize is out of bounds, and named exactly.
     let e = add_i64::at(&mut m, &[0, u64::MAX], 1i64).unwrap_err();
     assert!(
@@ -1209,7 +1211,11 @@ fn at_takes_numpys_index_forms() {
     add_i64::at(&mut m, (), &array![10i64, 20, 30]).unwrap();
     assert_eq!(m, array![[10i64, 21, 32], [13, 24, 35]].into_dyn());
     let e = add_i64::at(&mut m, (), &Array::<i64, _>::ones((1, 2, 3))).unwrap_err();
-    assert!(matches!(e, Error::Broadcast { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("b of shape (1,2,3) is not broadcastable to the indexed shape (2,3)"),
+        "{e}"
+    );
     assert!(add_i64::at(&mut zero_d, (), &array![1i64]).is_err());
     assert_eq!(zero_d[()], 1);
     // test_ufunc_at_basic and _large: repeated indices, i16 indices, an ordered float sum.

@@ -65,11 +65,11 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             };
         if let Status::Done(d) = &status {
             say(format!(
-                "reference {:<5}: rms error {:.3} px against the truth, {:.1} ms per frame, {} iterations",
+                "reference {:<5}: rms error {:.3} px against the truth, {:.1} ms per frame, {}",
                 format!("{reference:?}").to_lowercase(),
                 d.rms_error.unwrap_or(f64::NAN),
                 1e3 * d.align_s / n as f64,
-                d.iterations
+                super::summary::iterations(d.iterations)
             ));
         }
         outcomes.push(Outcome {

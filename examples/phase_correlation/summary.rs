@@ -30,16 +30,21 @@ pub enum Status {
     Failed(String),
 }
 
+/// "1 iteration", "4 iterations".
+pub fn iterations(n: usize) -> String {
+    format!("{n} iteration{}", if n == 1 { "" } else { "s" })
+}
+
 impl Status {
     /// One line for the log.
     pub fn describe(&self) -> String {
         match self {
             Status::Done(d) => format!(
-                "done in {:.2} s (reading {:.2} s; {:.1} ms per frame, {} iterations, largest shift {:.2} px)",
+                "done in {:.2} s (reading {:.2} s; {:.1} ms per frame, {}, largest shift {:.2} px)",
                 d.align_s,
                 d.read_s,
                 1e3 * d.align_s / d.frames.max(1) as f64,
-                d.iterations,
+                iterations(d.iterations),
                 d.max_shift
             ),
             Status::Skipped => "skipped: its results exist (--force to redo)".into(),

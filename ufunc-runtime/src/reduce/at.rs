@@ -587,7 +587,15 @@ pub(crate) fn at_points(
         .chain(points.iter().copied())
         .chain(sub_shape.skip(at))
         .collect();
-    let b_full = broadcast_strides_to(&full, b_shape, b_strides)?;
+    let b_full =
+        broadcast_strides_to(&full, b_shape, b_strides).map_err(|_| Error::InvalidArgument {
+            name: "b",
+            message: format!(
+                "`{function}::at`: b of shape {} is not broadcastable to the indexed shape {}",
+                py_shape(b_shape),
+                py_shape(&full)
+            ),
+        })?;
     let b_points = b_full[at..at + points.len()].into();
     let b_sub_strides = b_full[..at]
         .iter()
