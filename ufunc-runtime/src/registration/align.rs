@@ -524,15 +524,7 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
             name: "frames",
             message: format!("frame {index} could not be read: {}", with_causes(&*e)),
         })?;
-    // A frame of a large movie is 16 MB or more: a contiguous one in pieces side by side,
-    // each folded without an early exit (so that it vectorises).
-    let has_nan = match image.as_slice() {
-        Some(values) => values
-            .par_chunks(FRAME_PIECE)
-            .any(|piece| piece.iter().fold(false, |nan, v| nan | v.is_nan())),
-        None => image.iter().any(|v| v.is_nan()),
-    };
-    if has_nan {
+    if super::contains_nan(image.view()) {
         return Err(Error::NotFinite {
             context: CONTEXT,
             name: "frames",

@@ -30,7 +30,23 @@ mod upsample;
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
 pub use pcc::{phase_cross_correlation, Correlator};
 
+use crate::fft::FftReal;
 use crate::Target;
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+
+/// Whether `image` holds a NaN. A contiguous image is read in pieces side by side, each folded
+/// without an early exit so that it vectorises: `iter().any` over a 2048x2048 image took
+/// 2.4 ms, a tenth of a registration's start-up.
+fn contains_nan<T: FftReal>(image: ArrayView2<'_, T>) -> bool {
+    const PIECE: usize = 1 << 16;
+    match image.as_slice_memory_order() {
+        Some(values) => values
+            .par_chunks(PIECE)
+            .any(|piece| piece.iter().fold(false, |nan, v| nan | v.is_nan())),
+        None => image.iter().any(|v| v.is_nan()),
+    }
+}
 
 /// Frees the device memory, page-locked host memory and streams that the last
 /// [`align_movie`] call on `Target::Cuda` kept for the next call of the same kind; returns

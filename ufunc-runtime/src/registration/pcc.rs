@@ -687,19 +687,27 @@ impl<T: FftReal> Correlator<T> {
         options: &PccOptions,
     ) -> Result<Self> {
         check_options(reference.shape(), options)?;
-        if reference.iter().any(|v| v.is_nan()) {
-            return Err(Error::NotFinite {
-                context: CONTEXT,
-                name: "reference",
-            });
-        }
+        let nan = || Error::NotFinite {
+            context: CONTEXT,
+            name: "reference",
+        };
         let engine = match options.target {
-            Target::Cuda => Engine::Device(super::device::DeviceCorrelator::new(
-                reference.view(),
-                options,
-            )?),
+            Target::Cuda => {
+                if super::contains_nan(reference.view()) {
+                    return Err(nan());
+                }
+                Engine::Device(super::device::DeviceCorrelator::new(
+                    reference.view(),
+                    options,
+                )?)
+            }
             target => {
                 let host = HostCorrelator::new(reference.view(), threads_of(target)?)?;
+                // A NaN anywhere makes every point of the spectrum NaN, and so its power: the
+                // image is read again only then (an infinity can make it NaN too).
+                if host.reference_power.is_nan() && super::contains_nan(reference.view()) {
+                    return Err(nan());
+                }
                 Engine::Host(Box::new(host))
             }
         };
