@@ -8,13 +8,17 @@ use crate::error::{Error, Result};
 use cudarc::cufft::{result, sys};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use std::ffi::c_int;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A cuFFT handle and its transform type.
 struct CufftPlan {
     handle: sys::cufftHandle,
     kind: FftKind,
     double: bool,
+    /// Held from binding the plan to a stream until its transform is queued: cuFFT is
+    /// thread-safe only for different plans, and a queue's cached plans (the default queue's
+    /// are the whole process's) can be run from several threads at once.
+    exec: Mutex<()>,
 }
 
 impl Drop for CufftPlan {
@@ -61,6 +65,7 @@ pub(super) fn plan(ctx: &Arc<CudaContext>, layout: &FftLayout) -> Result<FftPlan
         handle,
         kind: layout.kind,
         double: layout.double,
+        exec: Mutex::new(()),
     };
     let (mut n, mut inembed, mut onembed) = (
         layout.n.clone(),
@@ -101,6 +106,8 @@ pub(super) fn exec(
         .0
         .downcast_ref()
         .ok_or_else(|| foreign("running an FFT plan"))?;
+    // A panic elsewhere while holding it leaves nothing half-done that this call relies on.
+    let _running = p.exec.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: a live handle and stream.
     unsafe { result::set_stream(p.handle, stream.cu_stream() as _) }
         .map_err(cufft_error("binding a cuFFT plan to a stream"))?;

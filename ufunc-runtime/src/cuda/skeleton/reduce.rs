@@ -109,7 +109,9 @@ __device__ inline {t} {name}_shfl_down({t} v, unsigned d) {{
     for (unsigned k = 0; k < sizeof({t}); ++k) dst[k] = bytes[k];
     return r;
 }}
-// Each warp's values combined in lane order into its lane 0 (lanes without one skipped).
+// Each warp's values combined into its lane 0 (lanes without one skipped) by a tree, lane i
+// with lane i + d for d = 16, 8, .., 1, the lower lane's value on the left: not in lane order,
+// so for reorderable functions only (as are the block and warp reductions that use it).
 __device__ inline void {name}_warp_reduce({t}& v, bool& has) {{
     const unsigned lane = threadIdx.x % warpSize;
     for (unsigned d = warpSize / 2; d > 0; d /= 2) {{
@@ -118,7 +120,7 @@ __device__ inline void {name}_warp_reduce({t}& v, bool& has) {{
         if (other && lane + d < (unsigned)warpSize && threadIdx.x + d < blockDim.x) {name}_push(v, has, o);
     }}
 }}
-// The block's values combined in thread order into thread 0.
+// The block's values combined into thread 0: each warp's tree, then the warps' results.
 __device__ inline void {name}_block_reduce({t}& v, bool& has) {{
     __UFUNC_BLOCK_SHARED {t} vals[32];
     __UFUNC_BLOCK_SHARED int flags[32];
