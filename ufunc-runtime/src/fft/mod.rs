@@ -68,6 +68,7 @@ mod options;
 mod pass;
 mod plan;
 mod real;
+mod transpose;
 
 pub use element::{FftElement, FftReal};
 pub use freq::{

@@ -265,7 +265,22 @@ pub(super) unsafe fn gather_block<A: FftElement>(
     read: usize,
 ) {
     let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
-    for j in 0..read {
+    let done = if A::COMPLEX && side_by_side(offsets.iter().map(|o| o.0)) {
+        // SAFETY: complex elements (`A` is `Complex<A::Real>`), in rows of `offsets.len()`
+        // from `src + first`; the lanes are the caller's scratch.
+        unsafe {
+            super::transpose::gather_tiles(
+                lanes.as_mut_ptr(),
+                pitch,
+                src.offset(first).cast::<Complex<A::Real>>(),
+                (offsets.len(), stride),
+                read,
+            )
+        }
+    } else {
+        0
+    };
+    for j in done..read {
         let row = j as isize * stride;
         if j + PREFETCH_ROWS < read {
             let ahead = (j + PREFETCH_ROWS) as isize * stride;
@@ -361,6 +376,19 @@ pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
     );
 }
 
+/// Whether consecutive lanes start at consecutive elements (each row of a block is then one
+/// run of elements, which [`super::transpose`] moves a tile at a time).
+fn side_by_side(mut offsets: impl Iterator<Item = isize>) -> bool {
+    let Some(mut last) = offsets.next() else {
+        return false;
+    };
+    offsets.all(|o| {
+        let next = o == last + 1;
+        last = o;
+        next
+    })
+}
+
 /// Scatters points `skip..skip + len` of the block's lanes (`pitch` apart in `lanes`),
 /// times `scale`, to the destination lanes at `offsets` (destination offsets second), row by
 /// row across the block so that each destination row gets neighbouring writes.
@@ -378,7 +406,22 @@ pub(super) unsafe fn scatter_block<T: FftReal>(
     stride: isize,
 ) {
     let (first, last) = (offsets[0].1, offsets[offsets.len() - 1].1);
-    for j in 0..len {
+    let done = if side_by_side(offsets.iter().map(|o| o.1)) {
+        // SAFETY: rows of `offsets.len()` elements from `dst + first`, per the contract.
+        unsafe {
+            super::transpose::scatter_tiles(
+                lanes[skip..].as_ptr(),
+                pitch,
+                dst.offset(first),
+                (offsets.len(), stride),
+                len,
+                scale,
+            )
+        }
+    } else {
+        0
+    };
+    for j in done..len {
         if j + PREFETCH_ROWS < len {
             let ahead = (j + PREFETCH_ROWS) as isize * stride;
             // SAFETY: inside the destination lanes; prefetching never faults.
