@@ -1084,8 +1084,7 @@ fn at_applies_repeated_indices_repeatedly() {
     let e = add_i64::at(&mut m, &[0], &array![1i64, 2, 3]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "invalid `b`: `add_i64::at`: b of shape (3,) is not broadcastable to the \
-         indexed shape (1,2)"
+        "invalid `b`: `add_i64::at`: shape (3,) does not broadcast to the indexed shape (1,2)"
     );
     // An index that does not fit an isize is out of bounds, and named exactly.
     let e = add_i64::at(&mut m, &[0, u64::MAX], 1i64).unwrap_err();
@@ -1213,7 +1212,7 @@ fn at_takes_numpys_index_forms() {
     let e = add_i64::at(&mut m, (), &Array::<i64, _>::ones((1, 2, 3))).unwrap_err();
     assert!(
         e.to_string()
-            .contains("b of shape (1,2,3) is not broadcastable to the indexed shape (2,3)"),
+            .contains("shape (1,2,3) does not broadcast to the indexed shape (2,3)"),
         "{e}"
     );
     assert!(add_i64::at(&mut zero_d, (), &array![1i64]).is_err());

@@ -379,43 +379,53 @@ fn a_correlator_registers_like_the_function() {
 }
 
 /// A NaN in the reference is an error of `Correlator::new`, wherever it lies and however the
-/// reference is laid out; an infinity is not (it makes each registration's result an error).
+/// reference is laid out, for both element types and odd, even and one-row sizes; an infinity
+/// is not (it makes each registration's result an error).
 #[test]
 fn a_correlator_refuses_a_reference_with_nan() {
-    use ufunc::registration::Correlator;
-    let shape = [36, 44];
-    let clean: Array2<f32> = image(&shape, &[0.0, 0.0], 6)
-        .mapv(|v| v as f32)
-        .into_dimensionality()
-        .unwrap();
-    for target in [Target::Cpu, Target::Parallel] {
-        let o = PccOptions {
-            target,
-            ..options(5)
-        };
-        for at in [[0, 0], [17, 30], [35, 43]] {
-            let mut r = clean.clone();
-            r[at] = f32::NAN;
-            let layouts = [r.view(), r.t(), r.slice(ndarray::s![..;-1, ..])];
-            for (k, view) in layouts.into_iter().enumerate() {
-                let e = Correlator::new(&view, &o).err().expect("a NaN reference");
-                assert!(
-                    matches!(
-                        e,
-                        Error::NotFinite {
-                            name: "reference",
-                            ..
-                        }
-                    ),
-                    "{target:?} at {at:?}, layout {k}: {e}"
-                );
+    macro_rules! check {
+        ($t:ty, $shape:expr) => {{
+            use ufunc::registration::Correlator;
+            let [ny, nx]: [usize; 2] = $shape;
+            let clean: Array2<$t> = image(&[ny, nx], &[0.0, 0.0], 6)
+                .mapv(|v| v as $t)
+                .into_dimensionality()
+                .unwrap();
+            for target in [Target::Cpu, Target::Parallel] {
+                let o = PccOptions {
+                    target,
+                    ..options(5)
+                };
+                for at in [[0, 0], [ny / 2, nx / 3], [ny - 1, nx - 1]] {
+                    let mut r = clean.clone();
+                    r[at] = <$t>::NAN;
+                    let layouts = [r.view(), r.t(), r.slice(ndarray::s![..;-1, ..])];
+                    for (k, view) in layouts.into_iter().enumerate() {
+                        let e = Correlator::new(&view, &o).err().expect("a NaN reference");
+                        let what = format!("{} {:?} {target:?} at {at:?}, layout {k}", stringify!($t), [ny, nx]);
+                        assert!(
+                            matches!(
+                                e,
+                                Error::NotFinite {
+                                    name: "reference",
+                                    ..
+                                }
+                            ),
+                            "{what}: {e}"
+                        );
+                    }
+                }
+                let mut r = clean.clone();
+                r[[ny / 3, nx / 4]] = <$t>::INFINITY;
+                let correlator = Correlator::new(&r, &o).unwrap();
+                let e = correlator.register(&clean).unwrap_err();
+                assert!(matches!(e, Error::NotFinite { .. }), "{target:?}: {e}");
+                assert!(Correlator::new(&clean, &o).is_ok());
             }
-        }
-        let mut r = clean.clone();
-        r[[3, 4]] = f32::INFINITY;
-        let correlator = Correlator::new(&r, &o).unwrap();
-        let e = correlator.register(&clean).unwrap_err();
-        assert!(matches!(e, Error::NotFinite { .. }), "{target:?}: {e}");
-        assert!(Correlator::new(&clean, &o).is_ok());
+        }};
+    }
+    for shape in [[36, 44], [35, 27], [1, 17]] {
+        check!(f32, shape);
+        check!(f64, shape);
     }
 }

@@ -264,6 +264,13 @@ pub(super) unsafe fn gather_block<A: FftElement>(
     stride: isize,
     read: usize,
 ) {
+    // The tiles write through raw pointers: the sizes the loops below check element by element.
+    assert!(
+        read <= n && n <= pitch && lanes.len() >= offsets.len() * pitch,
+        "gather_block: {} lanes of {n} ({read} read) at {pitch} in {}",
+        offsets.len(),
+        lanes.len()
+    );
     let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
     let done = if A::COMPLEX && side_by_side(offsets.iter().map(|o| o.0)) {
         // SAFETY: complex elements (`A` is `Complex<A::Real>`), in rows of `offsets.len()`
@@ -405,6 +412,13 @@ pub(super) unsafe fn scatter_block<T: FftReal>(
     offsets: &[(isize, isize)],
     stride: isize,
 ) {
+    // The tiles read through raw pointers: the sizes the loops below check element by element.
+    assert!(
+        skip + len <= pitch && lanes.len() >= offsets.len() * pitch,
+        "scatter_block: {} lanes of {skip} + {len} at {pitch} in {}",
+        offsets.len(),
+        lanes.len()
+    );
     let (first, last) = (offsets[0].1, offsets[offsets.len() - 1].1);
     let done = if side_by_side(offsets.iter().map(|o| o.1)) {
         // SAFETY: rows of `offsets.len()` elements from `dst + first`, per the contract.

@@ -1,10 +1,11 @@
 //! The column passes' transposes, tile by tile in vector registers: between rows of an array
 //! holding a block's lanes side by side (consecutive complex elements) and the block's
-//! contiguous lanes, on CPUs with AVX2 (`UFUNC_ISA=baseline` turns it off). An element at a time, the gather and the scatter were two thirds of the
-//! column pass of a 2048x2048 real transform (an 8-byte load and store per element, with the
-//! offsets reloaded); here a 4x4 tile of `Complex<f32>` (2x2 of `Complex<f64>`) is four loads,
-//! eight shuffles and four stores. Where the lanes are not side by side, or for the rows and
-//! lanes that do not fill a tile, the callers' element loops do it.
+//! contiguous lanes, on CPUs with AVX2 (`UFUNC_ISA=baseline` turns it off). An element at a
+//! time (an 8-byte load and store, the offsets reloaded), the gather and the scatter were two
+//! thirds of the column pass of a 2048x2048 real transform; here a 4x4 tile of `Complex<f32>`
+//! (2x2 of `Complex<f64>`) is four loads, eight shuffles and four stores. Where the lanes are
+//! not side by side, or for the rows and lanes that do not fill a tile, the callers' element
+//! loops do it.
 
 use super::FftReal;
 #[cfg(target_arch = "x86_64")]
@@ -32,7 +33,8 @@ pub(super) unsafe fn gather_tiles<T: FftReal>(
     if w >= 4 && active_isa() >= IsaLevel::Avx2 {
         let rows_of = |j: usize| (src.wrapping_offset(j as isize * stride), stride);
         let lanes_of = |b: usize, j: usize| (lanes.wrapping_add(b * pitch + j), pitch as isize);
-        // SAFETY: AVX is present (active_isa never reports more than the CPU has); the tiles lie inside both sides, per the contract.
+        // SAFETY: AVX is present (active_isa never reports more than the CPU has); the
+        // tiles lie inside both sides, per the contract.
         return unsafe { avx::tiles::<T>(rows_of, lanes_of, (w, rows), None) };
     }
     let _ = (lanes, pitch, src, w, stride, rows);
@@ -63,9 +65,11 @@ pub(super) unsafe fn scatter_tiles<T: FftReal>(
                 stride,
             )
         };
+        // `tiles` names lanes mutably for both directions; in this one they are only read.
         let lanes_of =
             |b: usize, j: usize| (lanes.wrapping_add(b * pitch + j).cast_mut(), pitch as isize);
-        // SAFETY: AVX is present (active_isa never reports more than the CPU has); the tiles lie inside both sides, per the contract.
+        // SAFETY: AVX is present (active_isa never reports more than the CPU has); the
+        // tiles lie inside both sides, per the contract.
         return unsafe { avx::tiles::<T>(rows_of, lanes_of, (w, rows), Some(scale)) };
     }
     let _ = (lanes, pitch, dst, w, stride, rows, scale);
@@ -142,19 +146,27 @@ mod avx {
     }
 
     /// One tile: vector `k` of the output (at `to + k * to_pitch`) is element `k` of each input
-    /// vector (at `from + r * from_pitch`), times `scale` where given.
+    /// vector (at `from + r * from_pitch`), times `scale` where given. Inlined into
+    /// [`tiles`], so compiled for AVX (no closures, which would not inherit the feature).
     #[inline(always)]
     unsafe fn tile<T: FftReal>(
         (from, from_pitch): (*const Complex<T>, isize),
         (to, to_pitch): (*mut Complex<T>, isize),
         scale: Option<T>,
     ) {
-        // SAFETY: the caller's tile.
+        // `FftReal` is sealed: f32 or f64.
+        debug_assert!(matches!(size_of::<T>(), 4 | 8));
+        let (from, to) = (from.cast::<f64>(), to.cast::<f64>());
+        // In units of f64: a complex element is one (f32) or two (f64) of them.
+        let unit = (size_of::<Complex<T>>() / size_of::<f64>()) as isize;
+        let (from_pitch, to_pitch) = (from_pitch * unit, to_pitch * unit);
+        // SAFETY: the caller's tile: `side` rows of `side` elements on both sides.
         unsafe {
-            let load = |r: isize| _mm256_loadu_pd(from.offset(r * from_pitch).cast());
-            let store = |k: isize, v: __m256d| _mm256_storeu_pd(to.offset(k * to_pitch).cast(), v);
             if size_of::<T>() == 4 {
-                let (r0, r1, r2, r3) = (load(0), load(1), load(2), load(3));
+                let r0 = _mm256_loadu_pd(from);
+                let r1 = _mm256_loadu_pd(from.offset(from_pitch));
+                let r2 = _mm256_loadu_pd(from.offset(2 * from_pitch));
+                let r3 = _mm256_loadu_pd(from.offset(3 * from_pitch));
                 // [r0.0 r1.0 r0.2 r1.2], [r0.1 r1.1 r0.3 r1.3], and the same of r2, r3.
                 let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
                 let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
@@ -172,10 +184,11 @@ mod avx {
                         )),
                         None => v,
                     };
-                    store(k as isize, v);
+                    _mm256_storeu_pd(to.offset(k as isize * to_pitch), v);
                 }
             } else {
-                let (r0, r1) = (load(0), load(1));
+                let r0 = _mm256_loadu_pd(from);
+                let r1 = _mm256_loadu_pd(from.offset(from_pitch));
                 let out = [
                     _mm256_permute2f128_pd::<0x20>(r0, r1),
                     _mm256_permute2f128_pd::<0x31>(r0, r1),
@@ -185,7 +198,7 @@ mod avx {
                         Some(s) => _mm256_mul_pd(v, _mm256_set1_pd(s.as_f64())),
                         None => v,
                     };
-                    store(k as isize, v);
+                    _mm256_storeu_pd(to.offset(k as isize * to_pitch), v);
                 }
             }
         }
@@ -219,6 +232,11 @@ mod tests {
                     let first = 2isize;
                     let offsets: Vec<(isize, isize)> =
                         (0..w as isize).map(|b| (first + b, first + b)).collect();
+                    // One lane out of line: the whole block by the element loops.
+                    let mut apart = offsets.clone();
+                    if w >= 2 {
+                        apart.swap(0, w - 1);
+                    }
                     let at = |b: usize, j: usize| {
                         (base + first + b as isize + j as isize * stride) as usize
                     };
@@ -273,6 +291,26 @@ mod tests {
                         dst == want,
                         "scatter: w {w} read {read} backwards {backwards}"
                     );
+                    // The first and last lanes swapped: the same values, element by element.
+                    let column = |i: usize| match i {
+                        0 => w - 1,
+                        i if i == w - 1 => 0,
+                        i => i,
+                    };
+                    let mut swapped = vec![sentinel; w * pitch];
+                    let mut dst_swapped = vec![sentinel; size];
+                    // SAFETY: as above.
+                    unsafe {
+                        let src = src.as_ptr().offset(base);
+                        gather_block(&mut swapped, (n, pitch), src, &apart, stride, read);
+                        let dst = dst_swapped.as_mut_ptr().offset(base);
+                        scatter_block(&swapped, pitch, (skip, len), scale, dst, &apart, stride);
+                    }
+                    for i in 0..w {
+                        let (mine, theirs) = (i * pitch, column(i) * pitch);
+                        assert!(swapped[mine..mine + n] == lanes[theirs..theirs + n]);
+                    }
+                    assert!(dst_swapped == dst, "swapped lanes: w {w} read {read}");
                 }
             }
         }

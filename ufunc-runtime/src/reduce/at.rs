@@ -591,7 +591,7 @@ pub(crate) fn at_points(
         broadcast_strides_to(&full, b_shape, b_strides).map_err(|_| Error::InvalidArgument {
             name: "b",
             message: format!(
-                "`{function}::at`: b of shape {} is not broadcastable to the indexed shape {}",
+                "`{function}::at`: shape {} does not broadcast to the indexed shape {}",
                 py_shape(b_shape),
                 py_shape(&full)
             ),

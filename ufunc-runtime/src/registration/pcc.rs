@@ -703,8 +703,9 @@ impl<T: FftReal> Correlator<T> {
             }
             target => {
                 let host = HostCorrelator::new(reference.view(), threads_of(target)?)?;
-                // A NaN anywhere makes every point of the spectrum NaN, and so its power: the
-                // image is read again only then (an infinity can make it NaN too).
+                // A NaN anywhere reaches every bin of the spectrum (its real or imaginary part
+                // or both), and so its power: the image is read again only then (an infinity
+                // can make the power NaN too).
                 if host.reference_power.is_nan() && super::contains_nan(reference.view()) {
                     return Err(nan());
                 }
