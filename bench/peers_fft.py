@@ -1,5 +1,6 @@
 """The Python peers of benches/fft.rs, case for case: 2-D transforms of a 2048x2048 float32
-image (complex64 c2c, r2c, c2r), 1-D transforms of 4096 rows of 4096, and FFT convolution of the
+image (complex64 c2c, r2c, c2r), 1-D transforms of 4096 rows of 4096, the real transform of the
+image along its outer axis and back, and FFT convolution of the
 image with a 31x31 kernel (`same`) and a 2048x2048 one (`full`).
 
 Peers: numpy.fft, scipy.fft with all workers, pyfftw (threads = cores, its cache on), mkl_fft
@@ -35,12 +36,17 @@ def timed(case, n, name, work, reps=REPS):
     print(json.dumps({"case": case, "n": n, "impl": name, "ms": round(float(np.median(t)), 3)}), flush=True)
 
 
-def transforms(name, fft2, rfft2, irfft2, fft_rows, rfft_rows, img, cimg, half, rows):
+def transforms(name, fft2, rfft2, irfft2, fft_rows, rfft_rows, axis0, img, cimg, half, rows):
     timed("fft2_c2c_2048_f32", 2048, name, lambda: fft2(cimg))
     timed("rfft2_r2c_2048_f32", 2048, name, lambda: rfft2(img))
     timed("irfft2_c2r_2048_f32", 2048, name, lambda: irfft2(half, (2048, 2048)))
     timed("fft_rows_4096x4096_f32", 4096, name, lambda: fft_rows(rows))
     timed("rfft_rows_4096x4096_f32", 4096, name, lambda: rfft_rows(rows))
+    # Along the outer axis: `rfft(img, axis=0)` and its inverse back to 2048 rows.
+    rfft0, irfft0 = axis0
+    columns = rfft0(img)
+    timed("rfft_axis0_2048_f32", 2048, name, lambda: rfft0(img))
+    timed("irfft_axis0_2048_f32", 2048, name, lambda: irfft0(columns, 2048))
 
 
 def cupy_rows(img, cimg):
@@ -89,6 +95,7 @@ def main():
         lambda a, s: np.fft.irfft2(a, s=s),
         lambda a: np.fft.fft(a, axis=1),
         lambda a: np.fft.rfft(a, axis=1),
+        (lambda a: np.fft.rfft(a, axis=0), lambda a, n: np.fft.irfft(a, n=n, axis=0)),
         img, cimg, half, rows,
     )
 
@@ -102,6 +109,10 @@ def main():
         lambda a, s: sfft.irfft2(a, s=s, workers=CORES),
         lambda a: sfft.fft(a, axis=1, workers=CORES),
         lambda a: sfft.rfft(a, axis=1, workers=CORES),
+        (
+            lambda a: sfft.rfft(a, axis=0, workers=CORES),
+            lambda a, n: sfft.irfft(a, n=n, axis=0, workers=CORES),
+        ),
         img, cimg, half, rows,
     )
 
@@ -118,6 +129,10 @@ def main():
             lambda a, s: pfft.irfft2(a, s=s, threads=CORES),
             lambda a: pfft.fft(a, axis=1, threads=CORES),
             lambda a: pfft.rfft(a, axis=1, threads=CORES),
+            (
+                lambda a: pfft.rfft(a, axis=0, threads=CORES),
+                lambda a, n: pfft.irfft(a, n=n, axis=0, threads=CORES),
+            ),
             img, cimg, half, rows,
         )
     except ImportError as e:
@@ -133,6 +148,7 @@ def main():
             lambda a, s: mkl_fft.irfft2(a, s=s),
             lambda a: mkl_fft.fft(a, axis=1),
             lambda a: mkl_fft.rfft(a, axis=1),
+            (lambda a: mkl_fft.rfft(a, axis=0), lambda a, n: mkl_fft.irfft(a, n=n, axis=0)),
             img, cimg, half, rows,
         )
     except ImportError as e:

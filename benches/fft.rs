@@ -95,6 +95,15 @@ fn main() {
         let ms = common::median_ms(reps, || plan.execute_into(&rows_c, &mut out).unwrap());
         report.row("rfft_rows_4096x4096_f32", 4096, &name("plan"), ms);
 
+        // Along the outer axis (NumPy's `rfft(img, axis=0)`): columns, a block at a time.
+        let plan = FftPlan::rfftn(&[2048, 2048], &o.clone().axis(0)).unwrap();
+        let mut columns = Array2::<Complex<f32>>::zeros((1025, 2048));
+        let ms = common::median_ms(reps, || plan.execute_into(&img, &mut columns).unwrap());
+        report.row("rfft_axis0_2048_f32", 2048, &name("plan"), ms);
+        let plan = FftPlan::irfftn(&[1025, 2048], &o.clone().axes(&[0]).s(&[2048])).unwrap();
+        let ms = common::median_ms(reps, || plan.execute_into(&columns, &mut back).unwrap());
+        report.row("irfft_axis0_2048_f32", 2048, &name("plan"), ms);
+
         let small = image(31, 31, 3);
         let big = image(2048, 2048, 4);
         for (case, kernel, mode) in [

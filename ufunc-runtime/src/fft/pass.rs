@@ -7,6 +7,7 @@
 //! across rayon's pool; each thread works in its own scratch from a [`Workspace`].
 
 use super::options::{Pass, PassKind};
+use super::transpose::TileElement;
 use super::{FftElement, FftReal};
 use crate::parallel::Threads;
 use crate::shape::{Shape, Strides};
@@ -264,6 +265,41 @@ pub(super) unsafe fn gather_block<A: FftElement>(
     stride: isize,
     read: usize,
 ) {
+    let block = (offsets, stride, read);
+    // SAFETY: the caller's contract; `A` is `Complex<A::Real>` where it says so.
+    unsafe { gather_lanes(lanes, (n, pitch), src, block, A::COMPLEX, A::to_complex) }
+}
+
+/// [`gather_block`] of real lanes.
+///
+/// # Safety
+/// As for [`gather_block`].
+pub(super) unsafe fn gather_block_real<T: FftReal>(
+    lanes: &mut [T],
+    (n, pitch): (usize, usize),
+    src: *const T,
+    offsets: &[(isize, isize)],
+    stride: isize,
+    read: usize,
+) {
+    let block = (offsets, stride, read);
+    // SAFETY: the caller's contract.
+    unsafe { gather_lanes(lanes, (n, pitch), src, block, true, |x| x) }
+}
+
+/// The gathers of a block: each element `convert`ed, or moved a tile at a time where the
+/// source elements are the lanes' own (`same`) and the lanes lie side by side.
+///
+/// # Safety
+/// As for [`gather_block`]; `same` only where `S` is `E`.
+unsafe fn gather_lanes<S: Copy, E: TileElement>(
+    lanes: &mut [E],
+    (n, pitch): (usize, usize),
+    src: *const S,
+    (offsets, stride, read): (&[(isize, isize)], isize, usize),
+    same: bool,
+    convert: impl Fn(S) -> E,
+) {
     // The tiles write through raw pointers: the sizes the loops below check element by element.
     assert!(
         read <= n && n <= pitch && lanes.len() >= offsets.len() * pitch,
@@ -272,14 +308,14 @@ pub(super) unsafe fn gather_block<A: FftElement>(
         lanes.len()
     );
     let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
-    let done = if A::COMPLEX && side_by_side(offsets.iter().map(|o| o.0)) {
-        // SAFETY: complex elements (`A` is `Complex<A::Real>`), in rows of `offsets.len()`
-        // from `src + first`; the lanes are the caller's scratch.
+    let done = if same && side_by_side(offsets.iter().map(|o| o.0)) {
+        // SAFETY: `S` is `E`, in rows of `offsets.len()` from `src + first`; the lanes are the
+        // caller's scratch.
         unsafe {
             super::transpose::gather_tiles(
                 lanes.as_mut_ptr(),
                 pitch,
-                src.offset(first).cast::<Complex<A::Real>>(),
+                src.offset(first).cast::<E>(),
                 (offsets.len(), stride),
                 read,
             )
@@ -296,11 +332,11 @@ pub(super) unsafe fn gather_block<A: FftElement>(
         }
         for (b, &(o, _)) in offsets.iter().enumerate() {
             // SAFETY: `j < read`, per the contract.
-            lanes[b * pitch + j] = unsafe { *src.offset(o + row) }.to_complex();
+            lanes[b * pitch + j] = convert(unsafe { *src.offset(o + row) });
         }
     }
     for lane in lanes.chunks_exact_mut(pitch) {
-        lane[read..n].fill(Complex::default());
+        lane[read..n].fill(E::default());
     }
 }
 
@@ -349,38 +385,41 @@ pub(crate) unsafe fn complex<A: FftElement<Real = T>, T: FftReal>(
                 }
                 return;
             }
-            let mut offsets = [(0isize, 0isize); COLUMN_BLOCK];
-            let mut start = range.start;
-            while start < range.end {
-                let w = block.min(range.end - start);
-                let pitch = lane_pitch(n);
-                let lanes = fit(&mut buf.block, w * pitch);
-                for (b, o) in offsets[..w].iter_mut().enumerate() {
-                    *o = space.offsets(start + b);
-                }
+            let pitch = lane_pitch(n);
+            for_each_block(&space, range, block, |offsets| {
+                let lanes = fit(&mut buf.block, offsets.len() * pitch);
                 // SAFETY: as in the row case, read before any write of this block.
-                unsafe {
-                    gather_block(lanes, (n, pitch), sp.0, &offsets[..w], space.src_axis, read)
-                };
+                unsafe { gather_block(lanes, (n, pitch), sp.0, offsets, space.src_axis, read) };
                 for lane in lanes.chunks_exact_mut(pitch) {
                     fft.process_with_scratch(&mut lane[..n], scratch);
                 }
                 // SAFETY: the block's destination lanes are this call's alone.
                 unsafe {
-                    scatter_block(
-                        lanes,
-                        pitch,
-                        (0, n),
-                        scale,
-                        dp.0,
-                        &offsets[..w],
-                        space.dst_axis,
-                    )
+                    scatter_block(lanes, pitch, (0, n), scale, dp.0, offsets, space.dst_axis)
                 };
-                start += w;
-            }
+            });
         },
     );
+}
+
+/// `f` on each block of up to `block` lanes of `range`, given the lanes' (source, destination)
+/// offsets.
+fn for_each_block(
+    space: &LaneSpace,
+    range: Range<usize>,
+    block: usize,
+    mut f: impl FnMut(&[(isize, isize)]),
+) {
+    let mut offsets = [(0isize, 0isize); COLUMN_BLOCK];
+    let mut start = range.start;
+    while start < range.end {
+        let w = block.min(range.end - start);
+        for (b, o) in offsets[..w].iter_mut().enumerate() {
+            *o = space.offsets(start + b);
+        }
+        f(&offsets[..w]);
+        start += w;
+    }
 }
 
 /// Whether consecutive lanes start at consecutive elements (each row of a block is then one
@@ -403,12 +442,12 @@ fn side_by_side(mut offsets: impl Iterator<Item = isize>) -> bool {
 /// # Safety
 /// Each destination lane addresses `len` writable elements at `stride`, touched by no other
 /// thread.
-pub(super) unsafe fn scatter_block<T: FftReal>(
-    lanes: &[Complex<T>],
+pub(super) unsafe fn scatter_block<E: TileElement>(
+    lanes: &[E],
     pitch: usize,
     (skip, len): (usize, usize),
-    scale: T,
-    dst: *mut Complex<T>,
+    scale: E::Real,
+    dst: *mut E,
     offsets: &[(isize, isize)],
     stride: isize,
 ) {
@@ -492,38 +531,36 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
         |range, buf| {
             let (sp, dp) = (sp, dp);
             let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
-            let line = fit(&mut buf.real, n);
             if !rows {
                 let pitch = lane_pitch(m);
-                let mut offsets = [(0isize, 0isize); COLUMN_BLOCK];
-                let mut start = range.start;
-                while start < range.end {
-                    let w = block.min(range.end - start);
+                let real_pitch = real_lane_pitch::<T>(n);
+                for_each_block(&space, range, block, |offsets| {
+                    let w = offsets.len();
+                    let lines = fit(&mut buf.real, w * real_pitch);
+                    // SAFETY: each lane of `src` holds `len_in >= read` elements.
+                    unsafe {
+                        gather_block_real(
+                            lines,
+                            (n, real_pitch),
+                            sp.0,
+                            offsets,
+                            space.src_axis,
+                            read,
+                        )
+                    };
                     let lanes = fit(&mut buf.spectrum, w * pitch);
-                    for (b, lane) in lanes.chunks_exact_mut(pitch).enumerate() {
-                        offsets[b] = space.offsets(start + b);
-                        // SAFETY: the lane of `src` holds `len_in >= read` elements.
-                        unsafe {
-                            gather_real(line, sp.0.offset(offsets[b].0), space.src_axis, read)
-                        };
-                        let _ = fft.process_with_scratch(line, &mut lane[..m], scratch);
+                    let lines = lines.chunks_exact_mut(real_pitch);
+                    for (line, lane) in lines.zip(lanes.chunks_exact_mut(pitch)) {
+                        let _ = fft.process_with_scratch(&mut line[..n], &mut lane[..m], scratch);
                     }
                     // SAFETY: the block's destination lanes are this call's alone.
                     unsafe {
-                        scatter_block(
-                            lanes,
-                            pitch,
-                            (0, m),
-                            scale,
-                            dp.0,
-                            &offsets[..w],
-                            space.dst_axis,
-                        )
+                        scatter_block(lanes, pitch, (0, m), scale, dp.0, offsets, space.dst_axis)
                     };
-                    start += w;
-                }
+                });
                 return;
             }
+            let line = fit(&mut buf.real, n);
             let spectrum = fit(&mut buf.spectrum, m);
             for k in range {
                 let (so, d) = space.offsets(k);
@@ -570,41 +607,74 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
     let scale = T::of_f64(pass.scale);
     let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
     let rows = (space.dst_axis == 1 || n == 1) && skip == 0 && len == n;
+    // Lanes written with a stride are made a block at a time and scattered across it, as
+    // `real_forward`'s are.
+    let block = if rows {
+        1
+    } else {
+        (STRIDED_BLOCK_BYTES / (lane_pitch(m) * size_of::<Complex<T>>())).clamp(1, COLUMN_BLOCK)
+    };
     drive(
         threads,
         workspace,
         space.count,
-        1,
+        block,
         work_of(n),
         |range, buf| {
             let (sp, dp) = (sp, dp);
             let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
+            if !rows {
+                let (pitch, real_pitch) = (lane_pitch(m), real_lane_pitch::<T>(n));
+                for_each_block(&space, range, block, |offsets| {
+                    let w = offsets.len();
+                    let spectra = fit(&mut buf.spectrum, w * pitch);
+                    // SAFETY: each lane of `src` holds `len_in >= read` elements.
+                    unsafe {
+                        gather_block(spectra, (m, pitch), sp.0, offsets, space.src_axis, read)
+                    };
+                    let lines = fit(&mut buf.real, w * real_pitch);
+                    let lanes = spectra.chunks_exact_mut(pitch);
+                    for (spectrum, line) in lanes.zip(lines.chunks_exact_mut(real_pitch)) {
+                        real_ends(&mut spectrum[..m], n);
+                        let _ =
+                            fft.process_with_scratch(&mut spectrum[..m], &mut line[..n], scratch);
+                    }
+                    // SAFETY: the block's destination lanes (`len` points from `skip`) are
+                    // this call's alone.
+                    unsafe {
+                        scatter_block(
+                            lines,
+                            real_pitch,
+                            (skip, len),
+                            scale,
+                            dp.0,
+                            offsets,
+                            space.dst_axis,
+                        )
+                    };
+                });
+                return;
+            }
             let spectrum = fit(&mut buf.spectrum, m);
-            let line = fit(&mut buf.real, n);
             for k in range {
                 let (so, d) = space.offsets(k);
                 // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
                 unsafe { gather(spectrum, sp.0.offset(so), space.src_axis, read) };
                 real_ends(spectrum, n);
-                let out: &mut [T] = if rows {
-                    // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
-                    unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) }
-                } else {
-                    &mut *line
-                };
+                // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
+                let out = unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) };
                 let _ = fft.process_with_scratch(spectrum, out, scratch);
                 if scale != T::one() {
                     out.iter_mut().for_each(|v| *v = *v * scale);
                 }
-                if !rows {
-                    for (j, v) in out[skip..skip + len].iter().enumerate() {
-                        // SAFETY: element `j` of destination lane `k`, ours alone.
-                        unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
-                    }
-                }
             }
         },
     );
+}
+
+/// [`lane_pitch`] for real lanes: `n` and a cache line.
+fn real_lane_pitch<T>(n: usize) -> usize {
+    n + 64 / size_of::<T>()
 }
 
 fn scale_all<T: FftReal>(v: &mut [Complex<T>], scale: T) {

@@ -3,18 +3,23 @@
 //! contiguous lanes, on CPUs with AVX2 (`UFUNC_ISA=baseline` turns it off). An element at a
 //! time (an 8-byte load and store, the offsets reloaded), the gather and the scatter were two
 //! thirds of the column pass of a 2048x2048 real transform; here a 4x4 tile of `Complex<f32>`
-//! (2x2 of `Complex<f64>`) is four loads, eight shuffles and four stores. Where the lanes are
-//! not side by side, or for the rows and lanes that do not fill a tile, the callers' element
-//! loops do it.
+//! (2x2 of `Complex<f64>`, 4x4 of `f32` or `f64` for the real lanes of a transform along an
+//! outer axis) is four loads, eight shuffles and four stores. Where the lanes are not side by
+//! side, or for the rows and lanes that do not fill a tile, the callers' element loops do it.
 
-use super::FftReal;
+use super::{FftElement, FftReal};
 #[cfg(target_arch = "x86_64")]
 use crate::isa::{active_isa, IsaLevel};
 #[cfg(target_arch = "x86_64")]
 use crate::stream::{prefetch_span, PREFETCH_ROWS};
-use num_complex::Complex;
 
-/// Copies rows `0..rows` of `w` consecutive complex elements (row `j` at `src + j * stride`)
+/// An element the tiles move: a real float or a complex one (any [`FftElement`]), scaled by
+/// its real type.
+pub(super) trait TileElement: FftElement + std::ops::Mul<Self::Real, Output = Self> {}
+
+impl<A: FftElement + std::ops::Mul<A::Real, Output = A>> TileElement for A {}
+
+/// Copies rows `0..rows` of `w` consecutive elements (row `j` at `src + j * stride`)
 /// into the `w` lanes at `lanes + b * pitch` (element `j` of lane `b` is row `j`'s element
 /// `b`), as far as whole tiles go; returns how many rows it copied (a multiple of the tile
 /// height, 0 without AVX). Each row is asked for `PREFETCH_ROWS` rows ahead.
@@ -22,10 +27,10 @@ use num_complex::Complex;
 /// # Safety
 /// `src` addresses `rows` rows of `w` readable elements at `stride`; `lanes` addresses `w`
 /// writable lanes of `rows` elements at `pitch`, disjoint from the source.
-pub(super) unsafe fn gather_tiles<T: FftReal>(
-    lanes: *mut Complex<T>,
+pub(super) unsafe fn gather_tiles<E: TileElement>(
+    lanes: *mut E,
     pitch: usize,
-    src: *const Complex<T>,
+    src: *const E,
     (w, stride): (usize, isize),
     rows: usize,
 ) -> usize {
@@ -35,7 +40,7 @@ pub(super) unsafe fn gather_tiles<T: FftReal>(
         let lanes_of = |b: usize, j: usize| (lanes.wrapping_add(b * pitch + j), pitch as isize);
         // SAFETY: AVX is present (active_isa never reports more than the CPU has); the
         // tiles lie inside both sides, per the contract.
-        return unsafe { avx::tiles::<T>(rows_of, lanes_of, (w, rows), None) };
+        return unsafe { avx::tiles::<E>(rows_of, lanes_of, (w, rows), None) };
     }
     let _ = (lanes, pitch, src, w, stride, rows);
     0
@@ -49,13 +54,13 @@ pub(super) unsafe fn gather_tiles<T: FftReal>(
 /// # Safety
 /// `lanes` addresses `w` readable lanes of `rows` elements at `pitch`; `dst` addresses `rows`
 /// rows of `w` writable elements at `stride`, disjoint from the lanes.
-pub(super) unsafe fn scatter_tiles<T: FftReal>(
-    lanes: *const Complex<T>,
+pub(super) unsafe fn scatter_tiles<E: TileElement>(
+    lanes: *const E,
     pitch: usize,
-    dst: *mut Complex<T>,
+    dst: *mut E,
     (w, stride): (usize, isize),
     rows: usize,
-    scale: T,
+    scale: E::Real,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     if w >= 4 && active_isa() >= IsaLevel::Avx2 {
@@ -70,7 +75,7 @@ pub(super) unsafe fn scatter_tiles<T: FftReal>(
             |b: usize, j: usize| (lanes.wrapping_add(b * pitch + j).cast_mut(), pitch as isize);
         // SAFETY: AVX is present (active_isa never reports more than the CPU has); the
         // tiles lie inside both sides, per the contract.
-        return unsafe { avx::tiles::<T>(rows_of, lanes_of, (w, rows), Some(scale)) };
+        return unsafe { avx::tiles::<E>(rows_of, lanes_of, (w, rows), Some(scale)) };
     }
     let _ = (lanes, pitch, dst, w, stride, rows, scale);
     0
@@ -81,9 +86,14 @@ mod avx {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// A tile's side: four `Complex<f32>` or two `Complex<f64>` in a vector register.
-    fn side<T>() -> usize {
-        32 / size_of::<Complex<T>>()
+    /// A tile's side: the elements of one vector register (four of 4 or 8 bytes, in 128- or
+    /// 256-bit registers; two `Complex<f64>`).
+    fn side<E>() -> usize {
+        if size_of::<E>() == 16 {
+            2
+        } else {
+            4
+        }
     }
 
     /// The tiles of rows `0..rows` (whole tiles only) by elements `0..w`, row `j` starting at
@@ -92,13 +102,13 @@ mod avx {
     /// rows times `scale` otherwise. Row by row across the block, each row's lines prefetched
     /// `PREFETCH_ROWS` ahead; a ragged right edge element by element. Returns the rows done.
     #[target_feature(enable = "avx")]
-    pub(super) unsafe fn tiles<T: FftReal>(
-        rows_of: impl Fn(usize) -> (*const Complex<T>, isize),
-        lanes_of: impl Fn(usize, usize) -> (*mut Complex<T>, isize),
+    pub(super) unsafe fn tiles<E: TileElement>(
+        rows_of: impl Fn(usize) -> (*const E, isize),
+        lanes_of: impl Fn(usize, usize) -> (*mut E, isize),
         (w, rows): (usize, usize),
-        scale: Option<T>,
+        scale: Option<E::Real>,
     ) -> usize {
-        let t = side::<T>();
+        let t = side::<E>();
         let whole = w / t * t;
         let mut j = 0;
         while j + t <= rows {
@@ -116,8 +126,8 @@ mod avx {
                 // SAFETY: a whole tile inside both sides, per the callers' contracts.
                 unsafe {
                     match scale {
-                        None => tile::<T>((row.add(b), row_pitch), (lane, lane_pitch), None),
-                        Some(s) => tile::<T>(
+                        None => tile::<E>((row.add(b), row_pitch), (lane, lane_pitch), None),
+                        Some(s) => tile::<E>(
                             (lane.cast_const(), lane_pitch),
                             (row.add(b).cast_mut(), row_pitch),
                             Some(s),
@@ -147,58 +157,85 @@ mod avx {
 
     /// One tile: vector `k` of the output (at `to + k * to_pitch`) is element `k` of each input
     /// vector (at `from + r * from_pitch`), times `scale` where given. Inlined into
-    /// [`tiles`], so compiled for AVX (no closures, which would not inherit the feature).
+    /// [`tiles`], so compiled for AVX (the intrinsics are not called from closures, which
+    /// would not inherit the feature).
     #[inline(always)]
-    unsafe fn tile<T: FftReal>(
-        (from, from_pitch): (*const Complex<T>, isize),
-        (to, to_pitch): (*mut Complex<T>, isize),
-        scale: Option<T>,
+    unsafe fn tile<E: TileElement>(
+        (from, from_pitch): (*const E, isize),
+        (to, to_pitch): (*mut E, isize),
+        scale: Option<E::Real>,
     ) {
-        // `FftReal` is sealed: f32 or f64.
-        debug_assert!(matches!(size_of::<T>(), 4 | 8));
-        let (from, to) = (from.cast::<f64>(), to.cast::<f64>());
-        // In units of f64: a complex element is one (f32) or two (f64) of them.
-        let unit = (size_of::<Complex<T>>() / size_of::<f64>()) as isize;
-        let (from_pitch, to_pitch) = (from_pitch * unit, to_pitch * unit);
+        // `FftReal` is sealed: the elements are f32, f64 and their complex numbers.
+        debug_assert!(matches!(size_of::<E>(), 4 | 8 | 16));
+        let real_f32 = size_of::<E::Real>() == 4;
         // SAFETY: the caller's tile: `side` rows of `side` elements on both sides.
         unsafe {
-            if size_of::<T>() == 4 {
-                let r0 = _mm256_loadu_pd(from);
-                let r1 = _mm256_loadu_pd(from.offset(from_pitch));
-                let r2 = _mm256_loadu_pd(from.offset(2 * from_pitch));
-                let r3 = _mm256_loadu_pd(from.offset(3 * from_pitch));
-                // [r0.0 r1.0 r0.2 r1.2], [r0.1 r1.1 r0.3 r1.3], and the same of r2, r3.
-                let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
-                let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
-                let out = [
-                    _mm256_permute2f128_pd::<0x20>(t0, t2),
-                    _mm256_permute2f128_pd::<0x20>(t1, t3),
-                    _mm256_permute2f128_pd::<0x31>(t0, t2),
-                    _mm256_permute2f128_pd::<0x31>(t1, t3),
-                ];
-                for (k, v) in out.into_iter().enumerate() {
-                    let v = match scale {
-                        Some(s) => _mm256_castps_pd(_mm256_mul_ps(
-                            _mm256_castpd_ps(v),
-                            _mm256_set1_ps(s.as_f64() as f32),
-                        )),
-                        None => v,
-                    };
-                    _mm256_storeu_pd(to.offset(k as isize * to_pitch), v);
+            let input = |r: isize| from.offset(r * from_pitch);
+            let output = |k: isize| to.offset(k * to_pitch);
+            match size_of::<E>() {
+                4 => {
+                    let r0 = _mm_loadu_ps(input(0).cast());
+                    let r1 = _mm_loadu_ps(input(1).cast());
+                    let r2 = _mm_loadu_ps(input(2).cast());
+                    let r3 = _mm_loadu_ps(input(3).cast());
+                    // [r0.0 r1.0 r0.1 r1.1], [r2.0 r3.0 r2.1 r3.1], then the upper halves.
+                    let (t0, t1) = (_mm_unpacklo_ps(r0, r1), _mm_unpacklo_ps(r2, r3));
+                    let (t2, t3) = (_mm_unpackhi_ps(r0, r1), _mm_unpackhi_ps(r2, r3));
+                    let out = [
+                        _mm_movelh_ps(t0, t1),
+                        _mm_movehl_ps(t1, t0),
+                        _mm_movelh_ps(t2, t3),
+                        _mm_movehl_ps(t3, t2),
+                    ];
+                    for (k, v) in out.into_iter().enumerate() {
+                        let v = match scale {
+                            Some(s) => _mm_mul_ps(v, _mm_set1_ps(s.as_f64() as f32)),
+                            None => v,
+                        };
+                        _mm_storeu_ps(output(k as isize).cast(), v);
+                    }
                 }
-            } else {
-                let r0 = _mm256_loadu_pd(from);
-                let r1 = _mm256_loadu_pd(from.offset(from_pitch));
-                let out = [
-                    _mm256_permute2f128_pd::<0x20>(r0, r1),
-                    _mm256_permute2f128_pd::<0x31>(r0, r1),
-                ];
-                for (k, v) in out.into_iter().enumerate() {
-                    let v = match scale {
-                        Some(s) => _mm256_mul_pd(v, _mm256_set1_pd(s.as_f64())),
-                        None => v,
-                    };
-                    _mm256_storeu_pd(to.offset(k as isize * to_pitch), v);
+                8 => {
+                    let r0 = _mm256_loadu_pd(input(0).cast());
+                    let r1 = _mm256_loadu_pd(input(1).cast());
+                    let r2 = _mm256_loadu_pd(input(2).cast());
+                    let r3 = _mm256_loadu_pd(input(3).cast());
+                    // [r0.0 r1.0 r0.2 r1.2], [r0.1 r1.1 r0.3 r1.3], and the same of r2, r3.
+                    let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+                    let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+                    let out = [
+                        _mm256_permute2f128_pd::<0x20>(t0, t2),
+                        _mm256_permute2f128_pd::<0x20>(t1, t3),
+                        _mm256_permute2f128_pd::<0x31>(t0, t2),
+                        _mm256_permute2f128_pd::<0x31>(t1, t3),
+                    ];
+                    for (k, v) in out.into_iter().enumerate() {
+                        // `Complex<f32>` scales its two f32 halves, `f64` itself.
+                        let v = match scale {
+                            Some(s) if real_f32 => _mm256_castps_pd(_mm256_mul_ps(
+                                _mm256_castpd_ps(v),
+                                _mm256_set1_ps(s.as_f64() as f32),
+                            )),
+                            Some(s) => _mm256_mul_pd(v, _mm256_set1_pd(s.as_f64())),
+                            None => v,
+                        };
+                        _mm256_storeu_pd(output(k as isize).cast(), v);
+                    }
+                }
+                _ => {
+                    let r0 = _mm256_loadu_pd(input(0).cast());
+                    let r1 = _mm256_loadu_pd(input(1).cast());
+                    let out = [
+                        _mm256_permute2f128_pd::<0x20>(r0, r1),
+                        _mm256_permute2f128_pd::<0x31>(r0, r1),
+                    ];
+                    for (k, v) in out.into_iter().enumerate() {
+                        let v = match scale {
+                            Some(s) => _mm256_mul_pd(v, _mm256_set1_pd(s.as_f64())),
+                            None => v,
+                        };
+                        _mm256_storeu_pd(output(k as isize).cast(), v);
+                    }
                 }
             }
         }
@@ -207,8 +244,9 @@ mod avx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::pass::{gather_block, lane_pitch, scatter_block};
+    use super::super::pass::{gather_block, gather_block_real, lane_pitch, scatter_block};
     use super::*;
+    use num_complex::Complex;
 
     /// Gathers and scatters blocks of side-by-side lanes (any width, whole tiles or not, rows
     /// walked forwards or backwards) exactly as element by element, leaving the rest alone.
@@ -314,6 +352,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The real lanes' gather and scatter (transforms along an outer axis), the same way.
+    fn round_trip_real<T: FftReal>() {
+        let sentinel = T::of_f64(-7.0);
+        for w in [1, 3, 4, 5, 8, 9, 32] {
+            for read in [0, 1, 3, 4, 5, 13, 37] {
+                for backwards in [false, true] {
+                    let (n, row) = (read + 2, (w + 3) as isize);
+                    let pitch = n + 5;
+                    let size = 1 + w + (read + 1) * row as usize;
+                    let src: Vec<T> = (0..size).map(|i| T::of_f64(i as f64 + 0.25)).collect();
+                    let (base, stride) = if backwards {
+                        (read.saturating_sub(1) as isize * row, -row)
+                    } else {
+                        (0, row)
+                    };
+                    let offsets: Vec<(isize, isize)> =
+                        (0..w as isize).map(|b| (1 + b, 1 + b)).collect();
+                    let at =
+                        |b: usize, j: usize| (base + 1 + b as isize + j as isize * stride) as usize;
+                    let mut lanes = vec![sentinel; w * pitch];
+                    let mut dst = vec![sentinel; size];
+                    let scale = T::of_f64(0.5);
+                    // SAFETY: the lanes' rows lie inside `src` and `dst`; `lanes` holds `w`.
+                    unsafe {
+                        let from = src.as_ptr().offset(base);
+                        gather_block_real(&mut lanes, (n, pitch), from, &offsets, stride, read);
+                        let to = dst.as_mut_ptr().offset(base);
+                        scatter_block(&lanes, pitch, (0, read), scale, to, &offsets, stride);
+                    }
+                    let mut want = vec![sentinel; size];
+                    for b in 0..w {
+                        for j in 0..n {
+                            let v = if j < read { src[at(b, j)] } else { T::zero() };
+                            assert!(
+                                lanes[b * pitch + j] == v,
+                                "real: w {w} read {read} lane {b}"
+                            );
+                        }
+                        for j in 0..read {
+                            want[at(b, j)] = src[at(b, j)] * scale;
+                        }
+                    }
+                    assert!(
+                        dst == want,
+                        "real scatter: w {w} read {read} backwards {backwards}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn real_blocks_move_exactly() {
+        round_trip_real::<f32>();
+        round_trip_real::<f64>();
     }
 
     #[test]
