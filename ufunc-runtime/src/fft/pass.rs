@@ -25,9 +25,14 @@ use std::sync::{Arc, Mutex};
 /// which stays in L2, and each row access covers whole cache lines.
 pub(super) const COLUMN_BLOCK: usize = 32;
 
-/// The most a block of [`real_forward`]'s strided lanes may hold: the block stays in L2, and
-/// a long lane's block does not take the parallelism away (pieces are whole blocks).
+/// The most a block of the real passes' strided lanes may hold, counted in their spectra (the
+/// real lanes beside them are about as large): the block stays in L2, and a long lane's block
+/// does not take the parallelism away (pieces are whole blocks).
 const STRIDED_BLOCK_BYTES: usize = 1 << 20;
+
+/// The widest span, in elements, of a block's lanes whose rows the gathers and scatters
+/// prefetch ahead (a block of side-by-side lanes spans `COLUMN_BLOCK`).
+const NEAR_LANES: usize = 4 * COLUMN_BLOCK;
 
 /// Below this much work (points times log2 points) a pass stays on the calling thread.
 const MIN_PARALLEL_WORK: usize = 1 << 16;
@@ -323,9 +328,12 @@ unsafe fn gather_lanes<S: Copy, E: TileElement>(
     } else {
         0
     };
+    // A row's lines of the block are asked for ahead only where the lanes lie close together:
+    // lanes a row apart would make the span most of the array.
+    let near = (last - first).unsigned_abs() <= NEAR_LANES;
     for j in done..read {
         let row = j as isize * stride;
-        if j + PREFETCH_ROWS < read {
+        if near && j + PREFETCH_ROWS < read {
             let ahead = (j + PREFETCH_ROWS) as isize * stride;
             // SAFETY: the addresses are inside the source lanes (prefetching never faults).
             unsafe { prefetch_span(src.offset(first + ahead), src.offset(last + ahead)) };
@@ -474,8 +482,9 @@ pub(super) unsafe fn scatter_block<E: TileElement>(
     } else {
         0
     };
+    let near = (last - first).unsigned_abs() <= NEAR_LANES;
     for j in done..len {
-        if j + PREFETCH_ROWS < len {
+        if near && j + PREFETCH_ROWS < len {
             let ahead = (j + PREFETCH_ROWS) as isize * stride;
             // SAFETY: inside the destination lanes; prefetching never faults.
             unsafe { prefetch_span(dst.offset(first + ahead), dst.offset(last + ahead)) };
@@ -539,14 +548,15 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                     let lines = fit(&mut buf.real, w * real_pitch);
                     // SAFETY: each lane of `src` holds `len_in >= read` elements.
                     unsafe {
-                        gather_block_real(
-                            lines,
-                            (n, real_pitch),
-                            sp.0,
-                            offsets,
-                            space.src_axis,
-                            read,
-                        )
+                        if space.src_axis == 1 {
+                            // Contiguous source lanes: each is read in one run.
+                            for (line, &(o, _)) in lines.chunks_exact_mut(real_pitch).zip(offsets) {
+                                gather_real(&mut line[..n], sp.0.offset(o), 1, read);
+                            }
+                        } else {
+                            let at = (n, real_pitch);
+                            gather_block_real(lines, at, sp.0, offsets, space.src_axis, read)
+                        }
                     };
                     let lanes = fit(&mut buf.spectrum, w * pitch);
                     let lines = lines.chunks_exact_mut(real_pitch);
@@ -606,10 +616,11 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
     let space = LaneSpace::new((src.shape, src.strides), dst.strides, pass.axis);
     let scale = T::of_f64(pass.scale);
     let (sp, dp) = (Shared(src.ptr), Shared(dst.ptr));
-    let rows = (space.dst_axis == 1 || n == 1) && skip == 0 && len == n;
+    let contiguous = space.dst_axis == 1 || n == 1;
+    let rows = contiguous && skip == 0 && len == n;
     // Lanes written with a stride are made a block at a time and scattered across it, as
-    // `real_forward`'s are.
-    let block = if rows {
+    // `real_forward`'s are; contiguous ones one at a time, cropped or not.
+    let block = if contiguous {
         1
     } else {
         (STRIDED_BLOCK_BYTES / (lane_pitch(m) * size_of::<Complex<T>>())).clamp(1, COLUMN_BLOCK)
@@ -623,14 +634,21 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
         |range, buf| {
             let (sp, dp) = (sp, dp);
             let scratch = fit(&mut buf.scratch, fft.get_scratch_len());
-            if !rows {
+            if !contiguous {
                 let (pitch, real_pitch) = (lane_pitch(m), real_lane_pitch::<T>(n));
                 for_each_block(&space, range, block, |offsets| {
                     let w = offsets.len();
                     let spectra = fit(&mut buf.spectrum, w * pitch);
                     // SAFETY: each lane of `src` holds `len_in >= read` elements.
                     unsafe {
-                        gather_block(spectra, (m, pitch), sp.0, offsets, space.src_axis, read)
+                        if space.src_axis == 1 {
+                            // Contiguous source lanes: each is read in one run.
+                            for (lane, &(o, _)) in spectra.chunks_exact_mut(pitch).zip(offsets) {
+                                gather(&mut lane[..m], sp.0.offset(o), 1, read);
+                            }
+                        } else {
+                            gather_block(spectra, (m, pitch), sp.0, offsets, space.src_axis, read)
+                        }
                     };
                     let lines = fit(&mut buf.real, w * real_pitch);
                     let lanes = spectra.chunks_exact_mut(pitch);
@@ -656,16 +674,27 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
                 return;
             }
             let spectrum = fit(&mut buf.spectrum, m);
+            let line = fit(&mut buf.real, n);
             for k in range {
                 let (so, d) = space.offsets(k);
                 // SAFETY: lane `k` of `src` holds `len_in >= read` elements.
                 unsafe { gather(spectrum, sp.0.offset(so), space.src_axis, read) };
                 real_ends(spectrum, n);
-                // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
-                let out = unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) };
+                let out: &mut [T] = if rows {
+                    // SAFETY: lane `k` of `dst` is `n` contiguous elements, ours alone.
+                    unsafe { std::slice::from_raw_parts_mut(dp.0.offset(d), n) }
+                } else {
+                    &mut *line
+                };
                 let _ = fft.process_with_scratch(spectrum, out, scratch);
                 if scale != T::one() {
                     out.iter_mut().for_each(|v| *v = *v * scale);
+                }
+                if !rows {
+                    for (j, v) in out[skip..skip + len].iter().enumerate() {
+                        // SAFETY: element `j` of destination lane `k`, ours alone.
+                        unsafe { *dp.0.offset(d + j as isize * space.dst_axis) = *v };
+                    }
                 }
             }
         },

@@ -380,8 +380,9 @@ mod tests {
                     unsafe {
                         let from = src.as_ptr().offset(base);
                         gather_block_real(&mut lanes, (n, pitch), from, &offsets, stride, read);
+                        // From point 1 of each lane: a cropped window, as a convolution's.
                         let to = dst.as_mut_ptr().offset(base);
-                        scatter_block(&lanes, pitch, (0, read), scale, to, &offsets, stride);
+                        scatter_block(&lanes, pitch, (1, read), scale, to, &offsets, stride);
                     }
                     let mut want = vec![sentinel; size];
                     for b in 0..w {
@@ -393,7 +394,7 @@ mod tests {
                             );
                         }
                         for j in 0..read {
-                            want[at(b, j)] = src[at(b, j)] * scale;
+                            want[at(b, j)] = lanes[b * pitch + 1 + j] * scale;
                         }
                     }
                     assert!(
