@@ -711,3 +711,84 @@ fn scale_all<T: FftReal>(v: &mut [Complex<T>], scale: T) {
         v.iter_mut().for_each(|z| *z = *z * scale);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A convolution's cropped last pass (points `skip..skip + len` of each lane, scaled) gives
+    /// the same bits whether its lanes are written with a stride (blocks, tiles where the lanes
+    /// lie side by side) or contiguously (one lane at a time), as one lane's own transform does.
+    #[test]
+    fn a_cropped_real_inverse_writes_each_layout_alike() {
+        let (n, lanes, skip, len) = (12, 37, 3, 7);
+        let m = n / 2 + 1;
+        let fft = super::super::cache::real_inverse::<f64>(n);
+        let pass = Pass {
+            axis: 0,
+            kind: PassKind::RealInverse,
+            len_in: m,
+            n,
+            len_out: len,
+            skip,
+            scale: 0.125,
+        };
+        // The spectrum: `m` rows of `lanes` (the lanes are its columns, side by side).
+        let spectrum: Vec<Complex<f64>> = (0..m * lanes)
+            .map(|i| Complex::new((i % 17) as f64 - 8.0, (i % 5) as f64 * 0.5))
+            .collect();
+        let want: Vec<Vec<f64>> = (0..lanes)
+            .map(|k| {
+                let mut lane: Vec<Complex<f64>> = (0..m).map(|j| spectrum[j * lanes + k]).collect();
+                real_ends(&mut lane, n);
+                let mut out = vec![0.0; n];
+                fft.process(&mut lane, &mut out).unwrap();
+                out[skip..skip + len].iter().map(|v| v * 0.125).collect()
+            })
+            .collect();
+        let src_shape = [m, lanes];
+        let src_strides = [lanes as isize, 1];
+        for (threads, transposed) in [
+            (Threads::One, false),
+            (Threads::All, false),
+            (Threads::One, true),
+        ] {
+            // Either `len x lanes` (lanes strided) or its transpose in memory (contiguous).
+            let mut out = vec![f64::NAN; len * lanes];
+            let dst_strides = if transposed {
+                [1, len as isize]
+            } else {
+                [lanes as isize, 1]
+            };
+            // SAFETY: both arrays hold their shapes at their strides; they are disjoint.
+            unsafe {
+                real_inverse(
+                    &*fft,
+                    &pass,
+                    Lanes {
+                        ptr: spectrum.as_ptr(),
+                        shape: &src_shape,
+                        strides: &src_strides,
+                    },
+                    Lanes {
+                        ptr: out.as_mut_ptr(),
+                        shape: &[len, lanes],
+                        strides: &dst_strides,
+                    },
+                    threads,
+                    &Workspace::new(),
+                )
+            };
+            for (k, lane) in want.iter().enumerate() {
+                for (j, &v) in lane.iter().enumerate() {
+                    let at = (j as isize * dst_strides[0] + k as isize * dst_strides[1]) as usize;
+                    assert_eq!(
+                        out[at].to_bits(),
+                        v.to_bits(),
+                        "lane {k} point {j}, transposed {transposed}"
+                    );
+                }
+            }
+        }
+    }
+}
