@@ -313,6 +313,17 @@ unsafe fn gather_lanes<S: Copy, E: TileElement>(
         lanes.len()
     );
     let (first, last) = (offsets[0].0, offsets[offsets.len() - 1].0);
+    if stride == 1 {
+        // Contiguous source lanes: each is read in one run.
+        for (lane, &(o, _)) in lanes.chunks_exact_mut(pitch).zip(offsets) {
+            for (j, x) in lane[..read].iter_mut().enumerate() {
+                // SAFETY: `j < read`, per the contract.
+                *x = convert(unsafe { *src.offset(o + j as isize) });
+            }
+            lane[read..n].fill(E::default());
+        }
+        return;
+    }
     let done = if same && side_by_side(offsets.iter().map(|o| o.0)) {
         // SAFETY: `S` is `E`, in rows of `offsets.len()` from `src + first`; the lanes are the
         // caller's scratch.
@@ -525,12 +536,7 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
     // and scattered row by row across the block, as the column pass does: written one lane at
     // a time, every point would land on a cache line of its own. A block of long lanes stays
     // within `STRIDED_BLOCK_BYTES` (down to one lane).
-    let lane_bytes = lane_pitch(m) * size_of::<Complex<T>>();
-    let block = if rows {
-        1
-    } else {
-        (STRIDED_BLOCK_BYTES / lane_bytes).clamp(1, COLUMN_BLOCK)
-    };
+    let block = if rows { 1 } else { strided_block::<T>(m) };
     drive(
         threads,
         workspace,
@@ -546,18 +552,9 @@ pub(crate) unsafe fn real_forward<T: FftReal>(
                 for_each_block(&space, range, block, |offsets| {
                     let w = offsets.len();
                     let lines = fit(&mut buf.real, w * real_pitch);
+                    let at = (n, real_pitch);
                     // SAFETY: each lane of `src` holds `len_in >= read` elements.
-                    unsafe {
-                        if space.src_axis == 1 {
-                            // Contiguous source lanes: each is read in one run.
-                            for (line, &(o, _)) in lines.chunks_exact_mut(real_pitch).zip(offsets) {
-                                gather_real(&mut line[..n], sp.0.offset(o), 1, read);
-                            }
-                        } else {
-                            let at = (n, real_pitch);
-                            gather_block_real(lines, at, sp.0, offsets, space.src_axis, read)
-                        }
-                    };
+                    unsafe { gather_block_real(lines, at, sp.0, offsets, space.src_axis, read) };
                     let lanes = fit(&mut buf.spectrum, w * pitch);
                     let lines = lines.chunks_exact_mut(real_pitch);
                     for (line, lane) in lines.zip(lanes.chunks_exact_mut(pitch)) {
@@ -620,11 +617,7 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
     let rows = contiguous && skip == 0 && len == n;
     // Lanes written with a stride are made a block at a time and scattered across it, as
     // `real_forward`'s are; contiguous ones one at a time, cropped or not.
-    let block = if contiguous {
-        1
-    } else {
-        (STRIDED_BLOCK_BYTES / (lane_pitch(m) * size_of::<Complex<T>>())).clamp(1, COLUMN_BLOCK)
-    };
+    let block = if contiguous { 1 } else { strided_block::<T>(m) };
     drive(
         threads,
         workspace,
@@ -641,14 +634,7 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
                     let spectra = fit(&mut buf.spectrum, w * pitch);
                     // SAFETY: each lane of `src` holds `len_in >= read` elements.
                     unsafe {
-                        if space.src_axis == 1 {
-                            // Contiguous source lanes: each is read in one run.
-                            for (lane, &(o, _)) in spectra.chunks_exact_mut(pitch).zip(offsets) {
-                                gather(&mut lane[..m], sp.0.offset(o), 1, read);
-                            }
-                        } else {
-                            gather_block(spectra, (m, pitch), sp.0, offsets, space.src_axis, read)
-                        }
+                        gather_block(spectra, (m, pitch), sp.0, offsets, space.src_axis, read)
                     };
                     let lines = fit(&mut buf.real, w * real_pitch);
                     let lanes = spectra.chunks_exact_mut(pitch);
@@ -699,6 +685,12 @@ pub(crate) unsafe fn real_inverse<A: FftElement<Real = T>, T: FftReal>(
             }
         },
     );
+}
+
+/// Lanes per block of a real pass's strided lanes, whose spectra have `m` points
+/// ([`STRIDED_BLOCK_BYTES`]).
+fn strided_block<T: FftReal>(m: usize) -> usize {
+    (STRIDED_BLOCK_BYTES / (lane_pitch(m) * size_of::<Complex<T>>())).clamp(1, COLUMN_BLOCK)
 }
 
 /// [`lane_pitch`] for real lanes: `n` and a cache line.
