@@ -762,13 +762,7 @@ impl<T: FftReal> HostCorrelator<T> {
         let mut columns: Array2<Complex<T>> = try_zeroed_fft(&Ix2(plan.half_width(), ny))?;
         plan.forward(reference, &mut columns.view_mut().reversed_axes(), threads)?;
         Ok(HostCorrelator {
-            // Column by column, as `correlate` sums the moving image's power.
-            reference_power: columns
-                .rows()
-                .into_iter()
-                .enumerate()
-                .map(|(c, column)| column_power(c, column.as_slice().expect("a row"), nx))
-                .sum(),
+            reference_power: spectrum_power(&columns, nx, threads),
             reference_columns: columns,
             plan,
             threads,
@@ -798,6 +792,18 @@ impl<T: FftReal> HostCorrelator<T> {
             ))
         })
     }
+}
+
+/// `Σ|S|²` of the half spectrum `columns` (a row per column of a spectrum `nx` wide) as it
+/// counts in the full one: column by column, as `correlate` sums the moving image's power,
+/// the columns' powers worked out on `threads` and added in order (the same bits either way).
+fn spectrum_power<T: FftReal>(columns: &Array2<Complex<T>>, nx: usize, threads: Threads) -> f64 {
+    let power = |c: usize| column_power(c, columns.row(c).to_slice().expect("a row"), nx);
+    let powers: Vec<f64> = match threads {
+        Threads::One => (0..columns.nrows()).map(power).collect(),
+        Threads::All => (0..columns.nrows()).into_par_iter().map(power).collect(),
+    };
+    powers.into_iter().sum()
 }
 
 /// `Σ|S|²` over one row of a half spectrum as it counts in the full one: the columns that have
