@@ -3,18 +3,12 @@
 //! even sizes, float32 and float64, noise, upsample 1, 10 and 20, phase and plain
 //! normalization).
 
+mod common;
+use common::numbers;
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 use std::f64::consts::PI;
 use ufunc::registration::{phase_cross_correlation, Normalization, Pcc, PccOptions};
-
-fn numbers(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| x.as_f64().expect("a number"))
-        .collect()
-}
 
 fn run(case: &Value, options: &PccOptions) -> Pcc {
     let shape: Vec<usize> = numbers(&case["shape"])

@@ -9,6 +9,8 @@
 //! private `_upsampled_dft`, of `disambiguate` (not an option of ours), of the deprecated
 //! `return_error`, and float16 images in `test_real_input` (images are f32 or f64).
 
+mod common;
+use common::numbers;
 use ndarray::{Array, ArrayD, Ix1, IxDyn};
 use ndarray_npy::read_npy;
 use num_complex::Complex;
@@ -21,14 +23,6 @@ const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/registration/skimage"
 );
-
-fn numbers(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| x.as_f64().expect("a number"))
-        .collect()
-}
 
 fn camera() -> ArrayD<f64> {
     let cam: ndarray::Array2<u8> = read_npy(format!("{DIR}/camera.npy")).unwrap();

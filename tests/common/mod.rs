@@ -123,3 +123,12 @@ pub fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> ndar
     }
     m
 }
+
+/// A JSON list of numbers (a fixture's), as `f64`s.
+pub fn numbers(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
