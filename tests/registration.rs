@@ -429,3 +429,90 @@ fn a_correlator_refuses_a_reference_with_nan() {
         check!(f64, shape);
     }
 }
+
+/// Crops `reference` and `moving` of one random texture (not periodic), `moving`'s corner
+/// moved by `shift` (whole pixels), each of `size`.
+fn crops(size: &[usize], shift: &[i64], seed: u64) -> (ArrayD<f64>, ArrayD<f64>) {
+    let big: Vec<usize> = size
+        .iter()
+        .zip(shift)
+        .map(|(&n, s)| n + s.unsigned_abs() as usize)
+        .collect();
+    let mut rng = Lcg(seed);
+    let texture = ArrayD::from_shape_simple_fn(IxDyn(&big), || rng.next());
+    let corner = |second: bool| -> Vec<usize> {
+        shift
+            .iter()
+            .map(|&s| match (s > 0, second) {
+                (true, true) | (false, false) => s.unsigned_abs() as usize,
+                _ => 0,
+            })
+            .collect()
+    };
+    let crop = |at: Vec<usize>| {
+        texture
+            .slice_each_axis(|ax| {
+                let d = ax.axis.index();
+                ndarray::Slice::from(at[d]..at[d] + size[d])
+            })
+            .to_owned()
+    };
+    (crop(corner(false)), crop(corner(true)))
+}
+
+/// `disambiguate` in 3-d (eight tiles), with a sub-pixel refinement (the moving image shifted
+/// by a Fourier shift for the tiles), in Fourier space, on both targets and through a
+/// correlator: the real shift, past half the image on some axes, where plain phase
+/// correlation gives its periodic alias.
+#[test]
+fn disambiguate_finds_shifts_past_half_the_image() {
+    use ufunc::registration::Correlator;
+    let (size, shift) = ([20, 24, 18], [13i64, -4, -11]);
+    let (reference, moving) = crops(&size, &shift, 21);
+    let truth: Vec<f64> = shift.iter().map(|&s| s as f64).collect();
+    let alias = [-7.0, -4.0, 7.0];
+    for (upsample, target) in [(1, Target::Cpu), (10, Target::Parallel)] {
+        let o = PccOptions {
+            disambiguate: true,
+            target,
+            ..options(upsample)
+        };
+        let got = phase_cross_correlation(&reference, &moving, &o).unwrap();
+        assert_shift(&got.shift, &truth, 0.11, "disambiguated");
+        let plain = PccOptions {
+            disambiguate: false,
+            ..o
+        };
+        let periodic = phase_cross_correlation(&reference, &moving, &plain).unwrap();
+        assert_shift(&periodic.shift, &alias, 0.11, "periodic");
+        assert_eq!(
+            (got.error, got.phasediff),
+            (periodic.error, periodic.phasediff)
+        );
+    }
+    let spectrum = |a: &ArrayD<f64>| ufunc::fft::fftn(&a.mapv(|v| Complex::new(v, 0.0))).unwrap();
+    let o = PccOptions {
+        disambiguate: true,
+        space: Space::Fourier,
+        ..options(1)
+    };
+    let got = phase_cross_correlation(&spectrum(&reference), &spectrum(&moving), &o).unwrap();
+    assert_eq!(got.shift, truth);
+    // 2-d, through a correlator and the one-off function alike.
+    let (reference, moving) = crops(&[30, 26], &[-19, 8], 22);
+    let (reference, moving): (Array2<f64>, Array2<f64>) = (
+        reference.into_dimensionality().unwrap(),
+        moving.into_dimensionality().unwrap(),
+    );
+    let o = PccOptions {
+        disambiguate: true,
+        ..options(4)
+    };
+    let correlator = Correlator::new(&reference, &o).unwrap();
+    let got = correlator.register(&moving).unwrap();
+    assert_eq!(
+        got,
+        phase_cross_correlation(&reference, &moving, &o).unwrap()
+    );
+    assert_shift(&got.shift, &[-19.0, 8.0], 0.26, "correlator");
+}

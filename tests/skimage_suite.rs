@@ -3,11 +3,13 @@
 //! images, shifts and options: the fixtures of `scripts/fixtures/skimage_suite_fixtures.py` hold
 //! the images (the camera, and the binary blobs drawn once with a seed) and scikit-image's own
 //! result for each case. Each case is checked two ways: the known shift within the suite's
-//! tolerance, and scikit-image's shift, error and phasediff on the same inputs.
+//! tolerance, and scikit-image's shift, error and phasediff on the same inputs. The
+//! `disambiguate` tests run on crops of the camera (against scikit-image) and on a texture of
+//! our own with the suite's geometry (the suite's `eagle()` needs a download).
 //!
 //! Not ported: the tests of invalid `space` and `normalization` strings (enums here), of the
-//! private `_upsampled_dft`, of `disambiguate` (not an option of ours), of the deprecated
-//! `return_error`, and float16 images in `test_real_input` (images are f32 or f64).
+//! private `_upsampled_dft`, of the deprecated `return_error`, and float16 images in
+//! `test_real_input` (images are f32 or f64).
 
 mod common;
 use common::numbers;
@@ -172,4 +174,123 @@ fn scikit_image_wrong_input() {
     nan[[0, 0]] = f64::NAN;
     let e = phase_cross_correlation(&ones(&[5, 5]), &nan, &options).unwrap_err();
     assert!(e.to_string().contains("NaN"), "{e}");
+}
+
+fn disambiguating() -> PccOptions {
+    PccOptions {
+        disambiguate: true,
+        ..Default::default()
+    }
+}
+
+/// `test_disambiguate_2d`'s geometry on crops of the camera (the suite's `eagle()` needs a
+/// download): 300x300 crops 60 or 180 pixels apart along each axis. A shift of 180 is past half
+/// the crop, where the periodic peak says -120 (or 120): only the disambiguation finds it.
+#[test]
+fn scikit_image_disambiguate_2d_on_the_camera() {
+    let text = std::fs::read_to_string(format!("{DIR}/cases.json")).unwrap();
+    let fixtures: Value = serde_json::from_str(&text).unwrap();
+    let cam = camera();
+    let crop = |origin: &[f64]| {
+        let (y, x) = (origin[0] as usize, origin[1] as usize);
+        cam.slice(ndarray::s![y..y + 300, x..x + 300]).to_owned()
+    };
+    let cases = fixtures["disambiguate_2d"].as_array().unwrap();
+    assert_eq!(cases.len(), 16);
+    for case in cases {
+        let (reference, moving) = (
+            crop(&numbers(&case["origin0"])),
+            crop(&numbers(&case["origin1"])),
+        );
+        let truth = numbers(&case["shift"]);
+        let got = phase_cross_correlation(&reference, &moving, &disambiguating()).unwrap();
+        assert_eq!(got.shift, truth, "disambiguated, shift {truth:?}");
+        assert_eq!(got.shift, numbers(&case["skimage"]["shift"]));
+        // Without it, the periodic answer: the same modulo 300, within (-150, 150].
+        let plain = phase_cross_correlation(&reference, &moving, &PccOptions::default()).unwrap();
+        for (p, t) in plain.shift.iter().zip(&truth) {
+            assert!(
+                (p - t).rem_euclid(300.0) == 0.0 && *p > -150.0 && *p <= 150.0,
+                "{plain:?}"
+            );
+        }
+    }
+}
+
+/// `test_disambiguate_2d` as the suite writes it (450x450 crops, shifts of 100 and 350 pixels),
+/// on a textured image of our own in place of `eagle()`: the known shift, exactly.
+#[test]
+fn scikit_image_disambiguate_2d_geometry() {
+    let mut rng = common::Lcg(7);
+    let noise = ndarray::Array2::from_shape_simple_fn((801, 801), || rng.next());
+    // A little smoothing, as a photograph's texture.
+    let texture = ndarray::Array2::from_shape_fn((800, 800), |(y, x)| {
+        noise[[y, x]] + noise[[y + 1, x]] + noise[[y, x + 1]] + noise[[y + 1, x + 1]]
+    });
+    for s0 in [100i64, -100, 350, -350] {
+        for s1 in [100i64, -100, 350, -350] {
+            let shift = [s0, s1];
+            let origin0: Vec<usize> = shift
+                .iter()
+                .map(|&s| if s > 0 { 0 } else { -s as usize })
+                .collect();
+            let origin1: Vec<usize> = origin0
+                .iter()
+                .zip(shift)
+                .map(|(&o, s)| (o as i64 + s) as usize)
+                .collect();
+            let crop = |o: &[usize]| texture.slice(ndarray::s![o[0]..o[0] + 450, o[1]..o[1] + 450]);
+            let got = phase_cross_correlation(&crop(&origin0), &crop(&origin1), &disambiguating())
+                .unwrap();
+            assert_eq!(got.shift, vec![s0 as f64, s1 as f64]);
+        }
+    }
+}
+
+/// `test_disambiguate_zero_shift`, `test_disambiguate_empty_image` and
+/// `test_invalid_value_in_division_warnings`: overlaps that cannot decide leave the shift as
+/// found (scikit-image warns), as scikit-image does.
+#[test]
+fn scikit_image_disambiguate_degenerate_cases() {
+    let text = std::fs::read_to_string(format!("{DIR}/cases.json")).unwrap();
+    let fixtures: Value = serde_json::from_str(&text).unwrap();
+    let want = &fixtures["degenerate"];
+    let cam = camera();
+    for (k, disambiguate) in [true, false].into_iter().enumerate() {
+        let options = PccOptions {
+            disambiguate,
+            ..Default::default()
+        };
+        let got = phase_cross_correlation(&cam, &cam, &options).unwrap();
+        assert_eq!(got.shift, numbers(&want["zero_shift"][k]["shift"]));
+        assert_eq!(got.shift, vec![0.0, 0.0]);
+    }
+    // An empty moving image: no overlap correlates; scikit-image's error is NaN (null).
+    let got = phase_cross_correlation(&cam, &(&cam * 0.0), &disambiguating()).unwrap();
+    assert_eq!(got.shift, numbers(&want["empty_image"]["shift"]));
+    assert!(
+        want["empty_image"]["error"].is_null() && got.error.is_nan(),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.phasediff,
+        want["empty_image"]["phasediff"].as_f64().unwrap()
+    );
+    // Two images of one bright pixel each.
+    let delta = |at: usize| {
+        let mut a = ndarray::Array2::<f64>::zeros((100, 100));
+        a[[at, at]] = 1.0;
+        a
+    };
+    let got = phase_cross_correlation(&delta(50), &delta(60), &disambiguating()).unwrap();
+    let theirs = &want["deltas"];
+    assert_eq!(got.shift, numbers(&theirs["shift"]));
+    assert!(
+        (got.error - theirs["error"].as_f64().unwrap()).abs() < 1e-6,
+        "{got:?}"
+    );
+    assert!(
+        (got.phasediff - theirs["phasediff"].as_f64().unwrap()).abs() < 1e-6,
+        "{got:?}"
+    );
 }

@@ -160,6 +160,25 @@ fn phase_cross_correlation_on_cuda() {
         let d = drift(2);
         same_shift("truth", &got.shift, &[-d[0], -d[1]], 1.0);
 
+        // `disambiguate`: crops of one frame 27 rows apart (past half of 40), by the function
+        // and through a correlator, as on the host.
+        let tall = frames((67, 40), 1, 12);
+        let (crop_a, crop_b) = (
+            tall.slice(ndarray::s![0, 0..40, ..]).to_owned(),
+            tall.slice(ndarray::s![0, 27..67, ..]).to_owned(),
+        );
+        let disambiguating = |target| PccOptions {
+            disambiguate: true,
+            ..options(target)
+        };
+        let got = phase_cross_correlation(&crop_a, &crop_b, &disambiguating(Target::Cuda)).unwrap();
+        let want =
+            phase_cross_correlation(&crop_a, &crop_b, &disambiguating(Target::Parallel)).unwrap();
+        assert_eq!(got.shift, want.shift);
+        same_shift("disambiguated", &got.shift, &[27.0, 0.0], 0.26);
+        let correlator = Correlator::new(&crop_a, &disambiguating(Target::Cuda)).unwrap();
+        assert_eq!(correlator.register(&crop_b).unwrap().shift, want.shift);
+
         // What the target does not take: f64 images, 3-d inputs.
         let a64 = a.mapv(f64::from);
         let e = phase_cross_correlation(&a64, &a64, &options(Target::Cuda)).unwrap_err();

@@ -24,6 +24,7 @@
 
 mod align;
 mod device;
+mod disambiguate;
 mod pcc;
 mod upsample;
 
@@ -92,6 +93,10 @@ pub struct PccOptions {
     /// `Cpu`, `Parallel` (default) or `Cuda` (real 2-d `f32` images: the whole per-image
     /// chain on the GPU, the peak and its refinement found there: one small read per image).
     pub target: Target,
+    /// scikit-image's `disambiguate`: a shift is found only modulo the image's size along each
+    /// axis; with this, the candidate whose overlap of the two images correlates best in real
+    /// space is returned (where no overlap decides it, the shift as found). Off by default.
+    pub disambiguate: bool,
 }
 
 impl Default for PccOptions {
@@ -101,6 +106,7 @@ impl Default for PccOptions {
             normalization: Normalization::Phase,
             space: Space::Real,
             target: Target::Parallel,
+            disambiguate: false,
         }
     }
 }

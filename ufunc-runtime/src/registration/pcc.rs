@@ -3,6 +3,7 @@
 //! upsampled DFT on half the columns); everything else the full n-d complex path. Both give
 //! scikit-image's results.
 
+use super::disambiguate::disambiguate;
 use super::upsample::{upsampled_dft, upsampled_dft_half, HalfProduct, Refinement, Strips};
 use super::{Normalization, Pcc, PccOptions, Space};
 use crate::alloc::try_zeroed_fft;
@@ -61,8 +62,14 @@ where
                 ),
             });
         }
-        let correlator = Correlator::new(&real_image(reference), options)?;
-        return correlator.register(&real_image(moving));
+        // The shift is disambiguated below, from the images as given.
+        let found = PccOptions {
+            disambiguate: false,
+            ..*options
+        };
+        let correlator = Correlator::new(&real_image(reference), &found)?;
+        let pcc = correlator.register(&real_image(moving))?;
+        return disambiguated(pcc, reference, moving, options);
     }
     let threads = threads_of(options.target)?;
     let peak = if is_image {
@@ -79,7 +86,27 @@ where
             options,
         )?
     };
-    peak.finish(reference.shape(), options.upsample_factor)
+    let pcc = peak.finish(reference.shape(), options.upsample_factor)?;
+    disambiguated(pcc, reference, moving, options)
+}
+
+/// `pcc` with its shift disambiguated where `options` ask for it.
+fn disambiguated<A, S1, S2, D>(
+    mut pcc: Pcc,
+    reference: &ArrayBase<S1, D>,
+    moving: &ArrayBase<S2, D>,
+    options: &PccOptions,
+) -> Result<Pcc>
+where
+    A: FftElement,
+    S1: Data<Elem = A>,
+    S2: Data<Elem = A>,
+    D: Dimension,
+{
+    if options.disambiguate {
+        pcc.shift = disambiguate(reference, moving, &pcc.shift, options.space)?;
+    }
+    Ok(pcc)
 }
 
 /// A real 2-d input as an image of its real type.
@@ -585,6 +612,8 @@ pub struct Correlator<T: FftReal> {
     shape: [usize; 2],
     options: PccOptions,
     engine: Engine<T>,
+    /// The reference image, kept only to disambiguate shifts (`options.disambiguate`).
+    reference: Option<Array2<T>>,
 }
 
 enum Engine<T: FftReal> {
@@ -681,7 +710,8 @@ fn made_with<X>(slot: &mut Option<X>, make: impl FnOnce() -> Result<X>) -> Resul
 
 impl<T: FftReal> Correlator<T> {
     /// Prepares registration onto `reference` (errors: an empty image, an `upsample_factor` of
-    /// 0, NaN in the reference; on `cuda`, images other than `f32` and no device).
+    /// 0, NaN in the reference; on `cuda`, images other than `f32` and no device). With
+    /// `options.disambiguate`, a copy of the reference is kept for the real-space comparison.
     pub fn new<S: Data<Elem = T>>(
         reference: &ArrayBase<S, Ix2>,
         options: &PccOptions,
@@ -717,6 +747,7 @@ impl<T: FftReal> Correlator<T> {
             shape: [ny, nx],
             options: *options,
             engine,
+            reference: options.disambiguate.then(|| reference.to_owned()),
         })
     }
 
@@ -730,6 +761,7 @@ impl<T: FftReal> Correlator<T> {
             shape: [ny, nx],
             options: *options,
             engine: Engine::Host(Box::new(HostCorrelator::new(reference, threads)?)),
+            reference: options.disambiguate.then(|| reference.to_owned()),
         })
     }
 
@@ -743,8 +775,13 @@ impl<T: FftReal> Correlator<T> {
                 shapes: [self.shape.to_vec(), moving.shape().to_vec()],
             });
         }
-        self.peak(moving.view())?
-            .finish(&self.shape, self.options.upsample_factor)
+        let pcc = self
+            .peak(moving.view())?
+            .finish(&self.shape, self.options.upsample_factor)?;
+        match &self.reference {
+            Some(reference) => disambiguated(pcc, reference, moving, &self.options),
+            None => Ok(pcc),
+        }
     }
 
     fn peak(&self, moving: ArrayView2<'_, T>) -> Result<Peak> {
