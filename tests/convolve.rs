@@ -393,3 +393,64 @@ fn fused_real_path_matches_the_direct_sum_on_views_and_axis_orders() {
         assert!(err < 1e-12, "{mode:?}: error {err}");
     }
 }
+
+/// SciPy's `convolve` wants, in `valid`, one input at least as large as the other on every
+/// axis whatever the method; its `fftconvolve` and `oaconvolve` leave out the axes on which
+/// either input has length 1 (a broadcast). `scipy.signal.convolve(ones((1, 5)), ones((4, 3)),
+/// 'valid', method=m)` raises for every `m`; `fftconvolve` gives shape (4, 3).
+#[test]
+fn convolve_keeps_scipys_valid_rule_for_every_method() {
+    use ndarray::Array2;
+    let (a, b) = (Array2::<f64>::ones((1, 5)), Array2::<f64>::ones((4, 3)));
+    for method in [
+        Method::Auto,
+        Method::Direct,
+        Method::Fft,
+        Method::OverlapAdd,
+    ] {
+        let e = signal::convolve(&a, &b, Mode::Valid, method).unwrap_err();
+        assert!(
+            e.to_string().contains("do not fit mode `valid`"),
+            "{method:?}: {e}"
+        );
+        assert!(signal::convolve(&a, &b, Mode::Full, method).is_ok());
+    }
+    let want = Array2::<f64>::from_elem((4, 3), 3.0);
+    let close = |x: &Array2<f64>| x.iter().zip(&want).all(|(x, w)| (x - w).abs() < 1e-12);
+    assert!(close(&signal::fftconvolve(&a, &b, Mode::Valid).unwrap()));
+    assert!(close(&signal::oaconvolve(&a, &b, Mode::Valid).unwrap()));
+    let fft = ConvOptions::new(Mode::Valid).method(Method::Fft);
+    assert!(close(&signal::convolve_with(&a, &b, &fft).unwrap()));
+}
+
+/// The direct sum computes only the points the mode keeps (a `valid` result of two equal
+/// inputs is one point), the same values as the FFT's in every mode, with broadcast axes.
+#[test]
+fn the_direct_sum_computes_only_the_window() {
+    use ndarray::{Array1, Array3};
+    let mut rng = common::Lcg(41);
+    let x = Array1::from_shape_simple_fn(3000, || rng.next() - 0.5);
+    let y = Array1::from_shape_simple_fn(3000, || rng.next() - 0.5);
+    let one = signal::convolve(&x, &y, Mode::Valid, Method::Direct).unwrap();
+    let want: f64 = x.iter().zip(y.iter().rev()).map(|(a, b)| a * b).sum();
+    assert_eq!(one.len(), 1);
+    assert!((one[0] - want).abs() < 1e-9, "{} vs {want}", one[0]);
+    let a = Array3::from_shape_simple_fn((3, 1, 17), || rng.next());
+    let b = Array3::from_shape_simple_fn((1, 4, 6), || rng.next());
+    for mode in [Mode::Full, Mode::Same, Mode::Valid] {
+        for axes in [&[2][..], &[0, 2], &[1, 2]] {
+            let o = ConvOptions::new(mode).axes(axes);
+            let direct = signal::convolve_with(&a, &b, &o.clone().method(Method::Direct));
+            let fft = signal::convolve_with(&a, &b, &o.method(Method::Fft));
+            match (direct, fft) {
+                (Ok(d), Ok(f)) => {
+                    assert_eq!(d.shape(), f.shape(), "{mode:?} {axes:?}");
+                    for (d, f) in d.iter().zip(&f) {
+                        assert!((d - f).abs() < 1e-9, "{mode:?} {axes:?}: {d} vs {f}");
+                    }
+                }
+                (d, f) => assert_eq!(d.is_ok(), f.is_ok(), "{mode:?} {axes:?}"),
+            }
+        }
+    }
+}

@@ -291,7 +291,11 @@ where
     V1: DeviceInput<A>,
     V2: DeviceInput<B, Dim = V1::Dim>,
 {
-    convolve_with(in1, in2, &ConvOptions::new(mode).method(method))
+    convolve_with(
+        in1,
+        in2,
+        &ConvOptions::new(mode).method(method).scipy_convolve_rule(),
+    )
 }
 
 /// [`super::convolve_with`] on device arrays (the options' target is not used: this runs on

@@ -2,51 +2,85 @@
 //! whole of `in1`), and SciPy's rule for choosing between it and the FFT.
 
 use super::{ConvElement, Method, Mode};
+use crate::alloc::try_zeroed_fft;
+use crate::error::Result;
 use crate::fft::FftElement;
 use ndarray::{ArrayD, ArrayViewD, IxDyn, Slice, Zip};
 
-/// The full convolution of `a` and `b` along `axes` (of shape `full`), summed directly: for
-/// every point `j` of `b` along the axes, `a` times `b[j]` added at offset `j`. The other axes
-/// broadcast.
+/// The part `window` (start and length per axis, in the full result) of the convolution of
+/// `a` and `b` along `axes`, summed directly: for every point `j` of `b` along the axes, `a`
+/// times `b[j]` added at offset `j`, where that lands in the window. The other axes
+/// broadcast. Only the window is computed (SciPy's direct path computes only the points it
+/// returns: a `valid` result of two equal inputs is one point, not the full `2n - 1`), and
+/// each point sums the kernel's points in the same order whatever the window.
 pub(crate) fn direct<A, B>(
     a: ArrayViewD<'_, A>,
     b: ArrayViewD<'_, B>,
     axes: &[usize],
-    full: &[usize],
-) -> ArrayD<A::Output>
+    window: &[(usize, usize)],
+) -> Result<ArrayD<A::Output>>
 where
     A: ConvElement<B>,
     B: FftElement<Real = A::Real>,
 {
-    let mut out = ArrayD::<A::Output>::default(IxDyn(full));
+    let shape: Vec<usize> = window.iter().map(|&(_, len)| len).collect();
+    let mut out = try_zeroed_fft::<A::Output, IxDyn>(&IxDyn(&shape))?;
     let counts: Vec<usize> = axes.iter().map(|&ax| b.shape()[ax]).collect();
     let points: usize = counts.iter().product();
     let mut j = vec![0usize; axes.len()];
-    for p in 0..points {
+    // Per convolved axis, the span of the full result that kernel point `j` reaches, cut to
+    // the window: `a`'s points `lo - j..hi - j` land on the window's `lo - start..hi - start`.
+    let mut spans = vec![(0usize, 0usize); axes.len()];
+    'points: for p in 0..points {
         let mut rest = p;
         for i in (0..axes.len()).rev() {
             j[i] = rest % counts[i];
             rest /= counts[i];
         }
+        for (i, &ax) in axes.iter().enumerate() {
+            let (start, len) = window[ax];
+            let lo = j[i].max(start);
+            let hi = (j[i] + a.shape()[ax]).min(start + len);
+            if lo >= hi {
+                continue 'points;
+            }
+            spans[i] = (lo, hi);
+        }
         let at = |ax: usize| axes.iter().position(|&x| x == ax);
+        // A broadcast axis: the window's part of an input as long as the result, all of a
+        // length-1 one.
+        let broadcast = |d: ndarray::AxisDescription| match d.len {
+            1 => Slice::from(..),
+            _ => {
+                let (start, len) = window[d.axis.index()];
+                Slice::from(start..start + len)
+            }
+        };
         let kernel = b.slice_each_axis(|d| match at(d.axis.index()) {
             Some(i) => Slice::from(j[i]..j[i] + 1),
-            None => Slice::from(..),
+            None => broadcast(d),
+        });
+        let x = a.slice_each_axis(|d| match at(d.axis.index()) {
+            Some(i) => Slice::from(spans[i].0 - j[i]..spans[i].1 - j[i]),
+            None => broadcast(d),
         });
         let mut region = out.slice_each_axis_mut(|d| match at(d.axis.index()) {
-            Some(i) => Slice::from(j[i]..j[i] + a.shape()[d.axis.index()]),
+            Some(i) => {
+                let start = window[d.axis.index()].0;
+                Slice::from(spans[i].0 - start..spans[i].1 - start)
+            }
             None => Slice::from(..),
         });
         let shape = region.raw_dim();
         // The shapes were checked: `a` and the kernel point broadcast to the region.
-        if let (Some(x), Some(k)) = (a.broadcast(shape.clone()), kernel.broadcast(shape)) {
+        if let (Some(x), Some(k)) = (x.broadcast(shape.clone()), kernel.broadcast(shape)) {
             Zip::from(&mut region)
                 .and(&x)
                 .and(&k)
                 .for_each(|o, &x, &k| *o = *o + A::multiply(x, k));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Whether SciPy's `choose_conv_method` picks the FFT ([`Method::Fft`]) or the direct sum

@@ -101,6 +101,9 @@ pub struct ConvOptions {
     method: Method,
     axes: Option<Shape>,
     target: Target,
+    /// SciPy's `convolve` whatever the method ([`convolve`]): `valid` wants one input at
+    /// least as large as the other on every axis.
+    whole_shapes: bool,
 }
 
 impl ConvOptions {
@@ -111,7 +114,14 @@ impl ConvOptions {
             method: Method::Auto,
             axes: None,
             target: Target::Parallel,
+            whole_shapes: false,
         }
+    }
+
+    /// SciPy's `convolve` rule for `valid` with every method ([`convolve`]'s options).
+    pub(crate) fn scipy_convolve_rule(mut self) -> Self {
+        self.whole_shapes = true;
+        self
     }
 
     /// How to compute it.
@@ -133,12 +143,14 @@ impl ConvOptions {
     }
 
     /// The shapes of the convolution ([`conv_shapes`]). Without axes, [`Method::Auto`] and
-    /// [`Method::Direct`] are SciPy's `convolve`, whose `valid` mode wants one input at least
-    /// as large as the other on every axis, length-1 axes included (`fftconvolve` and
-    /// `oaconvolve` leave those out, as [`Method::Fft`] and [`Method::OverlapAdd`] do here).
+    /// [`Method::Direct`] (and every method through [`convolve`]) are SciPy's `convolve`, whose
+    /// `valid` mode wants one input at least as large as the other on every axis, length-1
+    /// axes included (`fftconvolve` and `oaconvolve` leave those out, as [`Method::Fft`] and
+    /// [`Method::OverlapAdd`] do through [`convolve_with`]).
     pub(crate) fn shapes(&self, s1: &[usize], s2: &[usize], empty: bool) -> Result<ConvShapes> {
         let shapes = conv_shapes(self.mode, s1, s2, self.axes.as_deref(), empty)?;
-        let scipy_convolve = matches!(self.method, Method::Auto | Method::Direct);
+        let scipy_convolve =
+            self.whole_shapes || matches!(self.method, Method::Auto | Method::Direct);
         if self.axes.is_none() && scipy_convolve && !empty {
             let every: Vec<usize> = (0..s1.len()).collect();
             inputs_swap_needed(self.mode, s1, s2, &every)?;
@@ -241,7 +253,9 @@ where
 }
 
 /// The convolution by `method` (SciPy's `convolve(in1, in2, mode, method)`; `Auto` chooses
-/// as SciPy's `choose_conv_method` does).
+/// as SciPy's `choose_conv_method` does). As SciPy's `convolve`, `valid` wants one input at
+/// least as large as the other on every axis, with every method (where [`fftconvolve`] and
+/// [`oaconvolve`] leave out the axes on which either input has length 1).
 pub fn convolve<A, B, S1, S2, D>(
     in1: &ArrayBase<S1, D>,
     in2: &ArrayBase<S2, D>,
@@ -255,10 +269,16 @@ where
     S2: Data<Elem = B>,
     D: Dimension,
 {
-    convolve_with(in1, in2, &ConvOptions::new(mode).method(method))
+    convolve_with(
+        in1,
+        in2,
+        &ConvOptions::new(mode).method(method).scipy_convolve_rule(),
+    )
 }
 
-/// The convolution with every option.
+/// The convolution with every option: [`Method::Auto`] and [`Method::Direct`] are SciPy's
+/// `convolve`, [`Method::Fft`] its `fftconvolve` and [`Method::OverlapAdd`] its `oaconvolve`
+/// (which differ in `valid` mode: see [`convolve`]).
 pub fn convolve_with<A, B, S1, S2, D>(
     in1: &ArrayBase<S1, D>,
     in2: &ArrayBase<S2, D>,
@@ -286,9 +306,7 @@ where
         } => {
             match options.computation(s1, s2, &axes, swap) {
                 // Nothing convolved: the direct sum is the broadcast product.
-                Computation::Product | Computation::Direct => {
-                    element::cut(direct::direct(a, b, &axes, &full), &window)?
-                }
+                Computation::Product | Computation::Direct => direct::direct(a, b, &axes, &window)?,
                 Computation::OverlapAdd => element::cut(
                     overlap_add::overlap_add(a, b, &axes, &full, options)?,
                     &window,
