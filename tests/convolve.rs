@@ -454,3 +454,33 @@ fn the_direct_sum_computes_only_the_window() {
         }
     }
 }
+
+/// A transform, an overlap-add block list or a direct sum too large to allocate is an error,
+/// not an abort, even where the result itself is small (a `same` or `valid` result over a
+/// length of 2^44: its plan's twiddles alone would fill more than the address space).
+#[test]
+fn convolutions_too_large_to_plan_are_errors_not_aborts() {
+    use ndarray::{array, Array1};
+    use ufunc::Error;
+    let one = Array1::from_elem(1, 1.0f64);
+    let long = one.broadcast(1usize << 44).unwrap();
+    let small = array![1.0f64, 2.0, 3.0];
+    let too_large = |e: Error| {
+        assert!(
+            matches!(e, Error::OutOfMemory { .. } | Error::TooLarge { .. }),
+            "{e}"
+        )
+    };
+    too_large(signal::fftconvolve(&long, &long, Mode::Valid).unwrap_err());
+    too_large(signal::fftconvolve(&small, &long, Mode::Same).unwrap_err());
+    too_large(signal::oaconvolve(&long, &small, Mode::Valid).unwrap_err());
+    too_large(signal::convolve(&long, &small, Mode::Full, Method::Direct).unwrap_err());
+    // SciPy's choice here is the direct sum, which reaches the three points kept from five
+    // kernel points only.
+    assert_eq!(
+        signal::choose_conv_method(&[3], &[1 << 44], Mode::Same),
+        Method::Direct
+    );
+    let same = signal::convolve(&small, &long, Mode::Same, Method::Auto).unwrap();
+    assert_eq!(same, array![6.0, 6.0, 6.0]);
+}

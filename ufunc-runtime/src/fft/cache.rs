@@ -5,6 +5,8 @@
 
 use super::real::{Forward, Inverse};
 use super::FftReal;
+use crate::error::{Error, Result};
+use num_complex::Complex;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::{Fft, FftDirection, FftPlanner};
 use std::any::{Any, TypeId};
@@ -40,14 +42,30 @@ fn with_planners<T: FftReal, R>(f: impl FnOnce(&mut Planners<T>) -> R) -> R {
     }
 }
 
+/// An error where a plan of `n` points could not be allocated: rustfft allocates its twiddles
+/// (`n` complex numbers or more) infallibly, and a failure there aborts the process (a
+/// transform of 2^44 points, asked for by a convolution whose result is small, say). The
+/// probe reserves `n` elements, the least a plan takes, so a size it lets through may still
+/// be too large on a small machine, but never absurdly so.
+fn plannable<T: FftReal>(n: usize) -> Result<()> {
+    let mut probe: Vec<Complex<T>> = Vec::new();
+    // Reserved, never written: no page is touched.
+    probe.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        shape: vec![n],
+        bytes: n.saturating_mul(size_of::<Complex<T>>()),
+    })
+}
+
 /// The complex transform of length `n` in `direction`, planned once per process.
-pub(crate) fn complex<T: FftReal>(n: usize, direction: FftDirection) -> Arc<dyn Fft<T>> {
-    with_planners::<T, _>(|p| p.complex.plan_fft(n, direction))
+pub(crate) fn complex<T: FftReal>(n: usize, direction: FftDirection) -> Result<Arc<dyn Fft<T>>> {
+    plannable::<T>(n)?;
+    Ok(with_planners::<T, _>(|p| p.complex.plan_fft(n, direction)))
 }
 
 /// The real-to-complex transform of `n` real points.
-pub(crate) fn real_forward<T: FftReal>(n: usize) -> Arc<dyn RealToComplex<T>> {
-    with_planners::<T, _>(|p| {
+pub(crate) fn real_forward<T: FftReal>(n: usize) -> Result<Arc<dyn RealToComplex<T>>> {
+    plannable::<T>(n)?;
+    Ok(with_planners::<T, _>(|p| {
         if n % 2 == 1 || n == 0 {
             return p.real.plan_fft_forward(n);
         }
@@ -57,12 +75,13 @@ pub(crate) fn real_forward<T: FftReal>(n: usize) -> Arc<dyn RealToComplex<T>> {
             .entry(n)
             .or_insert_with(|| Arc::new(Forward::new(n, complex.plan_fft_forward(n / 2))));
         Arc::clone(plan)
-    })
+    }))
 }
 
 /// The complex-to-real transform giving `n` real points.
-pub(crate) fn real_inverse<T: FftReal>(n: usize) -> Arc<dyn ComplexToReal<T>> {
-    with_planners::<T, _>(|p| {
+pub(crate) fn real_inverse<T: FftReal>(n: usize) -> Result<Arc<dyn ComplexToReal<T>>> {
+    plannable::<T>(n)?;
+    Ok(with_planners::<T, _>(|p| {
         if n % 2 == 1 || n == 0 {
             return p.real.plan_fft_inverse(n);
         }
@@ -72,5 +91,5 @@ pub(crate) fn real_inverse<T: FftReal>(n: usize) -> Arc<dyn ComplexToReal<T>> {
             .entry(n)
             .or_insert_with(|| Arc::new(Inverse::new(n, complex.plan_fft_inverse(n / 2))));
         Arc::clone(plan)
-    })
+    }))
 }

@@ -58,8 +58,8 @@ where
     let (first, last) = (axes[0], axes[axes.len() - 1]);
     if axes.len() == 1 {
         let n = fshape[0];
-        let forward = super::cache::real_forward::<T>(n);
-        let inverse = super::cache::real_inverse::<T>(n);
+        let forward = super::cache::real_forward::<T>(n)?;
+        let inverse = super::cache::real_inverse::<T>(n)?;
         let dst = Lanes {
             ptr: out_ptr,
             shape: &out_shape,
@@ -133,8 +133,8 @@ where
     };
     let bb = broadcast_strides(sb.shape(), sb.strides(), first);
     let n = fshape[0];
-    let forward = super::cache::complex::<T>(n, rustfft::FftDirection::Forward);
-    let inverse = super::cache::complex::<T>(n, rustfft::FftDirection::Inverse);
+    let forward = super::cache::complex::<T>(n, rustfft::FftDirection::Forward)?;
+    let inverse = super::cache::complex::<T>(n, rustfft::FftDirection::Inverse)?;
     // SAFETY: the spectra are valid arrays; the product's lanes (the first `pshape[0]` rows of
     // `buffer`) are written only by this pass, each block after it has read its lanes of the
     // first spectrum, which is `buffer` itself where `shared` and is otherwise distinct.
@@ -193,7 +193,7 @@ where
         skip: window[last].0,
         scale: 1.0,
     };
-    let inverse = super::cache::real_inverse::<T>(n);
+    let inverse = super::cache::real_inverse::<T>(n)?;
     // SAFETY: `src` is the product restricted to the window on the middle axes (inside it);
     // `out` is fresh and the pass writes every element of it.
     unsafe {
@@ -385,12 +385,12 @@ impl<T: FftReal> ColumnRoundTrip<T> {
     pub(crate) const BLOCK: usize = COLUMN_BLOCK;
 
     /// The round trip of columns of `ny` points.
-    pub(crate) fn new(ny: usize) -> Self {
-        ColumnRoundTrip {
-            forward: super::cache::complex::<T>(ny, rustfft::FftDirection::Forward),
-            inverse: super::cache::complex::<T>(ny, rustfft::FftDirection::Inverse),
+    pub(crate) fn new(ny: usize) -> Result<Self> {
+        Ok(ColumnRoundTrip {
+            forward: super::cache::complex::<T>(ny, rustfft::FftDirection::Forward)?,
+            inverse: super::cache::complex::<T>(ny, rustfft::FftDirection::Inverse)?,
             workspace: Workspace::new(),
-        }
+        })
     }
 
     /// Runs it (see the type). Both arrays have the same shape and `ny` rows; `rows` has

@@ -164,14 +164,14 @@ pub(crate) enum Op<T> {
 }
 
 impl<T: FftReal> Op<T> {
-    pub(crate) fn plan(pass: &Pass) -> Self {
+    pub(crate) fn plan(pass: &Pass) -> crate::error::Result<Self> {
         use rustfft::FftDirection::{Forward, Inverse};
-        match pass.kind {
-            PassKind::Forward => Op::Complex(super::cache::complex(pass.n, Forward)),
-            PassKind::Inverse => Op::Complex(super::cache::complex(pass.n, Inverse)),
-            PassKind::RealForward => Op::RealForward(super::cache::real_forward(pass.n)),
-            PassKind::RealInverse => Op::RealInverse(super::cache::real_inverse(pass.n)),
-        }
+        Ok(match pass.kind {
+            PassKind::Forward => Op::Complex(super::cache::complex(pass.n, Forward)?),
+            PassKind::Inverse => Op::Complex(super::cache::complex(pass.n, Inverse)?),
+            PassKind::RealForward => Op::RealForward(super::cache::real_forward(pass.n)?),
+            PassKind::RealInverse => Op::RealInverse(super::cache::real_inverse(pass.n)?),
+        })
     }
 }
 
@@ -715,7 +715,7 @@ mod tests {
     fn a_cropped_real_inverse_writes_each_layout_alike() {
         let (n, lanes, skip, len) = (12, 37, 3, 7);
         let m = n / 2 + 1;
-        let fft = super::super::cache::real_inverse::<f64>(n);
+        let fft = super::super::cache::real_inverse::<f64>(n).unwrap();
         let pass = Pass {
             axis: 0,
             kind: PassKind::RealInverse,

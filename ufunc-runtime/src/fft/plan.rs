@@ -146,7 +146,7 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
                 (s, strides)
             })
             .collect();
-        let ops = recipe.passes.iter().map(Op::plan).collect();
+        let ops = recipe.passes.iter().map(Op::plan).collect::<Result<_>>()?;
         Ok(FftPlan {
             recipe,
             shapes,

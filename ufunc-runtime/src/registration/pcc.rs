@@ -210,7 +210,7 @@ impl<T: FftReal> ImagePlan<T> {
                 0 => None,
                 rest => Some(FftPlan::irfftn(&[rest, half[1]], &row_length(Target::Cpu))?),
             },
-            columns: ColumnRoundTrip::new(ny),
+            columns: ColumnRoundTrip::new(ny)?,
             columns_inverse: FftPlan::ifftn(&half, &one.clone().axis(0))?,
         })
     }

@@ -25,26 +25,31 @@ where
 {
     let shape: Vec<usize> = window.iter().map(|&(_, len)| len).collect();
     let mut out = try_zeroed_fft::<A::Output, IxDyn>(&IxDyn(&shape))?;
-    let counts: Vec<usize> = axes.iter().map(|&ax| b.shape()[ax]).collect();
-    let points: usize = counts.iter().product();
+    // Per convolved axis, the kernel points that reach the window: point `j` reaches the full
+    // result's `j..j + na`. Walked in C order, as the full sum would: each output point adds
+    // its terms in the same order whatever the window.
+    let reach: Vec<std::ops::Range<usize>> = axes
+        .iter()
+        .map(|&ax| {
+            let (start, len) = window[ax];
+            let na = a.shape()[ax];
+            start.saturating_sub(na - 1)..b.shape()[ax].min(start + len)
+        })
+        .collect();
+    let points: usize = reach.iter().map(|r| r.len()).product();
     let mut j = vec![0usize; axes.len()];
     // Per convolved axis, the span of the full result that kernel point `j` reaches, cut to
     // the window: `a`'s points `lo - j..hi - j` land on the window's `lo - start..hi - start`.
     let mut spans = vec![(0usize, 0usize); axes.len()];
-    'points: for p in 0..points {
+    for p in 0..points {
         let mut rest = p;
         for i in (0..axes.len()).rev() {
-            j[i] = rest % counts[i];
-            rest /= counts[i];
+            j[i] = reach[i].start + rest % reach[i].len();
+            rest /= reach[i].len();
         }
         for (i, &ax) in axes.iter().enumerate() {
             let (start, len) = window[ax];
-            let lo = j[i].max(start);
-            let hi = (j[i] + a.shape()[ax]).min(start + len);
-            if lo >= hi {
-                continue 'points;
-            }
-            spans[i] = (lo, hi);
+            spans[i] = (j[i].max(start), (j[i] + a.shape()[ax]).min(start + len));
         }
         let at = |ax: usize| axes.iter().position(|&x| x == ax);
         // A broadcast axis: the window's part of an input as long as the result, all of a

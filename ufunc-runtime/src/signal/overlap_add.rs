@@ -110,6 +110,22 @@ impl OaPlan {
             .zip(&steps)
             .map(|(&ax, &(t1, t2))| fast(t1.min(s1[ax]) + t2.min(s2[ax]) - 1))
             .collect::<Result<Vec<_>>>()?;
+        // Every block's start, and then every pair of blocks, is held at once: a length
+        // whose list could not be allocated is an error here, not an abort in `block_starts`.
+        let count = |shape: &[usize], step: fn(&(usize, usize)) -> usize| {
+            axes.iter()
+                .zip(&steps)
+                .map(|(&ax, s)| shape[ax].div_ceil(step(s).max(1)))
+                .fold(1usize, usize::saturating_mul)
+        };
+        let pairs = count(s1, |s| s.0).saturating_mul(count(s2, |s| s.1));
+        let bytes = pairs.saturating_mul(size_of::<OaPair>() + 2 * axes.len() * size_of::<usize>());
+        Vec::<u8>::new()
+            .try_reserve_exact(bytes)
+            .map_err(|_| Error::OutOfMemory {
+                shape: full.to_vec(),
+                bytes,
+            })?;
         Ok(OaPlan {
             blocks1: block_starts(s1, axes, steps.iter().map(|s| s.0)),
             blocks2: block_starts(s2, axes, steps.iter().map(|s| s.1)),
