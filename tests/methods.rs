@@ -490,10 +490,17 @@ fn axes_are_checked_with_the_function_named() {
     ));
     // out of the wrong shape.
     let mut out = Array::<i32, _>::zeros(4);
-    assert!(matches!(
-        add_i32::reduce_out(&a, 0, &mut out),
-        Err(Error::OutputShape { .. })
-    ));
+    let e = add_i32::reduce_out(&a, 0, &mut out).unwrap_err();
+    assert!(matches!(e, Error::ReducedShape { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "`add_i32::reduce`: `out` has shape (4,) but the reduction gives ({},) (or (1,{}) \
+             with the reduced axes kept)",
+            a.shape()[1],
+            a.shape()[1]
+        )
+    );
     // keepdims-shaped out is accepted too.
     let mut out = Array::<i32, _>::zeros((1, 3));
     add_i32::reduce_out(&a, 0, &mut out).unwrap();

@@ -424,7 +424,7 @@ fn reduce_out_device_takes_either_shape_and_checks_it() {
         );
         let mut wrong = ufunc::cuda::device_array::<i64, _>((4,)).unwrap();
         let err = cuda_add_i64::reduce_out_device(&d, [0, 2], &mut wrong).unwrap_err();
-        assert!(matches!(err, Error::OutputShape { .. }), "{err}");
+        assert!(matches!(err, Error::ReducedShape { .. }), "{err}");
         let err = cuda_add_i64::reduce_device(&d, [0, 0]).unwrap_err();
         assert!(matches!(err, Error::MethodRepeatedAxis { .. }), "{err}");
         let err = cuda_add_i64::reduce_device(&d, 3).unwrap_err();

@@ -150,6 +150,18 @@ pub enum Error {
         /// The array's number of dimensions.
         ndim: usize,
     },
+    /// An array given to `reduce`'s `out` has neither the reduced shape nor the reduced
+    /// shape with the reduced axes kept (as length 1).
+    ReducedShape {
+        /// The ufunc's name.
+        function: &'static str,
+        /// The shape of the array that was given.
+        found: Vec<usize>,
+        /// The reduced shape.
+        expected: Vec<usize>,
+        /// The reduced shape with the reduced axes kept.
+        keepdims: Vec<usize>,
+    },
     /// An axis appears more than once among the axes of a reduction.
     MethodRepeatedAxis {
         /// The ufunc's name.
@@ -408,6 +420,19 @@ impl fmt::Display for Error {
                 f,
                 "`{function}::{method}`: axis {axis} is out of bounds for an array of dimension \
                  {ndim}"
+            ),
+            Error::ReducedShape {
+                function,
+                found,
+                expected,
+                keepdims,
+            } => write!(
+                f,
+                "`{function}::reduce`: `out` has shape {} but the reduction gives {} (or {} with \
+                 the reduced axes kept)",
+                ShapeDisplay(found),
+                ShapeDisplay(expected),
+                ShapeDisplay(keepdims)
             ),
             Error::MethodRepeatedAxis { function, axes } => {
                 write!(f, "`{function}::reduce`: repeated axis in axes {axes:?}")

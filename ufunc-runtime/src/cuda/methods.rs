@@ -417,7 +417,7 @@ where
 {
     with_input::<B, T, A, _>(compiled, stream, a, |m, input| {
         let reduced = reduced_axes::<B, T>(&axes, input.shape.len())?;
-        out_keepdims(input.shape, &reduced, out.dim.slice())?;
+        out_keepdims(B::NAME, input.shape, &reduced, out.dim.slice())?;
         m.reduce_into::<B, T>(input, &reduced, &mut out.buf.0)
     })
 }

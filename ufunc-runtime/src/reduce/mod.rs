@@ -192,19 +192,28 @@ pub(crate) fn empty_reduction<B: Body<In = (T, T), Out = T>, T: Element>(
     }
 }
 
-/// Whether an output of `out_shape` for reducing `shape` over `reduced` keeps the reduced
-/// axes (as length 1), or `Error::OutputShape` where it has neither shape.
-pub(crate) fn out_keepdims(shape: &[usize], reduced: &[bool], out_shape: &[usize]) -> Result<bool> {
-    let plain = reduced_shape(shape, reduced, false);
+/// Whether an output of `out_shape` for `function`'s reduction of `shape` over `reduced`
+/// keeps the reduced axes (as length 1), or `Error::ReducedShape` where it has neither shape.
+pub(crate) fn out_keepdims(
+    function: &'static str,
+    shape: &[usize],
+    reduced: &[bool],
+    out_shape: &[usize],
+) -> Result<bool> {
+    let (plain, kept) = (
+        reduced_shape(shape, reduced, false),
+        reduced_shape(shape, reduced, true),
+    );
     if out_shape == plain.as_slice() {
         Ok(false)
-    } else if out_shape == reduced_shape(shape, reduced, true).as_slice() {
+    } else if out_shape == kept.as_slice() {
         Ok(true)
     } else {
-        Err(Error::OutputShape {
-            output: 0,
-            expected: plain,
+        Err(Error::ReducedShape {
+            function,
             found: out_shape.to_vec(),
+            expected: plain,
+            keepdims: kept,
         })
     }
 }
@@ -340,7 +349,7 @@ where
     let raw = a.raw();
     let reduced = reduced_axes::<B, T>(&axes, raw.shape.len())?;
     let out: RawOutOperand<'_> = out.raw_mut();
-    let keepdims = out_keepdims(raw.shape, &reduced, out.shape)?;
+    let keepdims = out_keepdims(B::NAME, raw.shape, &reduced, out.shape)?;
     let strides = full_strides(&reduced, out.strides, keepdims);
     reduce_into::<B, T>(route, raw, &reduced, out.ptr as *mut T, &strides)
 }
