@@ -498,6 +498,26 @@ fn disambiguate_finds_shifts_past_half_the_image() {
     };
     let got = phase_cross_correlation(&spectrum(&reference), &spectrum(&moving), &o).unwrap();
     assert_eq!(got.shift, truth);
+    // Complex images (scikit-image compares their tiles by the complex correlation's real
+    // part, as NumPy orders complex numbers): crops 19 rows apart in 40 (alias -21).
+    let (re, im) = (
+        crops(&[40, 40], &[19, 0], 23),
+        crops(&[40, 40], &[19, 0], 24),
+    );
+    let complex = |a: &ArrayD<f64>, b: &ArrayD<f64>| {
+        ndarray::Zip::from(a)
+            .and(b)
+            .map_collect(|&x, &y| Complex::new(x, y))
+    };
+    let (a, b) = (complex(&re.0, &im.0), complex(&re.1, &im.1));
+    let o = PccOptions {
+        disambiguate: true,
+        ..options(1)
+    };
+    assert_eq!(
+        phase_cross_correlation(&a, &b, &o).unwrap().shift,
+        vec![19.0, 0.0]
+    );
     // 2-d, through a correlator and the one-off function alike.
     let (reference, moving) = crops(&[30, 26], &[-19, 8], 22);
     let (reference, moving): (Array2<f64>, Array2<f64>) = (
