@@ -535,4 +535,19 @@ fn disambiguate_finds_shifts_past_half_the_image() {
         phase_cross_correlation(&reference, &moving, &o).unwrap()
     );
     assert_shift(&got.shift, &[-19.0, 8.0], 0.26, "correlator");
+    // A correlator takes images whatever `space` says: the tiles compare the images too.
+    let fourier = PccOptions {
+        space: Space::Fourier,
+        ..o
+    };
+    let got = Correlator::new(&reference, &fourier)
+        .unwrap()
+        .register(&moving)
+        .unwrap();
+    assert_shift(
+        &got.shift,
+        &[-19.0, 8.0],
+        0.26,
+        "correlator, Space::Fourier",
+    );
 }

@@ -46,7 +46,8 @@ fn with_planners<T: FftReal, R>(f: impl FnOnce(&mut Planners<T>) -> R) -> R {
 /// (`n` complex numbers or more) infallibly, and a failure there aborts the process (a
 /// transform of 2^44 points, asked for by a convolution whose result is small, say). The
 /// probe reserves `n` elements, the least a plan takes, so a size it lets through may still
-/// be too large on a small machine, but never absurdly so.
+/// be too large; and where the kernel grants any reservation (`vm.overcommit_memory = 1`)
+/// only lengths beyond the address space are caught.
 fn plannable<T: FftReal>(n: usize) -> Result<()> {
     let mut probe: Vec<Complex<T>> = Vec::new();
     // Reserved, never written: no page is touched.

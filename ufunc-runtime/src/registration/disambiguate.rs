@@ -10,6 +10,7 @@
 //! a cubic spline; a whole-pixel shift is the same exact roll in both.
 
 use super::Space;
+use crate::alloc::try_zeroed_fft;
 use crate::error::Result;
 use crate::fft::{FftElement, FftOptions, FftPlan, FftReal};
 use crate::Target;
@@ -24,6 +25,7 @@ pub(super) fn disambiguate<A, S1, S2, D>(
     moving: &ArrayBase<S2, D>,
     shift: &[f64],
     space: Space,
+    target: Target,
 ) -> Result<Vec<f64>>
 where
     A: FftElement,
@@ -31,14 +33,16 @@ where
     S2: Data<Elem = A>,
     D: Dimension,
 {
+    // Every copy is fallible: three images of `Complex<f64>`, 16 bytes a point.
     let image = |a: ArrayViewD<'_, A>| -> Result<ArrayD<Complex<f64>>> {
-        let mut z = a.mapv(|v| {
+        let mut z = try_zeroed_fft::<Complex<f64>, IxDyn>(&a.raw_dim())?;
+        Zip::from(&mut z).and(&a).for_each(|z, &v| {
             let c = v.to_complex();
-            Complex::new(c.re.as_f64(), c.im.as_f64())
+            *z = Complex::new(c.re.as_f64(), c.im.as_f64());
         });
         if space == Space::Fourier {
             // Spectra are compared as the images they transform back to.
-            fft_inplace(&mut z, true)?;
+            fft_inplace(&mut z, true, target)?;
         }
         Ok(z)
     };
@@ -50,7 +54,7 @@ where
         .zip(&shape)
         .map(|(&s, &n)| s.rem_euclid(n as f64))
         .collect();
-    let mut shifted = shifted(&moving, shift)?;
+    let mut shifted = shifted(&moving, shift, target)?;
     if !A::COMPLEX && space == Space::Real {
         // A real image moved by a fraction of a pixel stays real (the Fourier shift leaves an
         // imaginary part at the Nyquist frequency of an even axis).
@@ -95,8 +99,13 @@ fn is_high(tile: usize, axis: usize, ndim: usize) -> bool {
 
 /// `image` moved by `shift` periodically (scipy's `ndimage.shift` with `mode='grid-wrap'`):
 /// an exact roll for whole pixels, a Fourier shift otherwise.
-fn shifted(image: &ArrayD<Complex<f64>>, shift: &[f64]) -> Result<ArrayD<Complex<f64>>> {
+fn shifted(
+    image: &ArrayD<Complex<f64>>,
+    shift: &[f64],
+    target: Target,
+) -> Result<ArrayD<Complex<f64>>> {
     let shape = image.shape().to_vec();
+    let mut out = try_zeroed_fft::<Complex<f64>, IxDyn>(&image.raw_dim())?;
     if shift.iter().all(|s| s.fract() == 0.0) {
         // out[i] = in[(i - s) mod n] along each axis.
         let from: Vec<Vec<usize>> = shape
@@ -108,17 +117,18 @@ fn shifted(image: &ArrayD<Complex<f64>>, shift: &[f64]) -> Result<ArrayD<Complex
                     .collect()
             })
             .collect();
-        return Ok(ArrayD::from_shape_fn(IxDyn(&shape), |i| {
+        out.indexed_iter_mut().for_each(|(i, v)| {
             let mut at = i.clone();
             for (d, from) in from.iter().enumerate() {
                 at[d] = from[i[d]];
             }
-            image[at]
-        }));
+            *v = image[at];
+        });
+        return Ok(out);
     }
-    let mut z = image.clone();
-    fft_inplace(&mut z, false)?;
-    for (k, v) in z.indexed_iter_mut() {
+    out.assign(image);
+    fft_inplace(&mut out, false, target)?;
+    for (k, v) in out.indexed_iter_mut() {
         let phase: f64 = (0..shape.len())
             .map(|d| {
                 let n = shape[d];
@@ -132,12 +142,17 @@ fn shifted(image: &ArrayD<Complex<f64>>, shift: &[f64]) -> Result<ArrayD<Complex
             .sum();
         *v *= Complex::from_polar(1.0, phase);
     }
-    fft_inplace(&mut z, true)?;
-    Ok(z)
+    fft_inplace(&mut out, true, target)?;
+    Ok(out)
 }
 
-fn fft_inplace(z: &mut ArrayD<Complex<f64>>, inverse: bool) -> Result<()> {
-    let options = FftOptions::new().target(Target::Parallel);
+fn fft_inplace(z: &mut ArrayD<Complex<f64>>, inverse: bool, target: Target) -> Result<()> {
+    // `cuda` registers on the device, but its tiles are compared here, on every core.
+    let target = match target {
+        Target::Cpu => Target::Cpu,
+        _ => Target::Parallel,
+    };
+    let options = FftOptions::new().target(target);
     match inverse {
         true => FftPlan::ifftn(z.shape(), &options)?.execute_inplace(z),
         false => FftPlan::fftn(z.shape(), &options)?.execute_inplace(z),
@@ -156,7 +171,9 @@ fn pearson(a: ArrayViewD<'_, Complex<f64>>, b: ArrayViewD<'_, Complex<f64>>) -> 
         va += dx.norm_sqr();
         vb += dy.norm_sqr();
     });
-    (cov.re / (va * vb).sqrt()).clamp(-1.0, 1.0)
+    // Each deviation's norm on its own, as NumPy divides by each: their product could
+    // overflow or underflow for values far from 1.
+    (cov.re / (va.sqrt() * vb.sqrt())).clamp(-1.0, 1.0)
 }
 
 #[cfg(test)]
@@ -171,11 +188,11 @@ mod tests {
         let image = ArrayD::from_shape_fn(IxDyn(&shape), |i| {
             Complex::new((i[0] * 31 + i[1] * 7 + i[2] * 3) as f64 % 11.0, 0.0)
         });
-        let roll = shifted(&image, &[2.0, -1.0, 3.0]).unwrap();
+        let roll = shifted(&image, &[2.0, -1.0, 3.0], Target::Cpu).unwrap();
         assert_eq!(roll[[2, 4, 3]], image[[0, 0, 0]]);
         assert_eq!(roll[[0, 0, 0]], image[[4, 1, 1]]);
         // Nearly whole pixels go through the Fourier shift.
-        let nearly = shifted(&image, &[2.0 + 1e-9, -1.0, 3.0]).unwrap();
+        let nearly = shifted(&image, &[2.0 + 1e-9, -1.0, 3.0], Target::Cpu).unwrap();
         for (a, b) in nearly.iter().zip(&roll) {
             assert!((a - b).norm() < 1e-6, "{a} vs {b}");
         }

@@ -104,7 +104,7 @@ where
     D: Dimension,
 {
     if options.disambiguate {
-        pcc.shift = disambiguate(reference, moving, &pcc.shift, options.space)?;
+        pcc.shift = disambiguate(reference, moving, &pcc.shift, options.space, options.target)?;
     }
     Ok(pcc)
 }
@@ -779,7 +779,14 @@ impl<T: FftReal> Correlator<T> {
             .peak(moving.view())?
             .finish(&self.shape, self.options.upsample_factor)?;
         match &self.reference {
-            Some(reference) => disambiguated(pcc, reference, moving, &self.options),
+            // A correlator's images are images, whatever `space` says.
+            Some(reference) => {
+                let options = PccOptions {
+                    space: Space::Real,
+                    ..self.options
+                };
+                disambiguated(pcc, reference, moving, &options)
+            }
             None => Ok(pcc),
         }
     }
