@@ -9,10 +9,11 @@
 //! sub-pixel shift moves the image by a Fourier shift here, where scikit-image interpolates with
 //! a cubic spline; a whole-pixel shift is the same exact roll in both.
 
+use super::pcc::complex_fftn_inplace;
 use super::Space;
 use crate::alloc::try_zeroed_fft;
 use crate::error::Result;
-use crate::fft::{FftElement, FftOptions, FftPlan, FftReal};
+use crate::fft::{FftElement, FftReal};
 use crate::Target;
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, Dimension, IxDyn, Slice, Zip};
 use num_complex::Complex;
@@ -33,6 +34,11 @@ where
     S2: Data<Elem = A>,
     D: Dimension,
 {
+    // `cuda` registers on the device, but the tiles are compared here, on every core.
+    let target = match target {
+        Target::Cpu => Target::Cpu,
+        _ => Target::Parallel,
+    };
     // Every copy is fallible: three images of `Complex<f64>`, 16 bytes a point.
     let image = |a: ArrayViewD<'_, A>| -> Result<ArrayD<Complex<f64>>> {
         let mut z = try_zeroed_fft::<Complex<f64>, IxDyn>(&a.raw_dim())?;
@@ -42,7 +48,7 @@ where
         });
         if space == Space::Fourier {
             // Spectra are compared as the images they transform back to.
-            fft_inplace(&mut z, true, target)?;
+            complex_fftn_inplace(&mut z, true, target)?;
         }
         Ok(z)
     };
@@ -127,7 +133,7 @@ fn shifted(
         return Ok(out);
     }
     out.assign(image);
-    fft_inplace(&mut out, false, target)?;
+    complex_fftn_inplace(&mut out, false, target)?;
     for (k, v) in out.indexed_iter_mut() {
         let phase: f64 = (0..shape.len())
             .map(|d| {
@@ -142,21 +148,8 @@ fn shifted(
             .sum();
         *v *= Complex::from_polar(1.0, phase);
     }
-    fft_inplace(&mut out, true, target)?;
+    complex_fftn_inplace(&mut out, true, target)?;
     Ok(out)
-}
-
-fn fft_inplace(z: &mut ArrayD<Complex<f64>>, inverse: bool, target: Target) -> Result<()> {
-    // `cuda` registers on the device, but its tiles are compared here, on every core.
-    let target = match target {
-        Target::Cpu => Target::Cpu,
-        _ => Target::Parallel,
-    };
-    let options = FftOptions::new().target(target);
-    match inverse {
-        true => FftPlan::ifftn(z.shape(), &options)?.execute_inplace(z),
-        false => FftPlan::fftn(z.shape(), &options)?.execute_inplace(z),
-    }
 }
 
 /// NumPy's `corrcoef(a, b)[0, 1]` of two tiles (flattened), its real part: complex tiles

@@ -146,7 +146,7 @@ fn spectrum_of<A: FftElement, S: Data<Elem = A>, D: Dimension>(
 }
 
 /// The complex FFT over every axis of `z`, in place (the inverse divided by the size).
-fn complex_fftn_inplace<T: FftReal>(
+pub(super) fn complex_fftn_inplace<T: FftReal>(
     z: &mut ArrayD<Complex<T>>,
     inverse: bool,
     target: Target,
