@@ -13,7 +13,7 @@ ORDER = ["numpy", "numexpr", "numba-cpu", "numba-parallel", "numba-njit-parallel
          "numba-gu-parallel"]
 CASES = ["square_sum", "gaussian_pdf", "polar_distance", "hypot_like", "broadcast_add", "contiguous_add",
          "triad", "tiny_call", "matmul_small", "matmul_4x4", "matmul_256", "polygon_mask"]
-RATES = [("gbps", "GB/s"), ("gflops", "GFLOP/s")]  # optional per-line fields, shown as columns
+RATES = [("gbps", "GB/s"), ("of_triad", "% of triad"), ("gflops", "GFLOP/s")]  # optional per-line fields, shown as columns
 
 
 def load(paths):

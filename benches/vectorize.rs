@@ -65,6 +65,7 @@ fn methods_on(b: &Bench, huge: bool) {
         data(n, 9)
     };
     let square = flat.view().into_shape_with_order((4000, 4000)).unwrap();
+    let mut triad = Triad::new(n, huge);
     let cases: [(&str, &dyn Fn(Target)); 5] = [
         ("add_reduce_all", &|t| {
             black_box(add::reduce_on(t, &flat, 0).unwrap());
@@ -92,20 +93,30 @@ fn methods_on(b: &Bench, huge: bool) {
             4 * n
         };
         let pages = if huge { "-hugepages" } else { "" };
-        for target in [Target::Cpu, Target::Parallel] {
-            let ms = b.time(|| call(target));
-            let gbps = Some(bytes as f64 / ms / 1e6);
-            b.report(case, n, &format!("ufunc-{target}{pages}"), ms, gbps);
-        }
+        let ms = b.time(|| call(Target::Cpu));
+        let gbps = Some(bytes as f64 / ms / 1e6);
+        b.report(case, n, &format!("ufunc-cpu{pages}"), ms, gbps);
+        let (ms, of_triad) = triad.interleaved(b, bytes, || call(Target::Parallel));
+        b.report_of_triad(
+            case,
+            n,
+            &format!("ufunc-parallel{pages}"),
+            ms,
+            bytes,
+            of_triad,
+        );
         if case == "add_accumulate" {
             // Into a preallocated output, as the triad writes: a fresh 64 MB output costs its
             // page faults (zeroing) on every call.
             let mut out = flat.clone();
-            for target in [Target::Cpu, Target::Parallel] {
-                let ms = b.time(|| add::accumulate_out_on(target, &flat, 0, &mut out).unwrap());
-                let gbps = Some(bytes as f64 / ms / 1e6);
-                b.report(case, n, &format!("ufunc-{target}-out{pages}"), ms, gbps);
-            }
+            let ms = b.time(|| add::accumulate_out_on(Target::Cpu, &flat, 0, &mut out).unwrap());
+            let gbps = Some(bytes as f64 / ms / 1e6);
+            b.report(case, n, &format!("ufunc-cpu-out{pages}"), ms, gbps);
+            let (ms, of_triad) = triad.interleaved(b, bytes, || {
+                add::accumulate_out_on(Target::Parallel, &flat, 0, &mut out).unwrap()
+            });
+            let imp = format!("ufunc-parallel-out{pages}");
+            b.report_of_triad(case, n, &imp, ms, bytes, of_triad);
         }
     }
     if !huge && (b.wanted("add_at") || b.wanted("add_at_2d")) {
@@ -142,6 +153,76 @@ fn methods_on(b: &Bench, huge: bool) {
     }
 }
 
+/// The two-thread triad `z = x + s * y` on arrays in the same kind of pages as a case's input,
+/// timed in turn with the case: the goal is a fraction of the triad's bandwidth, and on
+/// a shared host both drift by tens of percent within seconds, so each case is compared with
+/// the triad run just before it rather than with one measured a minute earlier.
+struct Triad {
+    x: Array1<f32>,
+    y: Array1<f32>,
+    z: Array1<f32>,
+}
+
+impl Triad {
+    fn new(n: usize, huge: bool) -> Triad {
+        let pages = |a: Array1<f32>| if huge { in_huge_pages(&a) } else { a };
+        Triad {
+            x: pages(data(n, 1)),
+            y: pages(data(n, 2)),
+            z: pages(Array1::zeros(n)),
+        }
+    }
+
+    /// Bytes moved per run, as STREAM counts them (two reads and a write).
+    fn bytes(&self) -> usize {
+        12 * self.x.len()
+    }
+
+    fn run(&mut self) {
+        let chunk = self.x.len().div_ceil(rayon::current_num_threads() * 4);
+        let (x, y) = (self.x.as_slice().unwrap(), self.y.as_slice().unwrap());
+        self.z
+            .as_slice_mut()
+            .unwrap()
+            .par_chunks_mut(chunk)
+            .zip(x.par_chunks(chunk).zip(y.par_chunks(chunk)))
+            .for_each(|(z, (x, y))| {
+                for ((z, x), y) in z.iter_mut().zip(x).zip(y) {
+                    *z = x + 1.5 * y;
+                }
+            });
+    }
+
+    /// Runs the triad and `case` in turn, `3 * reps` times each after a warm-up, and returns
+    /// the case's median milliseconds and the median over rounds of its bandwidth (`bytes` per
+    /// run) as a percentage of the triad's in the same round.
+    fn interleaved(&mut self, b: &Bench, bytes: usize, mut case: impl FnMut()) -> (f64, f64) {
+        let ms = |f: &mut dyn FnMut()| {
+            let start = std::time::Instant::now();
+            f();
+            start.elapsed().as_secs_f64() * 1e3
+        };
+        self.run();
+        case();
+        let rounds = 3 * b.reps;
+        let mut times = Vec::with_capacity(rounds);
+        let mut percents = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let triad_ms = ms(&mut || self.run());
+            let case_ms = ms(&mut case);
+            times.push(case_ms);
+            let triad_gbps = self.bytes() as f64 / triad_ms;
+            percents.push(100.0 * (bytes as f64 / case_ms) / triad_gbps);
+        }
+        (median(times), median(percents))
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// A copy of `a` in memory the kernel is asked to back with transparent huge pages (Linux's
 /// `madvise(MADV_HUGEPAGE)`, as NumPy does for its large arrays; elsewhere a plain copy).
 fn in_huge_pages(a: &Array1<f32>) -> Array1<f32> {
@@ -171,7 +252,6 @@ struct Bench {
 }
 
 impl Bench {
-    /// Median milliseconds of `reps` runs after one warm-up.
     /// Median milliseconds of `self.reps` runs after one warm-up.
     fn time(&self, f: impl FnMut()) -> f64 {
         common::median_ms(self.reps, f)
@@ -191,6 +271,22 @@ impl Bench {
         } else {
             let extra = gbps.map_or(String::new(), |g| format!("  {g:6.2} GB/s"));
             println!("{case:16} n={n:>9} {imp:28} {ms:9.3} ms{extra}");
+        }
+    }
+
+    /// A report line with the bandwidth as a percentage of the triad's, measured in turn
+    /// ([`Triad::interleaved`]).
+    fn report_of_triad(&self, case: &str, n: usize, imp: &str, ms: f64, bytes: usize, pct: f64) {
+        let imp = format!("{imp}{}", self.suffix);
+        let gbps = bytes as f64 / ms / 1e6;
+        if self.json {
+            println!(
+                "{{\"case\": \"{case}\", \"n\": {n}, \"impl\": \"{imp}\", \"ms\": {ms:.4}, \"gbps\": {gbps:.2}, \"of_triad\": {pct:.1}}}"
+            );
+        } else {
+            println!(
+                "{case:16} n={n:>9} {imp:28} {ms:9.3} ms  {gbps:6.2} GB/s  {pct:5.1}% of triad"
+            );
         }
     }
 
@@ -240,15 +336,13 @@ fn triad(b: &Bench, n: usize) {
     if !b.wanted("triad") {
         return;
     }
-    let x = data(n, 1);
-    let y = data(n, 2);
-    let mut z = Array1::<f32>::zeros(n);
-    let s = 1.5f32;
-    let bytes = 3 * 4 * n;
-    let (xs, ys) = (x.as_slice().unwrap(), y.as_slice().unwrap());
+    let mut t = Triad::new(n, false);
+    let bytes = t.bytes();
+    let (xs, ys) = (t.x.as_slice().unwrap(), t.y.as_slice().unwrap());
+    let mut z = t.z.clone();
     let ms = b.time(|| {
         for ((z, x), y) in z.as_slice_mut().unwrap().iter_mut().zip(xs).zip(ys) {
-            *z = x + s * y;
+            *z = x + 1.5 * y;
         }
     });
     b.report(
@@ -258,23 +352,11 @@ fn triad(b: &Bench, n: usize) {
         ms,
         Some(bytes as f64 / ms / 1e6),
     );
-    let threads = rayon::current_num_threads();
-    let chunk = n.div_ceil(threads * 4);
-    let ms = b.time(|| {
-        z.as_slice_mut()
-            .unwrap()
-            .par_chunks_mut(chunk)
-            .zip(xs.par_chunks(chunk).zip(ys.par_chunks(chunk)))
-            .for_each(|(z, (x, y))| {
-                for ((z, x), y) in z.iter_mut().zip(x).zip(y) {
-                    *z = x + s * y;
-                }
-            })
-    });
+    let ms = b.time(|| t.run());
     b.report(
         "triad",
         n,
-        &format!("triad-{threads}threads"),
+        &format!("triad-{}threads", rayon::current_num_threads()),
         ms,
         Some(bytes as f64 / ms / 1e6),
     );
