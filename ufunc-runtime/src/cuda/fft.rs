@@ -119,22 +119,46 @@ fn stage_output(stage: &Stage, shape: &[usize]) -> Vec<usize> {
     out
 }
 
-/// The plan layout of `stage` over C-order data of shape `from` (written as `to`), and the
+/// How a real plan's real side is laid out where its runs would start between complex
+/// elements: cuFFT reads and writes real data only at addresses aligned to its complex type
+/// (an unaligned pointer is `CUFFT_INVALID_VALUE`), and a real axis with axes after it starts
+/// a run at every real element of those axes (or of each slab of odd size). The real side
+/// then lives in a buffer of shape `spread`: the C-order real data of shape `dense`, its last
+/// axis lengthened by one (a gap after each element, or after each slab), so that each run
+/// starts at an even real element.
+#[derive(Debug, Clone, PartialEq)]
+struct Spread {
+    dense: Vec<usize>,
+    spread: Vec<usize>,
+}
+
+/// The real side's offset of a run (input, output) of a real plan.
+fn real_offset(kind: FftKind, run: &mut (usize, usize)) -> &mut usize {
+    match kind {
+        FftKind::R2C => &mut run.0,
+        _ => &mut run.1,
+    }
+}
+
+/// The plan layout of `stage` over C-order data of shape `from` (written as `to`), the
 /// element offsets (input, output) of each execution: one, or one per index of the axes
-/// before or after the block, whichever are fewer.
+/// before or after the block, whichever are fewer; and where a real side's runs would be
+/// unaligned, the [`Spread`] layout of that side that the layout and offsets describe.
 fn stage_layout(
     stage: &Stage,
     from: &[usize],
     to: &[usize],
     double: bool,
-) -> (FftLayout, Vec<(usize, usize)>) {
+) -> (FftLayout, Vec<(usize, usize)>, Option<Spread>) {
     let (first, end) = (stage.first, stage.first + stage.n.len());
     let outer: usize = from[..first].iter().product();
     let inner: usize = from[end..].iter().product();
     let block_in: usize = from[first..end].iter().product();
     let block_out: usize = to[first..end].iter().product();
     let i64s = |s: &[usize]| s.iter().map(|&x| x as i64).collect::<Vec<_>>();
-    let (batch, dist_in, dist_out, runs) = if inner == 1 {
+    // Element strides (within a transform) and distances (between batch members) per side.
+    let (mut stride_in, mut stride_out) = (inner, inner);
+    let (batch, mut dist_in, mut dist_out, mut runs) = if inner == 1 {
         (outer, block_in, block_out, vec![(0, 0)])
     } else if outer <= inner {
         let runs = (0..outer)
@@ -145,19 +169,54 @@ fn stage_layout(
         let runs = (0..inner).map(|j| (j, j)).collect();
         (outer, block_in * inner, block_out * inner, runs)
     };
+    let real_block = match stage.kind {
+        FftKind::C2C => None,
+        FftKind::R2C => Some(block_in),
+        FftKind::C2R => Some(block_out),
+    };
+    let spread = match real_block {
+        Some(block) if inner > 1 && outer > inner => {
+            // A gap after every element: run `j` starts at element `2 j`.
+            let (stride, dist) = (2 * inner, 2 * block * inner);
+            if stage.kind == FftKind::R2C {
+                (stride_in, dist_in) = (stride, dist);
+            } else {
+                (stride_out, dist_out) = (stride, dist);
+            }
+            for (j, run) in runs.iter_mut().enumerate() {
+                *real_offset(stage.kind, run) = 2 * j;
+            }
+            Some(Spread {
+                dense: vec![outer * block, inner, 1],
+                spread: vec![outer * block, inner, 2],
+            })
+        }
+        Some(block) if inner > 1 && outer > 1 && (block * inner) % 2 == 1 => {
+            // A gap after every slab of odd size: run `o` starts at element `o (slab + 1)`.
+            let slab = block * inner;
+            for (o, run) in runs.iter_mut().enumerate() {
+                *real_offset(stage.kind, run) = o * (slab + 1);
+            }
+            Some(Spread {
+                dense: vec![outer, slab],
+                spread: vec![outer, slab + 1],
+            })
+        }
+        _ => None,
+    };
     let layout = FftLayout {
         kind: stage.kind,
         double,
         n: i64s(&stage.n),
         inembed: i64s(&from[first..end]),
-        istride: inner as i64,
+        istride: stride_in as i64,
         idist: dist_in as i64,
         onembed: i64s(&to[first..end]),
-        ostride: inner as i64,
+        ostride: stride_out as i64,
         odist: dist_out as i64,
         batch: batch as i64,
     };
-    (layout, runs)
+    (layout, runs, spread)
 }
 
 /// Runs `recipe` on `input` (elements `I`) and returns the C-order output buffer.
@@ -232,7 +291,7 @@ pub(crate) fn run_recipe<I: FftElement>(
     let elem_of = |kind_out_complex: bool| if kind_out_complex { 2 * real } else { real };
     for stage in plan_stages(&recipe.passes) {
         let to = stage_output(&stage, &shape);
-        let (layout, runs) = stage_layout(&stage, &shape, &to, double);
+        let (layout, runs, spread) = stage_layout(&stage, &shape, &to, double);
         let plan = queue.fft_plan(&layout)?;
         let (in_elem, out_elem) = match stage.kind {
             FftKind::C2C => (elem_of(true), elem_of(true)),
@@ -251,15 +310,73 @@ pub(crate) fn run_recipe<I: FftElement>(
                 exec(None, &mut buf)?;
                 Data::Own(buf)
             }
-            (kind, data) => {
+            (FftKind::C2R, data) => {
+                // Always from a buffer of ours: the plan overwrites its input.
+                let mut buf = match data {
+                    Data::Own(buf) => buf,
+                    Data::Input(..) => {
+                        return Err(Error::Cuda {
+                            what: "a real inverse reading the caller's input".into(),
+                        })
+                    }
+                };
+                hermitian(queue, &stage, &shape, double, &mut buf)?;
                 let mut out = queue.alloc(byte_size(&to, out_elem)?)?;
-                match data {
-                    Data::Input(mem, offset) => exec(Some((mem, offset)), &mut out)?,
-                    Data::Own(mut buf) => {
-                        if kind == FftKind::C2R {
-                            hermitian(queue, &stage, &shape, double, &mut buf)?;
-                        }
-                        exec(Some((&buf, 0)), &mut out)?;
+                match &spread {
+                    None => exec(Some((&buf, 0)), &mut out)?,
+                    Some(spread) => {
+                        let mut spread_buf = queue.alloc(byte_size(&spread.spread, real)?)?;
+                        exec(Some((&buf, 0)), &mut spread_buf)?;
+                        let spread_view = FftInput {
+                            mem: &spread_buf,
+                            offset: 0,
+                            shape: &spread.dense,
+                            strides: &c_strides(&spread.spread),
+                        };
+                        let dense = &spread.dense;
+                        gather(
+                            queue,
+                            &spread_view,
+                            dense,
+                            dense,
+                            false,
+                            real,
+                            double,
+                            &mut out,
+                        )?;
+                    }
+                }
+                Data::Own(out)
+            }
+            (_, data) => {
+                // Out of place from the input, or a real-to-complex plan.
+                let mut out = queue.alloc(byte_size(&to, out_elem)?)?;
+                let (mem, offset) = match &data {
+                    Data::Input(mem, offset) => (*mem, *offset),
+                    Data::Own(buf) => (buf, 0),
+                };
+                match &spread {
+                    None => exec(Some((mem, offset)), &mut out)?,
+                    Some(spread) => {
+                        let mut spread_buf = queue.alloc(byte_size(&spread.spread, real)?)?;
+                        let dense = FftInput {
+                            mem,
+                            offset,
+                            shape: &spread.dense,
+                            strides: &c_strides(&spread.dense),
+                        };
+                        let (shape, limit) = (&spread.spread, &spread.dense);
+                        gather(
+                            queue,
+                            &dense,
+                            shape,
+                            limit,
+                            false,
+                            real,
+                            double,
+                            &mut spread_buf,
+                        )?;
+                        exec(Some((&spread_buf, 0)), &mut out)?;
                     }
                 }
                 Data::Own(out)
@@ -454,11 +571,11 @@ mod tests {
             n: vec![6],
         };
         // 4 outer, 8 inner: one run per outer index, batched over the inner axis.
-        let (l, runs) = stage_layout(&stage, &[4, 6, 8], &[4, 6, 8], false);
+        let (l, runs, _) = stage_layout(&stage, &[4, 6, 8], &[4, 6, 8], false);
         assert_eq!((l.batch, l.istride, l.idist), (8, 8, 1));
         assert_eq!(runs, (0..4).map(|o| (o * 48, o * 48)).collect::<Vec<_>>());
         // 40 outer, 2 inner: one run per inner index, batched over the outer axis.
-        let (l, runs) = stage_layout(&stage, &[40, 6, 2], &[40, 6, 2], false);
+        let (l, runs, _) = stage_layout(&stage, &[40, 6, 2], &[40, 6, 2], false);
         assert_eq!((l.batch, l.istride, l.idist), (40, 2, 12));
         assert_eq!(runs, vec![(0, 0), (1, 1)]);
         // The last axis: one run.
@@ -468,11 +585,112 @@ mod tests {
             kind: FftKind::R2C,
             inverse: false,
         };
-        let (l, runs) = stage_layout(&stage, &[4, 6, 8], &[4, 6, 5], true);
+        let (l, runs, spread) = stage_layout(&stage, &[4, 6, 8], &[4, 6, 5], true);
         assert_eq!(
             (l.batch, l.idist, l.odist, l.onembed.clone()),
             (24, 8, 5, vec![5])
         );
         assert_eq!(runs, vec![(0, 0)]);
+        assert_eq!(spread, None);
+    }
+
+    /// The C-order multi-index of element `k` of `shape`.
+    fn unravel(mut k: usize, shape: &[usize]) -> Vec<usize> {
+        let mut index = vec![0; shape.len()];
+        for (i, &n) in index.iter_mut().zip(shape).rev() {
+            *i = k % n;
+            k /= n;
+        }
+        index
+    }
+
+    /// Every element a run of `layout` reaches on one side: `offset + batch * dist +
+    /// (C-order index in embed) * stride` over the transform's own lengths.
+    fn reached(layout: &FftLayout, input: bool, offset: usize, n: &[usize]) -> Vec<usize> {
+        let (embed, stride, dist) = if input {
+            (&layout.inembed, layout.istride, layout.idist)
+        } else {
+            (&layout.onembed, layout.ostride, layout.odist)
+        };
+        let embed: Vec<usize> = embed.iter().map(|&e| e as usize).collect();
+        let strides = c_strides(&embed);
+        let mut out = vec![];
+        for b in 0..layout.batch as usize {
+            for k in 0..n.iter().product::<usize>() {
+                let idx = unravel(k, n);
+                let within: isize = idx
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum();
+                out.push(offset + b * dist as usize + within as usize * stride as usize);
+            }
+        }
+        out
+    }
+
+    /// cuFFT takes real data only at addresses aligned to its complex type: a real axis with
+    /// axes after it gets its real side spread so that every run starts at an even element,
+    /// and the runs together still reach each element of the spread buffer that holds data
+    /// exactly once.
+    #[test]
+    fn real_runs_start_on_complex_elements() {
+        for (shape, axis) in [
+            (vec![5, 7, 3], 1),
+            (vec![3, 5, 7], 1),
+            (vec![3, 5, 7], 0),
+            (vec![2, 5, 3], 1),
+            (vec![9, 4, 5], 0),
+            (vec![40, 6, 3], 1),
+            (vec![3, 3, 3, 3], 2),
+            (vec![7, 3], 0),
+            (vec![4, 6, 8], 1),
+        ] {
+            for kind in [FftKind::R2C, FftKind::C2R] {
+                let n = shape[axis];
+                let stage = Stage {
+                    kind,
+                    inverse: kind == FftKind::C2R,
+                    first: axis,
+                    n: vec![n],
+                };
+                let mut half = shape.clone();
+                half[axis] = n / 2 + 1;
+                let (from, to) = match kind {
+                    FftKind::R2C => (shape.clone(), half.clone()),
+                    _ => (half.clone(), shape.clone()),
+                };
+                let (layout, runs, spread) = stage_layout(&stage, &from, &to, false);
+                let real_shape = &shape;
+                let what = format!("{kind:?} {shape:?} axis {axis}");
+                let mut real_reached = vec![];
+                for run in &runs {
+                    let real = *real_offset(kind, &mut run.clone());
+                    assert_eq!(real % 2, 0, "{what}: a run's real data at element {real}");
+                    real_reached.extend(reached(&layout, kind == FftKind::R2C, real, &[n]));
+                }
+                real_reached.sort();
+                let expected: Vec<usize> = match &spread {
+                    None => (0..real_shape.iter().product()).collect(),
+                    Some(s) => {
+                        assert_eq!(
+                            s.dense.iter().product::<usize>(),
+                            real_shape.iter().product()
+                        );
+                        let (dense, strides) = (&s.dense, c_strides(&s.spread));
+                        (0..dense.iter().product())
+                            .map(|k| {
+                                let idx = unravel(k, dense);
+                                idx.iter()
+                                    .zip(&strides)
+                                    .map(|(&i, &s)| i * s as usize)
+                                    .sum()
+                            })
+                            .collect()
+                    }
+                };
+                assert_eq!(real_reached, expected, "{what}");
+            }
+        }
     }
 }

@@ -22,6 +22,18 @@ pub(super) fn exec(
         .0
         .downcast_ref()
         .ok_or_else(|| foreign("running a simulated FFT plan"))?;
+    // cuFFT reads and writes only at addresses aligned to the plan's complex type (real data
+    // included): anything else is its CUFFT_INVALID_VALUE, so it is an error here too.
+    let complex = if layout.double { 16 } else { 8 };
+    let offsets = [input.map_or(output.1, |i| i.1), output.1];
+    if offsets.iter().any(|&o| o % complex != 0) {
+        return Err(Error::Cuda {
+            what: format!(
+                "running a cuFFT plan on data at byte offsets {offsets:?}, not aligned to its \
+                 {complex}-byte complex type (CUFFT_INVALID_VALUE)"
+            ),
+        });
+    }
     match (layout.kind, layout.double) {
         (FftKind::C2C, false) => run(layout, input, output, c2c::<f32>(inverse)),
         (FftKind::R2C, false) => run(layout, input, output, r2c::<f32>),
