@@ -97,14 +97,13 @@ fn readers(m: &GpuMem) -> std::sync::MutexGuard<'_, Vec<(Arc<CudaStream>, CudaEv
     m.readers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Notes that work just queued on `stream` reads `b`: where `b` belongs to another stream, an
-/// event on `stream` that `b`'s free and later writes wait for (the latest one per stream;
-/// entries whose reads are done are dropped).
+/// Notes that work just queued on `stream` reads `b`: an event on `stream` that `b`'s free
+/// and later writes on other streams wait for (the latest one per stream; entries whose reads
+/// are done are dropped). Reads on `b`'s own stream are noted too: cudarc's one read event per
+/// buffer is re-recorded by the next read on any stream, so a later write on another stream
+/// would otherwise wait only for that one.
 fn note_read(b: &Buffer, stream: &Arc<CudaStream>) -> Result<()> {
     let m = mem(b)?;
-    if m.slice.stream().cu_stream() == stream.cu_stream() {
-        return Ok(());
-    }
     let recorded = |e| driver_error("recording a read of device memory", e);
     let mut readers = readers(m);
     readers.retain(|(s, event)| Arc::ptr_eq(s, stream) || !event.is_complete());
