@@ -325,6 +325,36 @@ fn align_movie_on_cuda_matches_parallel() {
                 "{what}: sum differs by {err} of {scale}"
             );
         }
+        // Frames far from zero mean: the means are left out of the device's correlation and
+        // energies as of the host's, and kept in the sum.
+        let far = m.mapv(|v| v + 30000.0);
+        for reference in [Reference::First, Reference::Sum] {
+            let on = |target| {
+                let options = AlignOptions {
+                    target,
+                    reference,
+                    ..Default::default()
+                };
+                align_movie(&mut far.clone(), &options).unwrap()
+            };
+            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            for (i, (g, w)) in got.shifts.iter().zip(&want.shifts).enumerate() {
+                same_shift(
+                    &format!("mean 30000, {reference:?}: frame {i}"),
+                    g,
+                    w,
+                    0.05 + 1e-9,
+                );
+            }
+            for (g, w) in got.peaks.iter().zip(&want.peaks) {
+                assert!((g - w).abs() < 1e-3, "mean 30000: peaks {g} vs {w}");
+            }
+            let (g, w) = (got.sum.mean().unwrap(), want.sum.mean().unwrap());
+            assert!(
+                (g - w).abs() <= 1e-4 * w,
+                "mean 30000: sums' means {g} vs {w}"
+            );
+        }
         // Frames one row high: no shift along the rows, on the device as on the host.
         let rows = frames((1, 64), 4, 9);
         let on = |target| {

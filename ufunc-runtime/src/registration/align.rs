@@ -23,7 +23,9 @@ pub enum Reference {
     #[default]
     Sum,
     /// The first frame: each frame is `phase_cross_correlation(frame 0, frame i)`, scikit-image's
-    /// result exactly (no B-factor, no iteration).
+    /// result (no B-factor, no iteration). The frames' means, which add only a constant to the
+    /// correlation, are left out of it: in `f32` that constant swamped the correlation of
+    /// frames far from zero mean.
     First,
 }
 
@@ -91,7 +93,7 @@ pub struct Alignment {
     /// Per frame, the `(dy, dx)` shift that registers it onto frame 0 (frame 0 is `[0, 0]`).
     pub shifts: Vec<[f64; 2]>,
     /// Per frame, the height of its correlation peak relative to the energies of the two
-    /// inputs (1: identical up to a shift; low for noisy frames).
+    /// inputs, their means left out (1: identical up to a shift; low for noisy frames).
     pub peaks: Vec<f64>,
     /// Passes made over the frames (1 with [`Reference::First`]).
     pub iterations: usize,
@@ -686,8 +688,18 @@ fn register(
             }
             amplitudes.0 += row_power(p, nx);
             amplitudes.1 += row_power(m, nx);
+            if ky == 0 {
+                // The frames' means only add a constant to the correlation, one that swamps
+                // its f32 values for frames far from zero mean (a mean of 1000 moved shifts by
+                // tenths of a pixel): left out of the product and of the energies.
+                amplitudes.0 -= p[0].norm_sqr() as f64;
+                amplitudes.1 -= m[0].norm_sqr() as f64;
+            }
             for ((p, &m), &wx) in p.iter_mut().zip(m).zip(wx) {
                 *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx);
+            }
+            if ky == 0 {
+                p[0] = Complex::new(0.0, 0.0);
             }
         }
         let peak = half_product_peak(plan, scratch, pcc.upsample_factor, amplitudes)?;

@@ -56,6 +56,20 @@ extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long 
     }
 }
 
+// The frames' means left out of a registration (the movie path's): the cross-power spectrum's
+// zero frequency cleared, and the spectra `a` and `b`'s zero-frequency powers taken from their
+// energies in `state[slot]` and `state[slot + 1]`.
+extern "C" __global__ void ufunc_reg_zero_mean(long long slot, const c32* a, const c32* b,
+                                               c32* product, double* state, int* status) {
+    __UFUNC_REG_GRID(k, 1) {
+        double ar = a[0].re, ai = a[0].im, br = b[0].re, bi = b[0].im;
+        state[slot] -= ar * ar + ai * ai;
+        state[slot + 1] -= br * br + bi * bi;
+        product[0].re = 0.0f;
+        product[0].im = 0.0f;
+    }
+}
+
 // The next stage of `batches` sums side by side: `slots` partial sums of each one's `n`
 // (batch `k` at `in[k n, (k + 1) n)`, its partials at `out[k slots, (k + 1) slots)`).
 extern "C" __global__ void ufunc_reg_sum(long long n, long long slots, long long batches,

@@ -275,6 +275,8 @@ pub(super) struct DevicePlan {
     shape: (usize, usize),
     upsample: u32,
     normalization: Normalization,
+    /// The movie path's: the images' means left out of the correlation and the energies.
+    zero_mean: bool,
 }
 
 /// Row and column weights of the cross-power spectrum, as `(rows, 1)` and `(1, cols)`.
@@ -356,10 +358,20 @@ impl DevicePlan {
             weights.rows.view(),
             weights.cols.view(),
         );
-        let product = match self.normalization {
+        let mut product = match self.normalization {
             Normalization::Phase => phase_cross_power::on_stream(stream, r, m, wy, wx)?,
             Normalization::Off => plain_cross_power::on_stream(stream, r, m, wy, wx)?,
         };
+        if self.zero_mean {
+            let mut args = i64s(&[POWER_SLOTS[0]]);
+            args.extend([
+                Arg::In(&reference.buf.0, 0),
+                Arg::In(&moving.buf.0, 0),
+                Arg::Out(&mut product.buf.0),
+                Arg::Out(state_buf),
+            ]);
+            launch(queue, "ufunc_reg_zero_mean", 1, args)?;
+        }
         let cc = dfft::irfft2_on(stream, &product, &FftOptions::new().s(&[ny, nx]))?;
         let region = refinement_region(self.upsample);
         let candidates = (&mut ws.best, &mut ws.at);
@@ -582,6 +594,8 @@ impl DeviceCorrelator {
             shape: reference.dim(),
             upsample: options.upsample_factor,
             normalization: options.normalization,
+            // scikit-image's correlation, means included.
+            zero_mean: false,
         };
         let stream = Stream::new()?;
         let mut frame = PinnedImage::new(&stream, plan.frame)?;
@@ -655,6 +669,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         shape: crop,
         upsample: options.upsample_factor,
         normalization: options.normalization,
+        zero_mean: true,
     };
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
     let keep = options.reference == Reference::Sum
