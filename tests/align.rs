@@ -333,23 +333,41 @@ fn bad_movies_and_options_are_errors() {
             "{e}"
         );
     }
-    m[[1, 2, 3]] = f32::NAN;
-    assert!(matches!(
-        align_movie(&mut m, &AlignOptions::default()).unwrap_err(),
-        Error::NotFinite { .. }
-    ));
+    // NaN or an infinity in a frame is an error naming the frame and the place (an infinity
+    // made every correlation NaN, and the alignment "succeeded" with a NaN sum).
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut m = m.clone();
+        m[[1, 2, 3]] = bad;
+        let e = align_movie(&mut m, &AlignOptions::default()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::InvalidArgument { name: "frames", .. })
+                && text.contains(&format!("frame 1 holds {bad} at row 2, column 3")),
+            "{text}"
+        );
+    }
     // Frames are checked in pieces of 65536 values: a NaN in the last piece of a large frame,
     // and in a frame read element by element (a strided view), is found too.
     let mut large = Array3::<f32>::ones((2, 300, 301));
     large[[1, 299, 300]] = f32::NAN;
-    for e in [
-        align_movie(&mut large.clone(), &AlignOptions::default()),
-        align_movie(
-            &mut large.slice(ndarray::s![.., .., ..;-1]),
-            &AlignOptions::default(),
+    for (e, column) in [
+        (
+            align_movie(&mut large.clone(), &AlignOptions::default()),
+            300,
+        ),
+        (
+            align_movie(
+                &mut large.slice(ndarray::s![.., .., ..;-1]),
+                &AlignOptions::default(),
+            ),
+            0,
         ),
     ] {
-        assert!(matches!(e.unwrap_err(), Error::NotFinite { .. }));
+        let text = e.unwrap_err().to_string();
+        assert!(
+            text.contains(&format!("frame 1 holds NaN at row 299, column {column}")),
+            "{text}"
+        );
     }
     // One frame: nothing to align, frame 0 is the origin and its own reference (peak 1, as
     // frame 0's with the first frame as reference), and the sum is the frame.

@@ -3,7 +3,7 @@
 //! progress on the terminal (or log lines), and returns the summary.
 
 use crate::cli::Args;
-use crate::io::{read_image, Movie, EXTENSIONS};
+use crate::io::{read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{frame_rows, write_csv, write_json, write_preview, OutputPaths, Staging};
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
@@ -70,7 +70,9 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     }
     let gain = match &args.gain {
         Some(path) => Some((
-            read_image(path).context("cannot read the gain reference")?,
+            read_image(path)
+                .and_then(|gain| usable_gain(gain, path))
+                .context("cannot read the gain reference")?,
             path.clone(),
         )),
         None => None,

@@ -123,6 +123,18 @@ impl ufunc::registration::FrameSource for Movie {
     }
 }
 
+/// `gain` as a gain reference: finite values, not all zero (either would make every frame's
+/// registration meaningless, and be reported against the movies rather than the gain file).
+pub fn usable_gain(gain: Array2<f32>, path: &Path) -> Result<Array2<f32>> {
+    if let Some(((y, x), v)) = gain.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        bail!("{}: the gain at row {y}, column {x} is {v}", path.display());
+    }
+    if gain.iter().all(|&v| v == 0.0) {
+        bail!("{}: the gain is zero everywhere", path.display());
+    }
+    Ok(gain)
+}
+
 /// Reads a single 2-d image (a gain reference): a file of exactly one frame.
 pub fn read_image(path: &Path) -> Result<Array2<f32>> {
     let mut movie = Movie::open(path)?;
@@ -425,6 +437,29 @@ mod tests {
         }
         let err = read_image(&fixture("movie_mode2.mrc")).unwrap_err();
         assert!(format!("{err:#}").contains("expected a single image, found 3 frames"));
+    }
+
+    /// A gain holding NaN or an infinity, or zero everywhere, is refused naming the gain file
+    /// (it made every movie's alignment NaN, or all shifts zero, reported against the movie).
+    #[test]
+    fn an_unusable_gain_is_an_error_naming_it() {
+        let path = fixture("gain.mrc");
+        let gain = read_image(&path).unwrap();
+        assert_eq!(usable_gain(gain.clone(), &path).unwrap(), gain);
+        for (value, says) in [
+            (f32::NAN, "the gain at row 1, column 2 is NaN"),
+            (f32::INFINITY, "the gain at row 1, column 2 is inf"),
+        ] {
+            let mut bad = gain.clone();
+            bad[[1, 2]] = value;
+            let err = format!("{:#}", usable_gain(bad, &path).unwrap_err());
+            assert!(err.contains("gain.mrc") && err.contains(says), "{err}");
+        }
+        let err = format!("{:#}", usable_gain(gain.mapv(|_| 0.0), &path).unwrap_err());
+        assert!(
+            err.contains("gain.mrc: the gain is zero everywhere"),
+            "{err}"
+        );
     }
 
     /// Frames larger than the pieces they are read (1 MiB) and decoded (65536 samples) in:

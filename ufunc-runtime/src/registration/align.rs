@@ -170,8 +170,6 @@ impl FrameSource for Array3<f32> {
     }
 }
 
-const CONTEXT: &str = "align_movie";
-
 /// Aligns the frames of a movie: see [`AlignOptions`] and the [module docs](super).
 ///
 /// On `cuda`, a successful call keeps, for the next one with the same frame shape,
@@ -526,13 +524,18 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
             name: "frames",
             message: format!("frame {index} could not be read: {}", with_causes(&*e)),
         })?;
-    if super::contains_nan(image.view()) {
-        return Err(Error::NotFinite {
-            context: CONTEXT,
+    // An infinity would make every correlation NaN, and the whole alignment with it.
+    let found = match super::contains_non_finite(image.view()) {
+        true => image.indexed_iter().find(|(_, v)| !v.is_finite()),
+        false => None,
+    };
+    match found {
+        Some(((y, x), v)) => Err(Error::InvalidArgument {
             name: "frames",
-        });
+            message: format!("frame {index} holds {v} at row {y}, column {x}"),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<()> {
