@@ -7,7 +7,10 @@ use common::Lcg;
 use ndarray::{Array, Array2, Array3, ArrayD, Dimension, IxDyn};
 use num_complex::Complex;
 use std::f64::consts::PI;
-use ufunc::registration::{phase_cross_correlation, Normalization, PccOptions, Space};
+use ufunc::registration::{
+    align_movie, phase_cross_correlation, AlignOptions, Correlator, Normalization, PccOptions,
+    Space,
+};
 use ufunc::{Error, Target};
 
 /// A periodic image of `shape` with a full spectrum: a wave of random phase and 1/(1+|k|)
@@ -285,6 +288,31 @@ fn bad_inputs_are_errors() {
         ),
         "{e}"
     );
+    // An upsample factor whose refinement cannot be held is an error, not an abort, here,
+    // through a Correlator and through align_movie.
+    let random = Array2::from_shape_fn((8, 9), |(y, x)| ((y * 7 + x * 3) % 5) as f32);
+    let huge = options(u32::MAX);
+    let refused = |e: Error| {
+        let text = e.to_string();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidArgument {
+                    name: "upsample_factor",
+                    ..
+                }
+            ) && text.contains("4294967295 needs an upsampled DFT of 6442450943x6442450943"),
+            "{text}"
+        );
+    };
+    refused(phase_cross_correlation(&random, &random, &huge).unwrap_err());
+    refused(Correlator::new(&random, &huge).err().unwrap());
+    let movie = ndarray::stack![ndarray::Axis(0), random, random];
+    let align = AlignOptions {
+        upsample_factor: u32::MAX,
+        ..Default::default()
+    };
+    refused(align_movie(&mut movie.clone(), &align).unwrap_err());
     let mut nan = Array2::<f32>::ones((8, 9));
     nan[[3, 4]] = f32::NAN;
     let e = phase_cross_correlation(&a, &nan, &options(1)).unwrap_err();

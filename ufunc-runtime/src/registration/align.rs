@@ -549,12 +549,8 @@ pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions)
             ),
         });
     }
-    if options.upsample_factor == 0 {
-        return Err(Error::InvalidArgument {
-            name: "upsample_factor",
-            message: "must be at least 1 (1: whole pixels), got 0".into(),
-        });
-    }
+    let aligned = [ny.min(options.max_size), nx.min(options.max_size)];
+    super::pcc::check_upsample(options.upsample_factor, &aligned)?;
     if options.max_size < 2 {
         return Err(Error::InvalidArgument {
             name: "max_size",

@@ -118,12 +118,7 @@ fn real_image<A: FftElement, S: Data<Elem = A>, D: Dimension>(
 }
 
 fn check_options(shape: &[usize], options: &PccOptions) -> Result<()> {
-    if options.upsample_factor == 0 {
-        return Err(Error::InvalidArgument {
-            name: "upsample_factor",
-            message: "must be at least 1 (1: whole pixels), got 0".into(),
-        });
-    }
+    check_upsample(options.upsample_factor, shape)?;
     if shape.contains(&0) {
         return Err(Error::InvalidArgument {
             name: "reference",
@@ -476,6 +471,36 @@ impl Peak {
             phasediff: self.value.im.atan2(self.value.re),
         })
     }
+}
+
+/// An upsample factor of at least 1 whose refinement fits in memory for images of `shape`:
+/// its grid of `ceil(1.5 U)` points per axis, and its DFT matrices of that many rows by an
+/// axis's length, in `Complex<f64>`. The largest is reserved (never touched) here, so that a
+/// factor too large is an error rather than an abort in the middle of a registration.
+pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
+    if upsample == 0 {
+        return Err(Error::InvalidArgument {
+            name: "upsample_factor",
+            message: "must be at least 1 (1: whole pixels), got 0".into(),
+        });
+    }
+    if upsample == 1 {
+        return Ok(());
+    }
+    let region = refinement_region(upsample);
+    let widest = shape.iter().copied().fold(region, usize::max);
+    let elements = region.saturating_mul(widest);
+    let mut probe: Vec<Complex<f64>> = Vec::new();
+    probe
+        .try_reserve_exact(elements)
+        .map_err(|_| Error::InvalidArgument {
+            name: "upsample_factor",
+            message: format!(
+                "{upsample} needs an upsampled DFT of {region}x{widest} points ({} bytes), more \
+                 memory than can be had",
+                elements.saturating_mul(size_of::<Complex<f64>>())
+            ),
+        })
 }
 
 /// Points per axis of the upsampled DFT's grid around a peak: `ceil(1.5 U)`.
