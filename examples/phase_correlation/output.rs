@@ -70,11 +70,19 @@ impl Staging {
             .with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// Renames every staged file to its final name.
+    /// Renames every staged file to its final name; where one cannot be renamed, none is left:
+    /// the results renamed before it are removed with the temporary files, so a movie's
+    /// results are all there or none (and a rerun redoes it).
     pub fn commit(mut self) -> Result<()> {
-        for (temp, path) in std::mem::take(&mut self.staged) {
-            if let Err(e) = std::fs::rename(&temp, &path) {
-                let _ = std::fs::remove_file(&temp);
+        let staged = std::mem::take(&mut self.staged);
+        for (k, (temp, path)) in staged.iter().enumerate() {
+            if let Err(e) = std::fs::rename(temp, path) {
+                for (_, renamed) in &staged[..k] {
+                    let _ = std::fs::remove_file(renamed);
+                }
+                for (left, _) in &staged[k..] {
+                    let _ = std::fs::remove_file(left);
+                }
                 return Err(e).with_context(|| {
                     format!("cannot rename {} to {}", temp.display(), path.display())
                 });
@@ -278,6 +286,24 @@ mod tests {
         assert!(!paths.csv.exists());
         staging.commit().unwrap();
         assert_eq!(entries(&dir), ["m.shifts.csv", "m.shifts.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A result that cannot take its final name (a folder there): no temporary file and no
+    /// part of the results stays.
+    #[test]
+    fn a_failed_rename_leaves_no_part_of_the_results() {
+        let dir = temp_dir("rename");
+        let paths = OutputPaths::new(&dir, "m");
+        std::fs::create_dir(&paths.png).unwrap();
+        let mut staging = Staging::default();
+        for path in paths.all() {
+            staging.write(path, |w| Ok(w.write_all(b"a")?)).unwrap();
+        }
+        let err = format!("{:#}", staging.commit().unwrap_err());
+        assert!(err.contains("m.aligned.png"), "{err}");
+        assert_eq!(entries(&dir), ["m.aligned.png"]);
+        assert!(paths.png.is_dir());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -89,13 +89,18 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     for (i, path) in movies.iter().enumerate() {
         let tag = format!("[{}/{}] {}", i + 1, movies.len(), path.display());
         overall.set_message(path.display().to_string());
-        let out_dir = args
-            .out
-            .clone()
-            .unwrap_or_else(|| path.parent().unwrap_or(Path::new(".")).to_owned());
+        let out_dir = args.out.clone().unwrap_or_else(|| match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+            _ => PathBuf::from("."),
+        });
         let name = movie_name(path);
         let outputs = OutputPaths::new(&out_dir, &name);
-        let status = if !names.insert(outputs.csv.clone()) {
+        // `a.npy` and `./a.mrc`, or `d/a.npy` and `d/../d/a.mrc`, write the same `a.*`.
+        let written = (
+            out_dir.canonicalize().unwrap_or(out_dir.clone()),
+            name.clone(),
+        );
+        let status = if !names.insert(written) {
             Status::Failed(format!(
                 "{}: another movie of this batch already writes {name}.* into {}",
                 path.display(),
@@ -166,6 +171,12 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
                 .collect();
+            if inside.is_empty() {
+                bail!(
+                    "no movie in the folder {input} (movies end in .{})",
+                    EXTENSIONS.join(", .")
+                );
+            }
             inside.sort();
             found.extend(inside);
         } else if !path.exists() && input.contains(['*', '?', '[']) {
@@ -186,8 +197,9 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
             found.push(path.to_owned());
         }
     }
+    // The same file named twice (`b.npy`, `./b.npy`, a link to it) is one movie.
     let mut seen = HashSet::new();
-    found.retain(|p| seen.insert(p.clone()));
+    found.retain(|p| seen.insert(p.canonicalize().unwrap_or(p.clone())));
     Ok(found)
 }
 
@@ -606,8 +618,46 @@ mod tests {
         assert!(folder.len() > 30 && folder.windows(2).all(|w| w[0] < w[1]));
         let twice = find_movies(&[fixture("movie_u16.npy"), fixture("movie_u16.npy")]).unwrap();
         assert_eq!(twice.len(), 1);
+        // The same file spelled two ways is one movie too.
+        let dotted = fixture("movie_u16.npy").replace("/movie/", "/movie/./");
+        let twice = find_movies(&[fixture("movie_u16.npy"), dotted]).unwrap();
+        assert_eq!(twice.len(), 1);
         let err = find_movies(&[fixture("nothing_*.mrc")]).unwrap_err();
         assert!(err.to_string().contains("no movie matches"), "{err}");
+        // A folder without movies is an error, as a glob matching none is.
+        let err = find_movies(&[format!("{}/tests/ui", env!("CARGO_MANIFEST_DIR"))]).unwrap_err();
+        assert!(err.to_string().contains("no movie in the folder"), "{err}");
+    }
+
+    /// Two movies of one stem beside each other write the same results: the second fails
+    /// saying so, however its folder is spelled (it was "skipped", on the first's results).
+    #[test]
+    fn movies_of_one_stem_in_one_folder_do_not_share_results() {
+        let dir = temp_dir("stem");
+        std::fs::copy(fixture("movie_u16.npy"), dir.join("a.npy")).unwrap();
+        std::fs::copy(fixture("movie_mode1.mrc"), dir.join("a.mrc")).unwrap();
+        let argv = [
+            "phase_correlation".to_owned(),
+            dir.join("a.npy").display().to_string(),
+            dir.join("..")
+                .join(dir.file_name().unwrap())
+                .join("a.mrc")
+                .display()
+                .to_string(),
+        ];
+        let summary = run(&Args::parse_from(argv), Progress::Quiet).unwrap();
+        assert_eq!(
+            statuses(&summary),
+            [("a.npy".into(), "done"), ("a.mrc".into(), "failed")]
+        );
+        let Status::Failed(error) = &summary.outcomes[1].status else {
+            unreachable!()
+        };
+        assert!(
+            error.contains("another movie of this batch already writes a.*"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
