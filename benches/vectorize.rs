@@ -153,7 +153,8 @@ fn methods_on(b: &Bench, huge: bool) {
     }
 }
 
-/// The two-thread triad `z = x + s * y` on arrays in the same kind of pages as a case's input,
+/// The triad `z = x + s * y` on every rayon thread (two here), on arrays in the same kind of
+/// pages as a case's input,
 /// timed in turn with the case: the goal is a fraction of the triad's bandwidth, and on
 /// a shared host both drift by tens of percent within seconds, so each case is compared with
 /// the triad run just before it rather than with one measured a minute earlier.

@@ -313,6 +313,16 @@ fn bad_inputs_are_errors() {
         ..Default::default()
     };
     refused(align_movie(&mut movie.clone(), &align).unwrap_err());
+    // In 3-d the refinement contracts one axis at a time, to region^3 points at the end:
+    // that is what is asked for (here more than any allocation may hold, whatever the
+    // system's overcommit policy).
+    let cube = Array3::from_shape_fn((32, 32, 32), |(z, y, x)| ((z + 3 * y + 7 * x) % 11) as f32);
+    let e = phase_cross_correlation(&cube, &cube, &options(1_000_000)).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("needs an upsampled DFT of 1500000x1500000x1500000 points"),
+        "{text}"
+    );
     let mut nan = Array2::<f32>::ones((8, 9));
     nan[[3, 4]] = f32::NAN;
     let e = phase_cross_correlation(&a, &nan, &options(1)).unwrap_err();

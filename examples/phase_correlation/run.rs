@@ -95,11 +95,14 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         });
         let name = movie_name(path);
         let outputs = OutputPaths::new(&out_dir, &name);
-        // `a.npy` and `./a.mrc`, or `d/a.npy` and `d/../d/a.mrc`, write the same `a.*`.
-        let written = (
-            out_dir.canonicalize().unwrap_or(out_dir.clone()),
-            name.clone(),
-        );
+        // `a.npy` and `./a.mrc`, or `d/a.npy` and `d/../d/a.mrc`, write the same `a.*`: a
+        // movie's folder by its canonical path; `--out`, shared by all, as given (it may not
+        // exist before the first movie's results).
+        let folder = match &args.out {
+            Some(out) => out.clone(),
+            None => out_dir.canonicalize().unwrap_or(out_dir.clone()),
+        };
+        let written = (folder, name.clone());
         let status = if !names.insert(written) {
             Status::Failed(format!(
                 "{}: another movie of this batch already writes {name}.* into {}",
@@ -619,7 +622,7 @@ mod tests {
         let twice = find_movies(&[fixture("movie_u16.npy"), fixture("movie_u16.npy")]).unwrap();
         assert_eq!(twice.len(), 1);
         // The same file spelled two ways is one movie too.
-        let dotted = fixture("movie_u16.npy").replace("/movie/", "/movie/./");
+        let dotted = fixture("movie_u16.npy").replace("/movie/", "/movie/../movie/");
         let twice = find_movies(&[fixture("movie_u16.npy"), dotted]).unwrap();
         assert_eq!(twice.len(), 1);
         let err = find_movies(&[fixture("nothing_*.mrc")]).unwrap_err();
@@ -656,6 +659,18 @@ mod tests {
         assert!(
             error.contains("another movie of this batch already writes a.*"),
             "{error}"
+        );
+        // Into an `--out` folder that the first movie's results make.
+        let (one, two) = (dir.join("one"), dir.join("two"));
+        std::fs::create_dir(&one).unwrap();
+        std::fs::create_dir(&two).unwrap();
+        std::fs::rename(dir.join("a.npy"), one.join("a.npy")).unwrap();
+        std::fs::rename(dir.join("a.mrc"), two.join("a.mrc")).unwrap();
+        let movies = [one.join("a.npy"), two.join("a.mrc")].map(|p| p.display().to_string());
+        let summary = run_with(&dir.join("new"), &movies, &[]);
+        assert_eq!(
+            statuses(&summary),
+            [("a.npy".into(), "done"), ("a.mrc".into(), "failed")]
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

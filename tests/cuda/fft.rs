@@ -202,8 +202,17 @@ fn device_transforms_match_the_host() {
     on_gpu("device_transforms_match_the_host", || {
         // (5, 7, 3) along axis 1 runs a real plan per index of the last axis, each starting
         // one real element after the last: cuFFT takes real data only at whole complex
-        // elements (as the simulator now checks), so those runs read a spread-out copy.
-        for shape in [&[8][..], &[7], &[6, 10], &[5, 7], &[4, 5, 6], &[5, 7, 3]] {
+        // elements (as the simulator now checks), so those runs read a spread-out copy;
+        // (3, 5, 7) along axis 1 runs one per index of the first axis, slabs of 35 points.
+        for shape in [
+            &[8][..],
+            &[7],
+            &[6, 10],
+            &[5, 7],
+            &[4, 5, 6],
+            &[5, 7, 3],
+            &[3, 5, 7],
+        ] {
             check_type!(f32, 1e-5, shape);
             check_type!(f64, 1e-12, shape);
         }

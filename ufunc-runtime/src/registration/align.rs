@@ -1,5 +1,5 @@
 //! Movie alignment: every frame's drift by phase correlation, against the first frame
-//! (scikit-image parity) or, by default, iteratively against the sum of all the other frames
+//! (scikit-image's `phase_cross_correlation`, the frames' means left out) or, by default, iteratively against the sum of all the other frames
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
@@ -691,8 +691,11 @@ fn register(
                 // The frames' means only add a constant to the correlation, one that swamps
                 // its f32 values for frames far from zero mean (a mean of 1000 moved shifts by
                 // tenths of a pixel): left out of the product and of the energies.
-                amplitudes.0 -= p[0].norm_sqr() as f64;
-                amplitudes.1 -= m[0].norm_sqr() as f64;
+                // In f64, as `row_power` added them (an f32 square of a large mean is off
+                // by more than a low-contrast frame's whole energy).
+                let power = |z: Complex<f32>| (z.re as f64).powi(2) + (z.im as f64).powi(2);
+                amplitudes.0 -= power(p[0]);
+                amplitudes.1 -= power(m[0]);
             }
             for ((p, &m), &wx) in p.iter_mut().zip(m).zip(wx) {
                 *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx);

@@ -474,9 +474,10 @@ impl Peak {
 }
 
 /// An upsample factor of at least 1 whose refinement fits in memory for images of `shape`:
-/// its grid of `ceil(1.5 U)` points per axis, and its DFT matrices of that many rows by an
-/// axis's length, in `Complex<f64>`. The largest is reserved (never touched) here, so that a
-/// factor too large is an error rather than an abort in the middle of a registration.
+/// its DFT matrices of `ceil(1.5 U)` rows by an axis's length, and the arrays it contracts
+/// one axis at a time (the last `j` axes already `ceil(1.5 U)` long), in `Complex<f64>`. The
+/// largest is reserved (never touched) here, so that a factor too large is an error rather
+/// than an abort in the middle of a registration.
 pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
     if upsample == 0 {
         return Err(Error::InvalidArgument {
@@ -489,15 +490,29 @@ pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
     }
     let region = refinement_region(upsample);
     let widest = shape.iter().copied().fold(region, usize::max);
-    let elements = region.saturating_mul(widest);
+    let mut largest = vec![region, widest];
+    for j in 1..=shape.len() {
+        let mut contracted = shape[..shape.len() - j].to_vec();
+        contracted.extend(std::iter::repeat_n(region, j));
+        let count = |s: &[usize]| s.iter().fold(1usize, |a, &n| a.saturating_mul(n));
+        if count(&contracted) > count(&largest) {
+            largest = contracted;
+        }
+    }
+    let elements = largest.iter().fold(1usize, |a, &n| a.saturating_mul(n));
     let mut probe: Vec<Complex<f64>> = Vec::new();
     probe
         .try_reserve_exact(elements)
         .map_err(|_| Error::InvalidArgument {
             name: "upsample_factor",
             message: format!(
-                "{upsample} needs an upsampled DFT of {region}x{widest} points ({} bytes), more \
-                 memory than can be had",
+                "{upsample} needs an upsampled DFT of {} points ({} bytes), more memory than can \
+                 be had",
+                largest
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x"),
                 elements.saturating_mul(size_of::<Complex<f64>>())
             ),
         })

@@ -35,8 +35,8 @@ fn stream(s: &StreamHandle) -> Result<&Arc<CudaStream>> {
         .ok_or_else(|| foreign("using a stream"))
 }
 
-/// Device memory: cudarc's slice, and the last read of it queued on each stream other than its
-/// own. The slice remembers only its latest read, so memory read on stream A, then on B, then
+/// Device memory: cudarc's slice, and the last read of it queued on each stream (its own
+/// included). The slice remembers only its latest read, so memory read on stream A, then on B, then
 /// dropped (or overwritten) would be freed (or written) once B's read is done, while A's kernel
 /// may still read it. A write on a stream first waits for every other stream's recorded read
 /// ([`note_write`]); the drop makes the memory's own stream wait for them before the free.
