@@ -233,6 +233,12 @@ pub enum Error {
     },
     /// NVRTC (`libnvrtc.so.13`) could not be loaded.
     NvrtcUnavailable,
+    /// The device's kernels cannot be built: a GPU older than every architecture NVRTC
+    /// compiles for, or a driver too old for NVRTC's code.
+    KernelTarget {
+        /// The device, the driver and NVRTC, and what to update.
+        reason: String,
+    },
     /// NVRTC rejected a generated source.
     Nvrtc {
         /// The compiler's log.
@@ -488,6 +494,9 @@ impl fmt::Display for Error {
                 "NVRTC (libnvrtc.so.13) could not be loaded; install the pip package \
                  nvidia-cuda-nvrtc==13.0.* and put its nvidia/cu13/lib on LD_LIBRARY_PATH",
             ),
+            Error::KernelTarget { reason } => {
+                write!(f, "cannot build CUDA kernels for this device: {reason}")
+            }
             Error::Nvrtc { log, source } => {
                 write!(f, "NVRTC failed to compile the generated CUDA source:\n{log}\n--- source ---\n{source}")
             }

@@ -7,7 +7,7 @@
 //! costs one warning, after which compiled kernels stay in memory only.
 
 use super::kernel::CudaKernel;
-use super::nvrtc::{compile, NvrtcOutput};
+use super::nvrtc::{compile, nvrtc_version, NvrtcOutput};
 use crate::error::Result;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -132,25 +132,28 @@ pub(crate) fn write_entry(key: u64, kind: &str, payload: &[u8]) {
 /// }
 /// ```
 pub fn cached_cubin(source: &str, arch: &str, opts: &[&str]) -> Result<Vec<u8>> {
-    let key = cache_key(source, arch, opts);
-    if let Some(cubin) = read_entry(key, "cubin") {
-        return Ok(cubin);
-    }
-    COMPILES.fetch_add(1, Ordering::Relaxed);
-    let compiled = compile(source, arch, opts, NvrtcOutput::Cubin)?;
-    write_entry(key, "cubin", &compiled.image);
-    Ok(compiled.image)
+    cached_image(source, arch, NvrtcOutput::Cubin, opts)
 }
 
-fn nvrtc_version() -> (i32, i32) {
-    let (mut major, mut minor) = (0, 0);
-    if super::nvrtc::nvrtc_available() {
-        // SAFETY: writes two ints; NVRTC was found.
-        unsafe {
-            let _ = cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor);
-        }
+/// [`cached_cubin`] for either output: a cubin for `sm_XY`, PTX for `compute_XY`.
+pub(crate) fn cached_image(
+    source: &str,
+    arch: &str,
+    output: NvrtcOutput,
+    opts: &[&str],
+) -> Result<Vec<u8>> {
+    let kind = match output {
+        NvrtcOutput::Cubin => "cubin",
+        NvrtcOutput::Ptx => "ptx",
+    };
+    let key = cache_key(source, arch, opts);
+    if let Some(image) = read_entry(key, kind) {
+        return Ok(image);
     }
-    (major, minor)
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let compiled = compile(source, arch, opts, output)?;
+    write_entry(key, kind, &compiled.image);
+    Ok(compiled.image)
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it and a rename, so that a

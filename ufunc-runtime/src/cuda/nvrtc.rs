@@ -18,7 +18,7 @@ pub fn nvrtc_available() -> bool {
 }
 
 /// What a compilation produces.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NvrtcOutput {
     /// PTX for a virtual architecture such as `compute_90`.
     Ptx,
@@ -110,4 +110,183 @@ pub fn compile(
     // SAFETY: `prog` is not used after this.
     let _ = unsafe { result::destroy_program(prog) };
     Ok(Compiled { image: image?, log })
+}
+
+/// NVRTC's version as (major, minor); (0, 0) without NVRTC.
+pub(crate) fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    if nvrtc_available() {
+        // SAFETY: writes two ints; NVRTC was found.
+        unsafe {
+            let _ = sys::nvrtcVersion(&mut major, &mut minor);
+        }
+    }
+    (major, minor)
+}
+
+/// The real architectures this NVRTC compiles for, as compute capabilities times ten
+/// (75, 80, 86, ...); empty without NVRTC.
+pub(crate) fn supported_archs() -> Vec<u32> {
+    if !nvrtc_available() {
+        return Vec::new();
+    }
+    let mut count = 0;
+    // SAFETY: writes one int, then `count` ints into a buffer of that many.
+    unsafe {
+        if sys::nvrtcGetNumSupportedArchs(&mut count).result().is_err() || count <= 0 {
+            return Vec::new();
+        }
+        let mut archs = vec![0; count as usize];
+        if sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+            .result()
+            .is_err()
+        {
+            return Vec::new();
+        }
+        archs.into_iter().map(|a| a as u32).collect()
+    }
+}
+
+/// What the kernels of one device are compiled to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KernelTarget {
+    /// `sm_XY` for a cubin, `compute_XY` for PTX.
+    pub(crate) arch: String,
+    pub(crate) output: NvrtcOutput,
+}
+
+/// The target for a device of compute capability `device` (times ten: 90 for 9.0) under a
+/// driver of CUDA version `driver` (`cuDriverGetVersion`'s 13000 for 13.0), with NVRTC
+/// `nvrtc` (major, minor) that compiles for `supported`; or why its kernels cannot run.
+///
+/// A cubin for the device's own architecture where NVRTC has it: it loads under any driver
+/// of NVRTC's major version. A device newer than NVRTC knows gets PTX for the newest
+/// architecture below it, which the driver compiles when it loads it, and so needs a driver
+/// at least as new as NVRTC. A device older than every architecture NVRTC has cannot be used
+/// (CUDA 13 dropped compute capabilities below 7.5).
+pub(crate) fn kernel_target(
+    device: u32,
+    driver: i32,
+    nvrtc: (i32, i32),
+    supported: &[u32],
+) -> std::result::Result<KernelTarget, String> {
+    let (driver_major, driver_minor) = (driver / 1000, driver % 1000 / 10);
+    let (major, minor) = nvrtc;
+    let capability = format!("compute capability {}.{}", device / 10, device % 10);
+    if driver_major < major {
+        return Err(format!(
+            "the NVIDIA driver supports CUDA {driver_major}.{driver_minor}, but the kernels are \
+             compiled by NVRTC {major}.{minor}, whose code needs a CUDA {major} driver: update \
+             the driver (CUDA 13.0 needs 580 or newer)"
+        ));
+    }
+    if supported.contains(&device) {
+        return Ok(KernelTarget {
+            arch: format!("sm_{device}"),
+            output: NvrtcOutput::Cubin,
+        });
+    }
+    let range = match (supported.iter().min(), supported.iter().max()) {
+        (Some(lo), Some(hi)) => format!("sm_{lo} to sm_{hi}"),
+        _ => "no architecture".into(),
+    };
+    let Some(&below) = supported.iter().filter(|&&a| a < device).max() else {
+        return Err(format!(
+            "the GPU (sm_{device}, {capability}) is older than every architecture NVRTC \
+             {major}.{minor} compiles for ({range})"
+        ));
+    };
+    if (driver_major, driver_minor) < (major, minor) {
+        return Err(format!(
+            "the GPU (sm_{device}, {capability}) is newer than NVRTC {major}.{minor} knows \
+             ({range}); its kernels would be PTX for compute_{below}, which a driver of CUDA \
+             {driver_major}.{driver_minor} cannot load from NVRTC {major}.{minor}: update the \
+             driver or NVRTC"
+        ));
+    }
+    Ok(KernelTarget {
+        arch: format!("compute_{below}"),
+        output: NvrtcOutput::Ptx,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NVRTC 13.0's list.
+    const CUDA13: &[u32] = &[75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
+
+    #[test]
+    fn a_device_nvrtc_knows_gets_its_own_cubin() {
+        let t = kernel_target(90, 13000, (13, 0), CUDA13).unwrap();
+        assert_eq!((t.arch.as_str(), t.output), ("sm_90", NvrtcOutput::Cubin));
+        // A cubin loads under a newer driver, and under an older one of the same major.
+        assert_eq!(
+            kernel_target(80, 13020, (13, 0), CUDA13).unwrap().arch,
+            "sm_80"
+        );
+        assert_eq!(
+            kernel_target(80, 13000, (13, 1), CUDA13).unwrap().arch,
+            "sm_80"
+        );
+    }
+
+    #[test]
+    fn a_newer_device_gets_ptx_its_driver_can_load() {
+        let t = kernel_target(130, 13010, (13, 0), CUDA13).unwrap();
+        assert_eq!(
+            (t.arch.as_str(), t.output),
+            ("compute_121", NvrtcOutput::Ptx)
+        );
+        // Between two known architectures: the one below.
+        let t = kernel_target(95, 13000, (13, 0), CUDA13).unwrap();
+        assert_eq!(t.arch, "compute_90");
+        // PTX of NVRTC 13.1 does not load under a 13.0 driver.
+        let e = kernel_target(130, 13000, (13, 1), CUDA13).unwrap_err();
+        assert!(
+            e.contains("sm_130") && e.contains("CUDA 13.0") && e.contains("NVRTC 13.1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_old_device_or_driver_is_named() {
+        let e = kernel_target(70, 13000, (13, 0), CUDA13).unwrap_err();
+        assert!(
+            e.contains("sm_70")
+                && e.contains("compute capability 7.0")
+                && e.contains("sm_75 to sm_121"),
+            "{e}"
+        );
+        let e = kernel_target(90, 12080, (13, 0), CUDA13).unwrap_err();
+        assert!(e.contains("CUDA 12.8") && e.contains("NVRTC 13.0"), "{e}");
+    }
+
+    #[test]
+    fn this_nvrtc_lists_the_architectures_it_compiles_for() {
+        if !nvrtc_available() {
+            eprintln!("SKIPPED this_nvrtc_lists_the_architectures_it_compiles_for: no NVRTC");
+            return;
+        }
+        let archs = supported_archs();
+        assert!(archs.contains(&90), "{archs:?}");
+        let version = nvrtc_version();
+        assert!(version.0 >= 12, "{version:?}");
+        // What the runtime would compile for an H100 under a driver as new as NVRTC.
+        let driver = version.0 * 1000 + version.1 * 10;
+        let t = kernel_target(90, driver, version, &archs).unwrap();
+        assert_eq!(t.arch, "sm_90");
+        // A device newer than all of them gets PTX, which NVRTC produces.
+        let newest = *archs.iter().max().unwrap();
+        let t = kernel_target(newest + 10, driver, version, &archs).unwrap();
+        let ptx = compile(
+            r#"extern "C" __global__ void k(float* x) { x[0] = 1.0f; }"#,
+            &t.arch,
+            &[],
+            t.output,
+        )
+        .unwrap();
+        assert!(String::from_utf8(ptx.image).unwrap().contains(".entry k"));
+    }
 }

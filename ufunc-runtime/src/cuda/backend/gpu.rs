@@ -4,8 +4,11 @@
 use super::super::args::{
     Arg, Buffer, FftLayout, FftPlanHandle, HostBuffer, LaunchShape, ModuleHandle, StreamHandle,
 };
-use super::super::cache::{cached_cubin, options};
+use super::super::cache::{cached_image, options};
 use super::super::kernel::CudaKernel;
+use super::super::nvrtc::{
+    kernel_target, nvrtc_available, nvrtc_version, supported_archs, KernelTarget, NvrtcOutput,
+};
 use super::{byte_range, cufft, foreign, Backend};
 use crate::error::{Error, Result};
 use cudarc::driver::{
@@ -13,13 +16,17 @@ use cudarc::driver::{
     PinnedHostSlice, PushKernelArg,
 };
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub(super) struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// `sm_XY` of device 0.
-    arch: String,
+    /// Device 0's compute capability times ten (90 for 9.0).
+    capability: u32,
+    /// The CUDA version the driver supports (13000 for 13.0).
+    driver: i32,
+    /// What kernels are compiled to, chosen at the first kernel (FFTs need no NVRTC).
+    target: OnceLock<std::result::Result<KernelTarget, String>>,
     multiprocessors: u32,
 }
 
@@ -156,11 +163,18 @@ impl Gpu {
             )
             .unwrap_or(1)
             .max(1) as u32;
+        let mut driver = 0;
+        // SAFETY: writes one int; the driver library is loaded.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .map_err(|e| format!("cannot query the driver's CUDA version: {e:?}"))?;
         let stream = ctx.default_stream();
         Ok(Gpu {
             ctx,
             stream,
-            arch: format!("sm_{major}{minor}"),
+            capability: (major * 10 + minor) as u32,
+            driver,
+            target: OnceLock::new(),
             multiprocessors,
         })
     }
@@ -272,10 +286,33 @@ impl Backend for Gpu {
     }
 
     fn load(&self, kernel: &CudaKernel, source: &str) -> Result<ModuleHandle> {
-        let cubin = cached_cubin(source, &self.arch, &options(kernel))?;
+        if !nvrtc_available() {
+            return Err(Error::NvrtcUnavailable);
+        }
+        let target = self
+            .target
+            .get_or_init(|| {
+                kernel_target(
+                    self.capability,
+                    self.driver,
+                    nvrtc_version(),
+                    &supported_archs(),
+                )
+            })
+            .as_ref()
+            .map_err(|reason| Error::KernelTarget {
+                reason: reason.clone(),
+            })?;
+        let image = cached_image(source, &target.arch, target.output, &options(kernel))?;
+        let image = match target.output {
+            NvrtcOutput::Cubin => cudarc::nvrtc::Ptx::from_binary(image),
+            NvrtcOutput::Ptx => {
+                cudarc::nvrtc::Ptx::from_src(String::from_utf8_lossy(&image).into_owned())
+            }
+        };
         let module = self
             .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .load_module(image)
             .map_err(|e| driver_error(&format!("loading the module of `{}`", kernel.name), e))?;
         Ok(ModuleHandle(Arc::new(module)))
     }
