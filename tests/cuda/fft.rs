@@ -393,3 +393,32 @@ fn bad_options_are_errors() {
         assert_eq!(device::rfft(&empty).unwrap().shape(), &[0, 3]);
     });
 }
+
+/// A queue keeps only its most recently used plans (each cuFFT plan owns a device work
+/// area): more shapes than it keeps, twice over, so that every plan is dropped and made
+/// again, on the default queue and on a stream, with the transforms still right.
+#[test]
+fn more_shapes_than_plans_kept() {
+    on_gpu("more_shapes_than_plans_kept", || {
+        let stream = Stream::new().unwrap();
+        for round in 0..2 {
+            for n in 2..42 {
+                let z = complex_data(&[3, n], n as u64)
+                    .into_dimensionality::<ndarray::Ix2>()
+                    .unwrap();
+                let dz = to_device(&z).unwrap();
+                let host = fft::fft(&z).unwrap();
+                let what = format!("round {round}, length {n}");
+                assert_close(
+                    &what,
+                    device::fft(&dz).unwrap().copy_to_host().unwrap(),
+                    host.clone(),
+                    1e-12,
+                );
+                let on = device::fft_on(&stream, &dz, &FftOptions::new()).unwrap();
+                stream.synchronize().unwrap();
+                assert_close(&what, on.copy_to_host().unwrap(), host, 1e-12);
+            }
+        }
+    });
+}

@@ -10,7 +10,6 @@ use super::backend::{backend, Backend};
 use super::cache::COMPILES;
 use super::panics::{record_message, PanicTable, STATUS_BYTES};
 use crate::error::{Error, Result};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -62,6 +61,47 @@ pub fn cuda_counters() -> CudaCounters {
     }
 }
 
+/// How many FFT plans a queue keeps, as CuPy's plan cache: each cuFFT plan owns a device
+/// work area, so a program of many shapes would otherwise fill the device with them. A plan
+/// dropped here lives on while a call still holds it, and waits for its stream's work
+/// before it frees its work area.
+pub(crate) const FFT_PLANS_KEPT: usize = 16;
+
+/// The `capacity` values last used, by key; the least recently used goes first.
+pub(crate) struct RecentlyUsed<K, V> {
+    /// Least recently used first.
+    entries: Vec<(K, V)>,
+    capacity: usize,
+}
+
+impl<K, V> Default for RecentlyUsed<K, V> {
+    fn default() -> Self {
+        RecentlyUsed {
+            entries: Vec::new(),
+            capacity: FFT_PLANS_KEPT,
+        }
+    }
+}
+
+impl<K: PartialEq, V: Clone> RecentlyUsed<K, V> {
+    /// The value of `key`, now the most recently used.
+    pub(crate) fn get(&mut self, key: &K) -> Option<V> {
+        let at = self.entries.iter().position(|(k, _)| k == key)?;
+        let entry = self.entries.remove(at);
+        let value = entry.1.clone();
+        self.entries.push(entry);
+        Some(value)
+    }
+
+    /// Keeps `value` for `key` (absent), dropping the least recently used beyond capacity.
+    pub(crate) fn insert(&mut self, key: K, value: V) {
+        if self.entries.len() >= self.capacity {
+            self.entries.remove(0);
+        }
+        self.entries.push((key, value));
+    }
+}
+
 /// Bytes of device memory (host memory under the simulator).
 pub struct DeviceBuffer(pub(crate) Buffer);
 
@@ -78,7 +118,7 @@ pub(crate) struct Queue {
     pub(crate) deferred: Option<Mutex<Vec<Pending>>>,
     /// The FFT plans made for this stream, by layout (a cuFFT plan owns a work area, so
     /// streams do not share plans); dropped with the stream.
-    fft_plans: Mutex<HashMap<FftLayout, FftPlanHandle>>,
+    fft_plans: Mutex<RecentlyUsed<FftLayout, FftPlanHandle>>,
     /// The status word of the support kernels, which never write it: made once, not per
     /// launch (an allocation and a clear fewer on every launch).
     support_status: Mutex<Option<Buffer>>,
@@ -158,11 +198,12 @@ impl Queue {
         self.backend.alloc(&self.stream, bytes)
     }
 
-    /// The plan of `layout` on this queue's stream: made once, then reused.
+    /// The plan of `layout` on this queue's stream: made once, then reused while it is one
+    /// of the [`FFT_PLANS_KEPT`] most recently used.
     pub(crate) fn fft_plan(&self, layout: &FftLayout) -> Result<FftPlanHandle> {
         let mut plans = self.fft_plans.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = plans.get(layout) {
-            return Ok(p.clone());
+            return Ok(p);
         }
         let plan = self.backend.fft_plan(&self.stream, layout)?;
         plans.insert(layout.clone(), plan.clone());
@@ -306,5 +347,29 @@ impl Queue {
                 what: format!("reading the status of `{function}`: {} bytes", bytes.len()),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_recently_used_plan_goes_first() {
+        let mut plans = RecentlyUsed::<u32, &str> {
+            entries: Vec::new(),
+            capacity: 3,
+        };
+        plans.insert(1, "one");
+        plans.insert(2, "two");
+        plans.insert(3, "three");
+        assert_eq!(plans.get(&1), Some("one"));
+        // 2 is now the least recently used.
+        plans.insert(4, "four");
+        assert_eq!(plans.get(&2), None);
+        assert_eq!(plans.get(&3), Some("three"));
+        assert_eq!(plans.get(&1), Some("one"));
+        assert_eq!(plans.get(&4), Some("four"));
+        assert_eq!(plans.entries.len(), 3);
     }
 }

@@ -17,12 +17,23 @@ struct CufftPlan {
     double: bool,
     /// Held from binding the plan to a stream until its transform is queued: cuFFT is
     /// thread-safe only for different plans, and a queue's cached plans (the default queue's
-    /// are the whole process's) can be run from several threads at once.
-    exec: Mutex<()>,
+    /// are the whole process's) can be run from several threads at once. Holds the stream
+    /// the plan last ran on.
+    exec: Mutex<Option<Arc<CudaStream>>>,
 }
 
 impl Drop for CufftPlan {
     fn drop(&mut self) {
+        // Destroying the plan frees its work area, which a transform queued on its stream
+        // may still be using.
+        let last = self
+            .exec
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(stream) = last {
+            let _ = stream.synchronize();
+        }
         // SAFETY: the handle was made by `cufftCreate` and is destroyed once; an error (a
         // context already gone at exit) leaves nothing to free.
         let _ = unsafe { result::destroy(self.handle) };
@@ -65,7 +76,7 @@ pub(super) fn plan(ctx: &Arc<CudaContext>, layout: &FftLayout) -> Result<FftPlan
         handle,
         kind: layout.kind,
         double: layout.double,
-        exec: Mutex::new(()),
+        exec: Mutex::new(None),
     };
     let (mut n, mut inembed, mut onembed) = (
         layout.n.clone(),
@@ -107,10 +118,11 @@ pub(super) fn exec(
         .downcast_ref()
         .ok_or_else(|| foreign("running an FFT plan"))?;
     // A panic elsewhere while holding it leaves nothing half-done that this call relies on.
-    let _running = p.exec.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last_stream = p.exec.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: a live handle and stream.
     unsafe { result::set_stream(p.handle, stream.cu_stream() as _) }
         .map_err(cufft_error("binding a cuFFT plan to a stream"))?;
+    *last_stream = Some(stream.clone());
     let (out, out_offset) = output;
     let (optr, _out_sync) = out.device_ptr_mut(stream);
     let optr = optr + out_offset as u64;
