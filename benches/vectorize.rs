@@ -179,6 +179,20 @@ impl Triad {
         12 * self.x.len()
     }
 
+    /// `z = x + 1.5 y` over `z`, `x` and `y` alike.
+    fn kernel(z: &mut [f32], x: &[f32], y: &[f32]) {
+        for ((z, x), y) in z.iter_mut().zip(x).zip(y) {
+            *z = x + 1.5 * y;
+        }
+    }
+
+    /// The triad on one thread.
+    fn run_serial(&mut self) {
+        let (x, y) = (self.x.as_slice().unwrap(), self.y.as_slice().unwrap());
+        Triad::kernel(self.z.as_slice_mut().unwrap(), x, y);
+    }
+
+    /// The triad on rayon's threads.
     fn run(&mut self) {
         let chunk = self.x.len().div_ceil(rayon::current_num_threads() * 4);
         let (x, y) = (self.x.as_slice().unwrap(), self.y.as_slice().unwrap());
@@ -187,11 +201,7 @@ impl Triad {
             .unwrap()
             .par_chunks_mut(chunk)
             .zip(x.par_chunks(chunk).zip(y.par_chunks(chunk)))
-            .for_each(|(z, (x, y))| {
-                for ((z, x), y) in z.iter_mut().zip(x).zip(y) {
-                    *z = x + 1.5 * y;
-                }
-            });
+            .for_each(|(z, (x, y))| Triad::kernel(z, x, y));
     }
 
     /// Runs the triad and `case` in turn, `3 * reps` times each after a warm-up, and returns
@@ -339,13 +349,7 @@ fn triad(b: &Bench, n: usize) {
     }
     let mut t = Triad::new(n, false);
     let bytes = t.bytes();
-    let (xs, ys) = (t.x.as_slice().unwrap(), t.y.as_slice().unwrap());
-    let mut z = t.z.clone();
-    let ms = b.time(|| {
-        for ((z, x), y) in z.as_slice_mut().unwrap().iter_mut().zip(xs).zip(ys) {
-            *z = x + 1.5 * y;
-        }
-    });
+    let ms = b.time(|| t.run_serial());
     b.report(
         "triad",
         n,

@@ -476,8 +476,8 @@ impl Peak {
 /// An upsample factor of at least 1 whose refinement fits in memory for images of `shape`:
 /// its DFT matrices of `ceil(1.5 U)` rows by an axis's length, and the arrays it contracts
 /// one axis at a time (the last `j` axes already `ceil(1.5 U)` long), in `Complex<f64>`. The
-/// largest is reserved (never touched) here, so that a factor too large is an error rather
-/// than an abort in the middle of a registration.
+/// largest, if large, is reserved (never touched) here, so that a factor too large is an
+/// error rather than an abort in the middle of a registration.
 pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
     if upsample == 0 {
         return Err(Error::InvalidArgument {
@@ -500,6 +500,10 @@ pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
         }
     }
     let elements = largest.iter().fold(1usize, |a, &n| a.saturating_mul(n));
+    // Any machine holds this much: no probe (an mmap and munmap) on every call.
+    if elements <= PROBE_BELOW_ELEMENTS {
+        return Ok(());
+    }
     let mut probe: Vec<Complex<f64>> = Vec::new();
     probe
         .try_reserve_exact(elements)
@@ -517,6 +521,9 @@ pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
             ),
         })
 }
+
+/// Refinements of fewer points (64 MiB of `Complex<f64>`) are not probed.
+const PROBE_BELOW_ELEMENTS: usize = 1 << 22;
 
 /// Points per axis of the upsampled DFT's grid around a peak: `ceil(1.5 U)`.
 pub(super) fn refinement_region(upsample: u32) -> usize {
