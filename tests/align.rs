@@ -144,6 +144,64 @@ fn a_clean_movie_is_aligned_to_a_twentieth_of_a_pixel() {
     }
 }
 
+/// A blank frame (dark, or zero-filled by an aborted acquisition) holds nothing to register:
+/// its correlation was rounding, which gave it a shift of tens of pixels and, as frame 0,
+/// moved every other frame's shift by as much. It is reported unmoved with peak 0, the shifts
+/// are relative to the first frame that is not blank, and the passes still converge.
+#[test]
+fn blank_frames_have_no_shift_and_move_no_other() {
+    for shape in [(96, 80), (127, 129)] {
+        let clean = movie(10, shape, 400.0, 2);
+        let mut m = clean.clone();
+        m.index_axis_mut(Axis(0), 0).fill(0.0);
+        m.index_axis_mut(Axis(0), 6).fill(1234.5);
+        for (what, taper) in [("sum", 0.0), ("sum, tapered", 0.1)] {
+            let options = AlignOptions {
+                upsample_factor: 50,
+                taper,
+                ..Default::default()
+            };
+            let a = align_movie(&mut m, &options).unwrap();
+            let what = format!("{shape:?}, {what}");
+            assert!(a.iterations < options.max_iterations, "{what}: passes");
+            for i in [0, 6] {
+                assert_eq!(
+                    (a.shifts[i], a.peaks[i]),
+                    ([0.0; 2], 0.0),
+                    "{what}: frame {i}"
+                );
+            }
+            // Relative to frame 1, as the movie without blank frames has them.
+            let want = align_movie(&mut clean.clone(), &options).unwrap().shifts;
+            for i in [1, 2, 3, 4, 5, 7, 8, 9] {
+                let (s, w) = (
+                    a.shifts[i],
+                    [want[i][0] - want[1][0], want[i][1] - want[1][1]],
+                );
+                let err = (s[0] - w[0]).abs().max((s[1] - w[1]).abs());
+                assert!(err < 0.05, "{what}: frame {i} off by {err}: {:?}", a.shifts);
+                assert!(a.peaks[i] > 0.5, "{what}: {:?}", a.peaks);
+            }
+        }
+        // Against frame 0: a blank one leaves nothing to align to.
+        let first = AlignOptions {
+            reference: Reference::First,
+            ..Default::default()
+        };
+        let e = align_movie(&mut m, &first).unwrap_err().to_string();
+        assert!(e.contains("frame 0, the reference, is blank"), "{e}");
+        m.index_axis_mut(Axis(0), 0)
+            .assign(&movie(1, shape, 400.0, 2).index_axis(Axis(0), 0));
+        let a = align_movie(&mut m, &first).unwrap();
+        assert_eq!(
+            (a.shifts[6], a.peaks[6]),
+            ([0.0; 2], 0.0),
+            "{shape:?}, first"
+        );
+        assert!(rms_error(&a.shifts[..6]) < 0.2, "{shape:?}: {:?}", a.shifts);
+    }
+}
+
 #[test]
 fn cpu_and_parallel_agree() {
     let mut m = movie(7, (64, 60), 5.0, 3);

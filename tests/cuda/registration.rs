@@ -355,6 +355,36 @@ fn align_movie_on_cuda_matches_parallel() {
                 "mean 30000: sums' means {g} vs {w}"
             );
         }
+        // Blank frames (frame 0 among them): no shift and peak 0, the others relative to
+        // frame 1, on the device as on the host; with the first frame as reference, an error.
+        let mut blank = m.clone();
+        blank.index_axis_mut(ndarray::Axis(0), 0).fill(0.0);
+        blank.index_axis_mut(ndarray::Axis(0), 4).fill(77.0);
+        for reference in [Reference::Sum, Reference::First] {
+            let on = |target| {
+                let options = AlignOptions {
+                    target,
+                    reference,
+                    ..Default::default()
+                };
+                align_movie(&mut blank.clone(), &options)
+            };
+            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            if reference == Reference::First {
+                let (got, want) = (got.unwrap_err(), want.unwrap_err());
+                assert_eq!(got.to_string(), want.to_string());
+                continue;
+            }
+            let (got, want) = (got.unwrap(), want.unwrap());
+            for (i, (g, w)) in got.shifts.iter().zip(&want.shifts).enumerate() {
+                same_shift(&format!("blank frames: frame {i}"), g, w, 0.05 + 1e-9);
+            }
+            assert_eq!((got.peaks[0], got.peaks[4]), (0.0, 0.0), "{:?}", got.peaks);
+            assert_eq!((got.shifts[0], got.shifts[4]), ([0.0; 2], [0.0; 2]));
+            for (g, w) in got.peaks.iter().zip(&want.peaks) {
+                assert!((g - w).abs() < 1e-3, "blank frames: peaks {g} vs {w}");
+            }
+        }
         // Frames one row high: no shift along the rows, on the device as on the host.
         let rows = frames((1, 64), 4, 9);
         let on = |target| {

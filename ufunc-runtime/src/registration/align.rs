@@ -91,9 +91,13 @@ impl Default for AlignOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alignment {
     /// Per frame, the `(dy, dx)` shift that registers it onto frame 0 (frame 0 is `[0, 0]`).
+    /// A blank frame (the same value everywhere: a dark or zero-filled frame) has no position:
+    /// it is `[0, 0]`, and a blank frame 0 makes the shifts relative to the first frame that
+    /// is not blank. With [`Reference::First`], a blank frame 0 is an error.
     pub shifts: Vec<[f64; 2]>,
     /// Per frame, the height of its correlation peak relative to the energies of the two
-    /// inputs, their means left out (1: identical up to a shift; low for noisy frames).
+    /// inputs, their means left out (1: identical up to a shift; low for noisy frames; 0 for a
+    /// blank frame).
     pub peaks: Vec<f64>,
     /// Passes made over the frames (1 with [`Reference::First`]).
     pub iterations: usize,
@@ -257,7 +261,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
             threads,
         )?,
     };
-    let origin = relative_to_first(&mut shifts, crop, (ny, nx));
+    let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let sum = match (&cropped, &taper) {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are.
@@ -283,31 +287,69 @@ pub fn align_movie<S: FrameSource + ?Sized>(
 type Spectrum = Array2<Complex<f32>>;
 
 /// Makes shifts found at `crop` relative to frame 0's and scales them to `frame`; returns
-/// frame 0's shift as found.
+/// the shift, as found, of the frame they are now relative to. That is frame 0 unless it is
+/// blank (peak 0: the same value everywhere, so no position), then the first frame that is
+/// not; blank frames are reported unmoved. With [`Reference::First`] a blank frame 0 leaves
+/// nothing to align to, and is an error.
 pub(super) fn relative_to_first(
     shifts: &mut [[f64; 2]],
+    peaks: &[f64],
+    reference: Reference,
     crop: (usize, usize),
     frame: (usize, usize),
-) -> [f64; 2] {
-    let origin = shifts.first().copied().unwrap_or([0.0; 2]);
+) -> Result<[f64; 2]> {
+    let blank = |i: usize| peaks[i] == 0.0;
+    if reference == Reference::First && shifts.len() > 1 && blank(0) {
+        return Err(Error::InvalidArgument {
+            name: "frames",
+            message: "frame 0, the reference, is blank (the same value everywhere): there is \
+                      nothing to align the other frames to; use the sum of the frames as the \
+                      reference"
+                .into(),
+        });
+    }
+    let origin = (0..shifts.len())
+        .find(|&i| !blank(i))
+        .map_or([0.0; 2], |i| shifts[i]);
     let scale = [
         frame.0 as f64 / crop.0 as f64,
         frame.1 as f64 / crop.1 as f64,
     ];
-    for s in shifts.iter_mut() {
-        *s = [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]];
+    for (i, s) in shifts.iter_mut().enumerate() {
+        *s = match blank(i) {
+            true => [0.0; 2],
+            false => [(s[0] - origin[0]) * scale[0], (s[1] - origin[1]) * scale[1]],
+        };
     }
-    origin
+    Ok(origin)
 }
 
-/// The largest change of any frame's shift between two passes.
+/// The largest change of any frame's shift between two passes, blank frames (peak 0, whose
+/// shifts mean nothing) left out.
 pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> f64 {
     found
         .iter()
         .zip(shifts)
+        .filter(|(a, _)| a.1 != 0.0)
         .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
         .fold(0.0, f64::max)
 }
+
+/// A spectrum's energy less its zero frequency's power, both in f64: 0 for a blank frame
+/// (the same value everywhere), whose other frequencies hold only the transform's rounding.
+/// A frame whose variance is below 1e-10 of its squared mean has no detail an f32 transform
+/// can see.
+pub(super) fn energy_without_mean(energy: f64, mean_power: f64) -> f64 {
+    let rest = energy - mean_power;
+    if rest <= BLANK_ENERGY * energy {
+        0.0
+    } else {
+        rest
+    }
+}
+
+/// See [`energy_without_mean`]; the device's `ufunc_reg_zero_mean` uses the same bound.
+pub(super) const BLANK_ENERGY: f64 = 1e-10;
 
 /// The Gaussian weight `exp(-B |f|² / 4)` of a half spectrum of `rows x cols` points, factored
 /// into a row and a column weight: the spectrum of a `frame = (ny, nx)` image, or its Fourier
@@ -667,7 +709,7 @@ fn register(
         let phases = leave_out.map(|shift| shift_phases(shift, reference.dim(), nx));
         // One row at a time while it is in cache: the reference (less the moving frame),
         // both powers, then the weighted cross-power spectrum.
-        let mut amplitudes = (0.0, 0.0);
+        let (mut amplitudes, mut mean_powers) = ((0.0, 0.0), (0.0, 0.0));
         let rows = product
             .rows_mut()
             .into_iter()
@@ -694,8 +736,7 @@ fn register(
                 // In f64, as `row_power` added them (an f32 square of a large mean is off
                 // by more than a low-contrast frame's whole energy).
                 let power = |z: Complex<f32>| (z.re as f64).powi(2) + (z.im as f64).powi(2);
-                amplitudes.0 -= power(p[0]);
-                amplitudes.1 -= power(m[0]);
+                mean_powers = (power(p[0]), power(m[0]));
             }
             for ((p, &m), &wx) in p.iter_mut().zip(m).zip(wx) {
                 *p = normalise(*p * m.conj(), pcc.normalization) * (wy[ky] * wx);
@@ -704,6 +745,10 @@ fn register(
                 p[0] = Complex::new(0.0, 0.0);
             }
         }
+        let amplitudes = (
+            energy_without_mean(amplitudes.0, mean_powers.0),
+            energy_without_mean(amplitudes.1, mean_powers.1),
+        );
         let peak = half_product_peak(plan, scratch, pcc.upsample_factor, amplitudes)?;
         let s = peak.shift(&[ny, nx], pcc.upsample_factor);
         Ok(([s[0], s[1]], peak.correlation()))

@@ -58,13 +58,19 @@ extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long 
 
 // The frames' means left out of a registration (the movie path's): the cross-power spectrum's
 // zero frequency cleared, and the spectra `a` and `b`'s zero-frequency powers taken from their
-// energies in `state[slot]` and `state[slot + 1]`.
+// energies in `state[slot]` and `state[slot + 1]`; an energy left below __UFUNC_REG_BLANK of the
+// whole is a blank frame's rounding, and 0 (the host's `energy_without_mean`).
+#define __UFUNC_REG_BLANK 1e-10
 extern "C" __global__ void ufunc_reg_zero_mean(long long slot, const c32* a, const c32* b,
                                                c32* product, double* state, int* status) {
     __UFUNC_REG_GRID(k, 1) {
         double ar = a[0].re, ai = a[0].im, br = b[0].re, bi = b[0].im;
-        state[slot] -= ar * ar + ai * ai;
-        state[slot + 1] -= br * br + bi * bi;
+        double mean_powers[2] = {ar * ar + ai * ai, br * br + bi * bi};
+        for (int i = 0; i < 2; ++i) {
+            double energy = state[slot + i];
+            double rest = energy - mean_powers[i];
+            state[slot + i] = rest <= __UFUNC_REG_BLANK * energy ? 0.0 : rest;
+        }
         product[0].re = 0.0f;
         product[0].im = 0.0f;
     }

@@ -716,7 +716,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
             (shifts, peaks, iterations, total)
         }
     };
-    let origin = relative_to_first(&mut shifts, crop, (ny, nx));
+    let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let stream = &movie.streams[0];
     let sum = if crop == (ny, nx) && taper.is_none() {
         // The last pass added every frame moved by its shift: moving that sum by -origin
@@ -1062,6 +1062,15 @@ mod tests {
     #[test]
     fn the_rows_per_thread_are_the_kernels() {
         let define = format!("#define __UFUNC_REG_ROWS {}\n", super::ROWS_PER_THREAD);
+        assert!(include_str!("device.cuh").contains(&define), "{define}");
+    }
+
+    #[test]
+    fn the_blank_frame_bound_is_the_hosts() {
+        let define = format!(
+            "#define __UFUNC_REG_BLANK {:e}\n",
+            super::super::align::BLANK_ENERGY
+        );
         assert!(include_str!("device.cuh").contains(&define), "{define}");
     }
 

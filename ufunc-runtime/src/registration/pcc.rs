@@ -383,9 +383,13 @@ impl Peak {
         shift
     }
 
-    /// The peak's height relative to the inputs' energies: 1 for inputs equal up to a shift.
+    /// The peak's height relative to the inputs' energies: 1 for inputs equal up to a shift,
+    /// 0 where an input has none (a blank frame, once its mean is left out).
     pub(super) fn correlation(&self) -> f64 {
         let (a, b) = self.amplitudes;
+        if a * b == 0.0 {
+            return 0.0;
+        }
         self.value.norm() / (a * b).sqrt()
     }
 
