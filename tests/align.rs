@@ -96,8 +96,10 @@ fn passes_stop_at_the_tolerance_or_the_limit_and_the_bfactor_weighs_in() {
     };
     // Any change is within a tolerance of 1000 px: one pass of ten allowed. The first pass's
     // change (from zero to the drift) is over a tolerance of 0: the limit of one pass stops it.
-    assert_eq!(run(10, 1000.0, 150.0).iterations, 1);
-    assert_eq!(run(1, 0.0, 150.0).iterations, 1);
+    let settled = run(10, 1000.0, 150.0);
+    assert_eq!((settled.iterations, settled.converged), (1, true));
+    let stopped = run(1, 0.0, 150.0);
+    assert_eq!((stopped.iterations, stopped.converged), (1, false));
     assert!(run(10, 0.0, 150.0).iterations > 1);
     // At two counts a pixel the weighting of the high frequencies changes some shifts.
     let (plain, weighted) = (run(10, 0.05, 0.0), run(10, 0.05, 2000.0));

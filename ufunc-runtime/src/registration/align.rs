@@ -101,6 +101,12 @@ pub struct Alignment {
     pub peaks: Vec<f64>,
     /// Passes made over the frames (1 with [`Reference::First`]).
     pub iterations: usize,
+    /// Whether the passes settled: the last one moved no frame by more than
+    /// [`AlignOptions::tolerance`]. `false` when they stopped at
+    /// [`AlignOptions::max_iterations`], whose shifts may not be final (a large drift can split
+    /// the frames into groups that trade places from pass to pass). Always `true` with
+    /// [`Reference::First`].
+    pub converged: bool,
     /// The aligned sum: every frame moved by its shift (a Fourier shift) and added.
     pub sum: Array2<f32>,
     /// The `(rows, cols)` the frames were aligned at (smaller than theirs where cropped by
@@ -237,6 +243,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         mut shifts,
         peaks,
         iterations,
+        converged,
         total,
     } = match options.reference {
         Reference::First => {
@@ -250,6 +257,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
                 shifts,
                 peaks,
                 iterations: 1,
+                converged: true,
                 total,
             }
         }
@@ -279,6 +287,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         shifts,
         peaks,
         iterations,
+        converged,
         sum,
         alignment_shape: crop,
     })
@@ -333,6 +342,13 @@ pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> 
         .filter(|(a, _)| a.1 != 0.0)
         .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
         .fold(0.0, f64::max)
+}
+
+/// Whether a pass whose largest change was `change` ends the passes. Shifts lie on the
+/// `1 / upsample` grid, and two of them one step apart differ by a hair more than the step
+/// in f64: a tolerance of one step (the default) must still stop there.
+pub(super) fn settled(change: f64, tolerance: f64) -> bool {
+    change <= tolerance + 1e-9
 }
 
 /// A spectrum's energy less its zero frequency's power, both in f64: 0 for a blank frame
@@ -772,23 +788,22 @@ fn iterate_on_sum<S: FrameSource + ?Sized>(
     let mut peaks = vec![1.0; n];
     let (_, mut total) = spectra.pass(threads, |_, _| Ok(()), |_| [0.0; 2])?;
     let mut iterations = 0;
-    while n > 1 && iterations < options.max_iterations {
+    let mut converged = n <= 1;
+    while !converged && iterations < options.max_iterations {
         iterations += 1;
         let previous = &shifts;
         let visit =
             |i: usize, s: &Spectrum| register(&total, Some(previous[i]), s, buffers, pcc, weights);
         let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
-        let change = largest_change(&found, &shifts);
+        converged = settled(largest_change(&found, &shifts), options.tolerance);
         (shifts, peaks) = found.into_iter().unzip();
         total = next;
-        if change <= options.tolerance {
-            break;
-        }
     }
     Ok(Registered {
         shifts,
         peaks,
         iterations,
+        converged,
         total,
     })
 }
@@ -798,6 +813,7 @@ fn iterate_on_sum<S: FrameSource + ?Sized>(
 struct Registered {
     shifts: Vec<[f64; 2]>,
     peaks: Vec<f64>,
+    converged: bool,
     iterations: usize,
     total: Spectrum,
 }
@@ -864,6 +880,16 @@ fn add_shifted(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_of_one_grid_step_is_within_a_tolerance_of_one_step() {
+        // 2.35 - 2.3 is 0.050000000000000266 in f64: the default tolerance (one step of the
+        // default upsample factor, 1/20) ran such movies to the pass limit.
+        let change: f64 = 2.35 - 2.3;
+        assert!(change > 0.05);
+        assert!(settled(change, 0.05));
+        assert!(!settled(0.051, 0.05));
+    }
 
     #[test]
     fn a_cropped_spectrum_gets_the_frames_weights_at_its_frequencies() {

@@ -8,8 +8,8 @@
 //! on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
-    bfactor_weights, check, copy_frame, largest_change, read_one, relative_to_first, shift_phases,
-    spectra_bytes, Taper,
+    bfactor_weights, check, copy_frame, largest_change, read_one, relative_to_first, settled,
+    shift_phases, spectra_bytes, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -688,13 +688,13 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         workspaces,
         streams,
     };
-    let (mut shifts, peaks, iterations, total) = match options.reference {
+    let (mut shifts, peaks, iterations, converged, total) = match options.reference {
         Reference::First => {
             let reference = movie.spectrum(0, 0)?;
             let weights = plan.weights(&movie.streams[0], 0.0)?;
             let pass = movie.pass(Some((&reference, None, &weights)))?;
             let (shifts, peaks) = pass.found.into_iter().unzip();
-            (shifts, peaks, 1, pass.total)
+            (shifts, peaks, 1, true, pass.total)
         }
         Reference::Sum => {
             let weights = plan.weights(&movie.streams[0], options.bfactor)?;
@@ -703,17 +703,15 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
             let mut peaks = vec![1.0; n];
             let mut total = movie.pass(None)?.total;
             let mut iterations = 0;
-            while n > 1 && iterations < options.max_iterations {
+            let mut converged = n <= 1;
+            while !converged && iterations < options.max_iterations {
                 iterations += 1;
                 let pass = movie.pass(Some((&total, Some(&shifts), &weights)))?;
-                let change = largest_change(&pass.found, &shifts);
+                converged = settled(largest_change(&pass.found, &shifts), options.tolerance);
                 (shifts, peaks) = pass.found.into_iter().unzip();
                 total = pass.total;
-                if change <= options.tolerance {
-                    break;
-                }
             }
-            (shifts, peaks, iterations, total)
+            (shifts, peaks, iterations, converged, total)
         }
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
@@ -749,6 +747,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         shifts,
         peaks,
         iterations,
+        converged,
         sum,
         alignment_shape: crop,
     })
