@@ -1,5 +1,8 @@
 //! The command line: options (clap), the `--shard K/N` selection, and their translation into
-//! the registration's `AlignOptions`.
+//! the registration's `AlignOptions`. The options' ranges are checked here, when the command
+//! line is parsed, so that a bad value is refused naming its flag before any movie is read; what
+//! only the alignment can check (the memory `--upsample` needs for a movie's frames) is told with
+//! the flag too, by [`name_the_flag`].
 
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -32,17 +35,18 @@ pub struct Args {
     pub normalization: Option<NormalizationArg>,
     /// B-factor (pixels²) of the Gaussian weighting of the cross-power spectrum with the sum
     /// reference; 0 turns it off [default: 150].
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = bfactor)]
     pub bfactor: Option<f64>,
     /// The most passes over the frames with the sum reference [default: 10].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: Option<u32>,
     /// Stop iterating when no shift changes by more than this many pixels [default: 0.05].
-    #[arg(long, value_name = "PX")]
+    #[arg(long, value_name = "PX", value_parser = tolerance)]
     pub tolerance: Option<f64>,
-    /// Frames larger than this (pixels, per axis) are aligned on their Fourier-cropped spectra,
-    /// which bounds the memory the alignment keeps per frame [default: 4096].
-    #[arg(long, value_name = "PX")]
+    /// Frames larger than this (pixels, per axis, at least 2) are aligned on their
+    /// Fourier-cropped spectra, which bounds the memory the alignment keeps per frame
+    /// [default: 4096].
+    #[arg(long, value_name = "PX", value_parser = align_size)]
     pub align_size: Option<usize>,
     /// The frames' spectra stay in memory between passes when they fit in this many MiB;
     /// otherwise each pass reads the movie again, so memory stays bounded by a few frames
@@ -52,7 +56,7 @@ pub struct Args {
     /// Taper each frame's edges (a raised cosine over this fraction of each axis, 0 to 0.5)
     /// before registering it: for frames whose edges do not move with the specimen
     /// (illumination gradients), which otherwise pull the shifts towards zero [default: 0].
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", value_parser = taper)]
     pub taper: Option<f64>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
@@ -123,6 +127,70 @@ impl Shard {
             .skip(self.index)
             .step_by(self.count)
             .collect()
+    }
+}
+
+/// The number `s`, where `allowed` holds for it; else an error saying that it is not `range`
+/// (clap adds the flag and the value as typed).
+fn number_in<T: FromStr>(s: &str, allowed: impl Fn(&T) -> bool, range: &str) -> Result<T, String> {
+    match s.trim().parse::<T>() {
+        Ok(value) if allowed(&value) => Ok(value),
+        _ => Err(format!("{} is not {range}", s.trim())),
+    }
+}
+
+/// `--align-size`: what `AlignOptions::max_size` allows.
+fn align_size(s: &str) -> Result<usize, String> {
+    number_in(s, |&n| n >= 2, "a whole number of pixels >= 2")
+}
+
+/// `--bfactor`: what `AlignOptions::bfactor` allows.
+fn bfactor(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |b: &f64| b.is_finite() && *b >= 0.0,
+        "a finite number >= 0 (0 turns the weighting off)",
+    )
+}
+
+/// `--tolerance`: what `AlignOptions::tolerance` allows.
+fn tolerance(s: &str) -> Result<f64, String> {
+    number_in(s, |&t: &f64| t >= 0.0, "a number of pixels >= 0")
+}
+
+/// `--taper`: what `AlignOptions::taper` allows.
+fn taper(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |t| (0.0..=0.5).contains(t),
+        "in 0..=0.5 (a fraction of each axis; 0: no taper)",
+    )
+}
+
+/// The flags that set `AlignOptions`' fields, by the fields' names (which the library's errors
+/// use).
+const FLAGS: &[(&str, &str)] = &[
+    ("upsample_factor", "--upsample"),
+    ("bfactor", "--bfactor"),
+    ("max_iterations", "--iterations"),
+    ("tolerance", "--tolerance"),
+    ("max_size", "--align-size"),
+    ("memory_limit", "--memory-limit"),
+    ("taper", "--taper"),
+];
+
+/// The alignment's error as the program's user knows it: an option the library refuses (such
+/// as an `--upsample` whose refinement cannot be held in memory for the movie's frames, which
+/// only the alignment can tell) is named by the flag that sets it, not by its field's name.
+pub fn name_the_flag(error: ufunc::Error) -> anyhow::Error {
+    match error {
+        ufunc::Error::InvalidArgument { name, message } => {
+            match FLAGS.iter().find(|&&(field, _)| field == name) {
+                Some((_, flag)) => anyhow::anyhow!("invalid {flag}: {message}"),
+                None => ufunc::Error::InvalidArgument { name, message }.into(),
+            }
+        }
+        other => other.into(),
     }
 }
 
@@ -231,5 +299,59 @@ mod tests {
             assert!(Args::try_parse_from(["phase_correlation", bad[0], bad[1]]).is_err());
         }
         assert!(Args::try_parse_from(["phase_correlation", "--shard", "2/2"]).is_err());
+    }
+
+    /// A value outside what the registration allows is refused as the command line is parsed,
+    /// naming the flag as typed, the value and what is allowed (it was refused for every movie
+    /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
+    #[test]
+    fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
+        let cases: [(&[&str], &[&str]); 11] = [
+            (&["--taper", "0.9"], &["'0.9'", "0..=0.5"]),
+            (&["--taper", "nan"], &["'nan'", "0..=0.5"]),
+            (
+                &["--align-size", "1"],
+                &["'1'", "1 is not a whole number of pixels >= 2"],
+            ),
+            (&["--align-size", "0"], &["'0'", ">= 2"]),
+            (&["--bfactor", "inf"], &["'inf'", "a finite number >= 0"]),
+            (&["--bfactor=-5"], &["'-5'", "a finite number >= 0"]),
+            (
+                &["--tolerance", "NaN"],
+                &["'NaN'", "a number of pixels >= 0"],
+            ),
+            (&["--tolerance=-1"], &["'-1'", "a number of pixels >= 0"]),
+            (
+                &["--tolerance", "tiny"],
+                &["'tiny'", "tiny is not a number of pixels >= 0"],
+            ),
+            (&["--upsample", "0"], &["'0'", "0 is not in 1.."]),
+            (&["--iterations", "0"], &["'0'", "0 is not in 1.."]),
+        ];
+        for (argv, says) in cases {
+            let flag = argv[0].split('=').next().unwrap();
+            let err = Args::try_parse_from(["phase_correlation", "m.mrc"].iter().chain(argv))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("for '{flag} <")), "{argv:?}: {err}");
+            for part in says {
+                assert!(err.contains(part), "{argv:?}: {err:?} lacks {part:?}");
+            }
+        }
+        // The ranges' ends are what the library allows.
+        let args = Args::parse_from([
+            "phase_correlation",
+            "--taper",
+            "0.5",
+            "--align-size",
+            "2",
+            "--bfactor",
+            "0",
+            "--tolerance",
+            "inf",
+        ]);
+        let o = args.align_options();
+        assert_eq!((o.taper, o.max_size, o.bfactor), (0.5, 2, 0.0));
+        assert_eq!(o.tolerance, f64::INFINITY);
     }
 }

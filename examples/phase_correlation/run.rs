@@ -336,6 +336,7 @@ pub fn align_and_write(
         spent: Duration::ZERO,
     };
     let alignment = align_movie(&mut source, options)
+        .map_err(crate::cli::name_the_flag)
         .with_context(|| format!("{}: alignment failed", meta.movie))?;
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
@@ -745,6 +746,27 @@ mod tests {
         );
         assert!(!out.exists() || files(&out).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What only the alignment can refuse, an upsample factor whose refinement cannot be held
+    /// in memory, is told with the flag (it named the library's `upsample_factor`).
+    #[test]
+    fn an_upsample_the_alignment_refuses_is_named_by_its_flag() {
+        let out = temp_dir("upsample");
+        let summary = run_with(
+            &out,
+            &[fixture("movie_u16.npy")],
+            &["--upsample", "4294967295"],
+        );
+        let Status::Failed(error) = &summary.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(
+            error.contains("movie_u16.npy: alignment failed: invalid --upsample: 4294967295 needs")
+                && !error.contains("upsample_factor"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
     }
 
     #[test]
