@@ -10,6 +10,10 @@ use std::str::FromStr;
 use ufunc::registration::{AlignOptions, Normalization, Reference};
 use ufunc::Target;
 
+// The numeric options (and `--shard`) take values that begin with '-' (`--tolerance -1`), so
+// that a negative value is refused by the option's own check, naming the flag, rather than
+// taken for an unknown flag; a missing value (`--taper --force`) is refused by that check too.
+
 /// Drift correction of electron-microscopy movies by phase correlation: every frame is
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png.
@@ -28,35 +32,35 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ReferenceArg::Sum)]
     pub reference: ReferenceArg,
     /// Shifts are found to within 1/N pixel.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub upsample: u32,
     /// Phase correlation, or plain cross-correlation (better at low dose) [default: none].
     #[arg(long, value_enum)]
     pub normalization: Option<NormalizationArg>,
     /// B-factor (pixels²) of the Gaussian weighting of the cross-power spectrum with the sum
     /// reference; 0 turns it off [default: 150].
-    #[arg(long, value_name = "B", value_parser = bfactor)]
+    #[arg(long, allow_hyphen_values = true, value_name = "B", value_parser = bfactor)]
     pub bfactor: Option<f64>,
     /// The most passes over the frames with the sum reference [default: 10].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: Option<u32>,
     /// Stop iterating when no shift changes by more than this many pixels [default: 0.05].
-    #[arg(long, value_name = "PX", value_parser = tolerance)]
+    #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = tolerance)]
     pub tolerance: Option<f64>,
     /// Frames larger than this (pixels, per axis, at least 2) are aligned on their
     /// Fourier-cropped spectra, which bounds the memory the alignment keeps per frame
     /// [default: 4096].
-    #[arg(long, value_name = "PX", value_parser = align_size)]
+    #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = align_size)]
     pub align_size: Option<usize>,
     /// The frames' spectra stay in memory between passes when they fit in this many MiB;
     /// otherwise each pass reads the movie again, so memory stays bounded by a few frames
     /// [default: 2048].
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, allow_hyphen_values = true, value_name = "MIB", value_parser = mebibytes)]
     pub memory_limit: Option<usize>,
     /// Taper each frame's edges (a raised cosine over this fraction of each axis, 0 to 0.5)
     /// before registering it: for frames whose edges do not move with the specimen
     /// (illumination gradients), which otherwise pull the shifts towards zero [default: 0].
-    #[arg(long, value_name = "FRACTION", value_parser = taper)]
+    #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", value_parser = taper)]
     pub taper: Option<f64>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
@@ -66,7 +70,7 @@ pub struct Args {
     pub force: bool,
     /// Process only every N-th movie starting at the K-th (K from 0), e.g. a Slurm array task's
     /// `$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`.
-    #[arg(long, value_name = "K/N")]
+    #[arg(long, allow_hyphen_values = true, value_name = "K/N")]
     pub shard: Option<Shard>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
@@ -142,6 +146,11 @@ fn number_in<T: FromStr>(s: &str, allowed: impl Fn(&T) -> bool, range: &str) -> 
 /// `--align-size`: what `AlignOptions::max_size` allows.
 fn align_size(s: &str) -> Result<usize, String> {
     number_in(s, |&n| n >= 2, "a whole number of pixels >= 2")
+}
+
+/// `--memory-limit`: a size in MiB.
+fn mebibytes(s: &str) -> Result<usize, String> {
+    number_in(s, |_| true, "a whole number of MiB")
 }
 
 /// `--bfactor`: what `AlignOptions::bfactor` allows.
@@ -353,5 +362,43 @@ mod tests {
         let o = args.align_options();
         assert_eq!((o.taper, o.max_size, o.bfactor), (0.5, 2, 0.0));
         assert_eq!(o.tolerance, f64::INFINITY);
+    }
+
+    /// A negative value given as its own argument (`--tolerance -1`) is the option's value,
+    /// refused by its range naming the flag; clap took it for an unknown flag ("unexpected
+    /// argument '-1'"), and only `--tolerance=-1` reached the check.
+    #[test]
+    fn negative_values_are_values_refused_by_the_options_range() {
+        let cases = [
+            ("--tolerance", "-1", "-1 is not a number of pixels >= 0"),
+            ("--bfactor", "-5", "-5 is not a finite number >= 0"),
+            ("--bfactor", "-inf", "-inf is not a finite number >= 0"),
+            ("--taper", "-0.1", "-0.1 is not in 0..=0.5"),
+            ("--taper", "-.1", "-.1 is not in 0..=0.5"),
+            (
+                "--align-size",
+                "-4",
+                "-4 is not a whole number of pixels >= 2",
+            ),
+            ("--memory-limit", "-1", "-1 is not a whole number of MiB"),
+            ("--upsample", "-1", "-1 is not in 1.."),
+            ("--iterations", "-3", "-3 is not in 1.."),
+            ("--shard", "-1/4", "expected K/N with 0 <= K < N"),
+            ("--taper", "--force", "--force is not in 0..=0.5"),
+        ];
+        for (flag, value, says) in cases {
+            let err = Args::try_parse_from(["phase_correlation", "m.mrc", flag, value])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("invalid value '{value}' for '{flag} <"))
+                    && err.contains(says),
+                "{flag} {value}: {err}"
+            );
+        }
+        // Values that are not negative are unchanged, and movies still follow the options.
+        let args = Args::parse_from(["phase_correlation", "--tolerance", "0", "m.mrc", "--force"]);
+        assert_eq!((args.tolerance, args.force), (Some(0.0), true));
+        assert_eq!(args.movies, ["m.mrc"]);
     }
 }
