@@ -89,15 +89,25 @@ fn page_info(
     let ColorType::Gray(bits) = color else {
         bail!("page {page} is {color:?}: only grayscale (one sample per pixel) is supported");
     };
+    // The crate hands packed samples (1 to 7 bits, 12 bits) over as packed bytes, which are
+    // not one value per pixel.
+    if !matches!(bits, 8 | 16 | 32 | 64) {
+        let what = match bits {
+            1 => "1-bit (bilevel)".to_string(),
+            _ => format!("{bits}-bit"),
+        };
+        let s = if bits == 1 { "" } else { "s" };
+        bail!(
+            "page {page} has {bits} bit{s} per sample: {what} TIFFs are not supported \
+             (8, 16, 32 or 64 bits per sample are)"
+        );
+    }
     let compression = decoder
         .find_tag_unsigned::<u16>(Tag::Compression)
         .with_context(|| format!("cannot read the compression of page {page}"))?
         .unwrap_or(1);
     let (width, height) = size;
-    // Rows of packed samples (1, 4 or 12 bits) take whole bytes.
-    let bytes = (width as u64 * u64::from(bits))
-        .div_ceil(8)
-        .checked_mul(height as u64);
+    let bytes = (width as u64 * u64::from(bits / 8)).checked_mul(height as u64);
     let most = match compression {
         1 => len,
         _ => len.saturating_mul(MAX_EXPANSION as u64),
@@ -257,5 +267,80 @@ impl FrameReader for TiffReader {
             DecodingResult::F64(d) => fill(&mut out, &d, |v| v as f32),
             _ => bail!("unsupported TIFF sample type (64-bit integers)"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::Movie;
+
+    /// A little-endian TIFF of one 8x4 page of `bits`-bit gray samples (BlackIsZero, one
+    /// uncompressed strip), written by hand: the `tiff` crate's encoder writes no packed
+    /// samples.
+    fn gray_tiff(bits: u16) -> Vec<u8> {
+        let (width, height) = (8u32, 4u32);
+        let data = vec![0b1010_0101u8; (width * u32::from(bits)).div_ceil(8) as usize * 4];
+        // (tag, type: 3 SHORT or 4 LONG, value)
+        let entries: [(u16, u16, u32); 9] = [
+            (256, 4, width),
+            (257, 4, height),
+            (258, 3, u32::from(bits)),
+            (259, 3, 1),
+            (262, 3, 1),
+            (273, 4, 8 + 2 + 9 * 12 + 4),
+            (277, 3, 1),
+            (278, 4, height),
+            (279, 4, data.len() as u32),
+        ];
+        let mut bytes = b"II*\0".to_vec();
+        bytes.extend(8u32.to_le_bytes());
+        bytes.extend((entries.len() as u16).to_le_bytes());
+        for (tag, kind, value) in entries {
+            bytes.extend(tag.to_le_bytes());
+            bytes.extend(kind.to_le_bytes());
+            bytes.extend(1u32.to_le_bytes());
+            match kind {
+                3 => bytes.extend((value as u16).to_le_bytes().into_iter().chain([0, 0])),
+                _ => bytes.extend(value.to_le_bytes()),
+            }
+        }
+        bytes.extend(0u32.to_le_bytes());
+        bytes.extend(data);
+        bytes
+    }
+
+    /// A 1-bit (bilevel) TIFF, or one of other packed samples, is refused at once saying so
+    /// (it opened, and reading it failed with "the page decodes to 4 samples, expected 32").
+    #[test]
+    fn packed_sample_tiffs_are_refused_naming_the_bits() {
+        let dir = std::env::temp_dir().join(format!("ufunc-tiff-bits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bilevel.tif");
+        // The same file with 8-bit samples is read, so the layout above is a good TIFF.
+        std::fs::write(&path, gray_tiff(8)).unwrap();
+        let frames = Movie::open(&path).and_then(|mut m| m.read_all()).unwrap();
+        assert_eq!(frames.dim(), (1, 4, 8));
+        assert!(frames.iter().all(|&v| v == 165.0));
+        for (bits, says) in [
+            (
+                1,
+                "page 0 has 1 bit per sample: 1-bit (bilevel) TIFFs are not supported",
+            ),
+            (
+                4,
+                "page 0 has 4 bits per sample: 4-bit TIFFs are not supported",
+            ),
+        ] {
+            std::fs::write(&path, gray_tiff(bits)).unwrap();
+            let err = match Movie::open(&path).and_then(|mut m| m.read_all()) {
+                Ok(_) => panic!("{bits} bits read"),
+                Err(e) => format!("{e:#}"),
+            };
+            assert!(
+                err.starts_with(&format!("{}: {says}", path.display())),
+                "{err}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
