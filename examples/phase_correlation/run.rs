@@ -717,10 +717,11 @@ mod tests {
 
     #[test]
     fn a_frame_that_cannot_be_read_fails_its_movie_with_the_reason() {
-        // A TIFF whose second page's strip lies past the end of the file: it opens, and its
-        // first frame reads, so the error comes from the library's read of frame 1.
+        // A TIFF whose second page's Deflate stream is damaged: it opens (its directories and
+        // data lie within the file), and its first frame reads, so the error comes from the
+        // library's read of frame 1.
         let dir = temp_dir("unreadable");
-        let mut bytes = std::fs::read(fixture("movie_u16_raw.tif")).unwrap();
+        let mut bytes = std::fs::read(fixture("movie_u16_deflate.tif")).unwrap();
         assert_eq!(&bytes[..4], b"II*\0");
         let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
         let half = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
@@ -732,8 +733,9 @@ mod tests {
             .find(|&at| half(&bytes, at) == 273)
             .expect("a StripOffsets entry");
         assert_eq!(word(&bytes, strip + 4), 1, "one strip");
-        bytes[strip + 8..strip + 12].copy_from_slice(&1_000_000u32.to_le_bytes());
-        let movie = dir.join("cut.tif");
+        let data = word(&bytes, strip + 8) as usize;
+        bytes[data..data + 2].copy_from_slice(&[0xFF, 0xFF]);
+        let movie = dir.join("damaged.tif");
         std::fs::write(&movie, &bytes).unwrap();
         let out = dir.join("out");
         let summary = run_with(&out, &[movie.display().to_string()], &["--upsample", "1"]);
@@ -741,7 +743,7 @@ mod tests {
             panic!("not failed")
         };
         assert!(
-            error.contains("cut.tif: frame 1: cannot decode the page: "),
+            error.contains("damaged.tif: frame 1: cannot decode the page: corrupt deflate stream"),
             "{error}"
         );
         assert!(!out.exists() || files(&out).is_empty());

@@ -266,10 +266,12 @@ fn decode_into<'a>(
 }
 
 /// Fills `buffer` from `file` at `offset`, in pieces read side by side: one reader copies a
-/// frame out of the page cache at a few GB/s, several at many.
-pub fn read_at(file: &std::fs::File, offset: u64, buffer: &mut [u8]) -> std::io::Result<()> {
+/// frame out of the page cache at a few GB/s, several at many. The readers checked the file's
+/// size against its header when they opened it; a file that ends before `buffer` is filled was
+/// cut short since, and the error says so with the sizes.
+pub fn read_at(file: &std::fs::File, offset: u64, buffer: &mut [u8]) -> Result<()> {
     #[cfg(unix)]
-    {
+    let read = {
         use rayon::prelude::*;
         use std::os::unix::fs::FileExt;
         const PIECE: usize = 1 << 20;
@@ -277,13 +279,22 @@ pub fn read_at(file: &std::fs::File, offset: u64, buffer: &mut [u8]) -> std::io:
             .par_chunks_mut(PIECE)
             .enumerate()
             .try_for_each(|(i, piece)| file.read_exact_at(piece, offset + (i * PIECE) as u64))
-    }
+    };
     #[cfg(not(unix))]
-    {
+    let read = {
         use std::io::{Read, Seek, SeekFrom};
         let mut file = file;
-        file.seek(SeekFrom::Start(offset))?;
-        file.read_exact(buffer)
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(buffer))
+    };
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => bail!(
+            "truncated: the frame's data ends at byte {} but the file now has {} bytes (it was \
+             cut short after it was opened)",
+            offset.saturating_add(buffer.len() as u64),
+            file_len(file).map_or_else(|e| format!("? ({e})"), |len| len.to_string())
+        ),
+        read => read.context("cannot read the frame's data"),
     }
 }
 
@@ -530,6 +541,80 @@ mod tests {
             assert!(err.contains(name), "{name}: {err:?} does not name the file");
             assert!(err.contains(problem), "{name}: {err:?} lacks {problem:?}");
         }
+    }
+
+    /// A truncated file says so once, with its size and the size its header (or directories)
+    /// describe: the npy and TIFF readers said "failed to fill whole buffer" twice (the crates'
+    /// errors repeat their source's text, which the chain printed again).
+    #[test]
+    fn truncated_files_say_so_once_with_the_sizes() {
+        let dir = std::env::temp_dir().join(format!("ufunc-io-truncated-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cut = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            match Movie::open(&path).and_then(|mut m| m.read_all()) {
+                Ok(_) => panic!("{name} was read"),
+                Err(e) => (path, format!("{e:#}")),
+            }
+        };
+        let npy = std::fs::read(fixture("movie_u16.npy")).unwrap();
+        let raw = std::fs::read(fixture("movie_u16_raw.tif")).unwrap();
+        let big = std::fs::read(fixture("movie_u16_bigtiff.tif")).unwrap();
+        let mrc = std::fs::read(fixture("movie_mode1.mrc")).unwrap();
+        // The raw TIFF's second page: its directory at 2176 (12 entries, to 2326), its strip
+        // (offset given inline at entry 5 of the 12) at 896, 640 bytes.
+        assert_eq!(u16::from_le_bytes([raw[2176], raw[2177]]), 12);
+        let mut strip_far = raw.clone();
+        let strip = 2176 + 2 + 12 * 5;
+        assert_eq!(u16::from_le_bytes([raw[strip], raw[strip + 1]]), 273);
+        strip_far[strip + 8..strip + 12].copy_from_slice(&1_000_000u32.to_le_bytes());
+        let cases: [(&str, &[u8], &str); 10] = [
+            ("a.npy", &npy[..0], "truncated: the file has 0 bytes, fewer than the 10 of an npy preamble"),
+            ("b.npy", &npy[..9], "truncated: the file has 9 bytes, fewer than the 10 of an npy preamble"),
+            ("c.npy", &npy[..100], "truncated: the header ends at byte 128 but the file has 100 bytes"),
+            ("d.npy", &npy[..1000], "truncated: 872 bytes of data where the header describes 1920"),
+            ("e.tif", &raw[..5], "truncated: the file has 5 bytes, fewer than the 8 of a TIFF header"),
+            ("f.tif", &big[..12], "truncated: the file has 12 bytes, fewer than the 16 of a TIFF header"),
+            ("g.tif", &raw[..1000], "truncated: page 1's directory starts at byte 2176, but the file has 1000 bytes"),
+            ("h.tif", &raw[..2200], "truncated: page 1's directory of 12 entries at byte 2176 ends at byte 2326 but the file has 2200 bytes"),
+            ("i.tif", &strip_far, "truncated: page 1's data ends at byte 1000640 but the file has 2508 bytes"),
+            ("j.mrc", &mrc[..1500], "truncated: the file has 1500 bytes, the header describes 2944"),
+        ];
+        for (name, bytes, says) in cases {
+            let (path, err) = cut(name, bytes);
+            assert!(
+                err.starts_with(&format!("{}: {says}", path.display())),
+                "{name}: {err}"
+            );
+            assert!(!err.contains("fill whole buffer"), "{name}: {err}");
+        }
+        // Not an npy file at all, and a TIFF of a wrong signature: said once too.
+        let (_, err) = cut("k.npy", b"hello");
+        assert!(err.ends_with("k.npy: not an npy file: it does not begin with the npy magic string \"\\x93NUMPY\""), "{err}");
+        let (_, err) = cut("l.tif", b"II\x00\x00");
+        assert!(
+            err.ends_with("l.tif: not a readable TIFF file: format error: TIFF signature invalid"),
+            "{err}"
+        );
+        // A file cut short after it was opened: the frame's read says so (npy and MRC).
+        for (name, bytes, data) in [("m.npy", &npy, 128u64), ("n.mrc", &mrc, 1024)] {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let mut movie = Movie::open(&path).unwrap();
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_len(data + 700).unwrap();
+            let mut frame = Array2::zeros(movie.frame_shape());
+            let err = format!("{:#}", movie.read_frame(1, frame.view_mut()).unwrap_err());
+            let says = format!(
+                "{}: frame 1: truncated: the frame's data ends at byte {} but the file now has {} bytes",
+                path.display(),
+                data + 2 * 640,
+                data + 700
+            );
+            assert!(err.starts_with(&says), "{name}: {err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     // The corruption test's watch on allocations: the largest single allocation (or

@@ -3,7 +3,7 @@
 //! header; frames are then read one at a time by seeking into the data.
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use ndarray_npy::npy::header::Header;
 use std::fs::File;
@@ -28,8 +28,10 @@ impl NpyReader {
         let len = file_len(&file)?;
         let header = read_header(&mut file, len)?;
         let data_offset = header.len() as u64;
-        let header =
-            Header::from_reader(&mut header.as_slice()).context("not a readable npy file")?;
+        // The crate's errors print their source's text within their own, and give it as their
+        // source too: one message, not the chain, says it once.
+        let header = Header::from_reader(&mut header.as_slice())
+            .map_err(|e| anyhow!("not a readable npy file: {e}"))?;
         let descriptor = header.type_descriptor.to_string();
         let (sample, little) = sample_of(descriptor.trim_matches(|c| c == '\'' || c == '"'))?;
         if header.layout.is_fortran() && header.shape.iter().filter(|&&n| n > 1).count() > 1 {
@@ -75,15 +77,30 @@ const MAX_HEADER: u64 = 1 << 20;
 /// that a corrupted one cannot make the parser recurse without end.
 const MAX_NESTING: usize = 16;
 
+/// The npy magic string, which every npy file begins with.
+const MAGIC: &[u8] = b"\x93NUMPY";
+
 /// Reads the preamble (magic string, version, header length) and the header it announces, whole,
 /// after checking that length against the file's, so that a corrupted length is an error rather
-/// than an allocation of up to 4 GiB. Returns the bytes up to the data; a preamble that is not
-/// an npy one is returned as is, for the parser to say what is wrong with it.
+/// than an allocation of up to 4 GiB. Returns the bytes up to the data; a preamble of a version
+/// this does not know is returned as is, for the parser to say what is wrong with it.
 fn read_header(file: &mut File, len: u64) -> Result<Vec<u8>> {
     let mut preamble = Vec::with_capacity(12);
     file.take(12)
         .read_to_end(&mut preamble)
         .context("cannot read the header")?;
+    if !preamble.starts_with(&MAGIC[..preamble.len().min(MAGIC.len())]) {
+        bail!("not an npy file: it does not begin with the npy magic string \"\\x93NUMPY\"");
+    }
+    // The preamble is 10 bytes in version 1, 12 in versions 2 and 3 (a 4-byte header length).
+    let needed = match preamble.get(6) {
+        Some(2 | 3) => 12,
+        _ => 10,
+    };
+    let known = preamble.len() < 8 || matches!(preamble[6], 1..=3);
+    if known && preamble.len() < needed {
+        bail!("truncated: the file has {len} bytes, fewer than the {needed} of an npy preamble");
+    }
     let data_offset = match preamble[..] {
         [0x93, b'N', b'U', b'M', b'P', b'Y', 1, _, a, b, ..] => {
             10 + u16::from_le_bytes([a, b]) as u64

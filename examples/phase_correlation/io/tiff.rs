@@ -1,16 +1,18 @@
 //! Multi-page TIFF movies: one grayscale page per frame (8/16/32-bit integers, float16/32/64;
 //! uncompressed, LZW or Deflate), decoded by the `tiff` crate. Opening walks the page
-//! directories only, to count the frames and check that they all have the same size and type.
+//! directories only, to count the frames and check that they all have the same size and type,
+//! and that the directories and the pages' data lie within the file (a truncated file is told
+//! as such, with the sizes, rather than by the crate's end-of-file error).
 
 use super::{file_len, show_bytes, FrameReader};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
-use tiff::decoder::{Decoder, DecodingResult, Limits};
+use tiff::decoder::{ChunkType, Decoder, DecodingResult, Limits};
 use tiff::tags::Tag;
-use tiff::ColorType;
+use tiff::{ColorType, TiffError};
 
 /// How many times the file's size a compressed page may decode to, at most: more than any
 /// codec the `tiff` crate reads with the features enabled in `Cargo.toml` achieves (Deflate
@@ -37,6 +39,7 @@ impl TiffReader {
         let most = usize::try_from(len.saturating_mul(MAX_EXPANSION as u64)).unwrap_or(usize::MAX);
         limits.decoding_buffer_size = limits.decoding_buffer_size.min(most);
         let mut decoder = Decoder::new(BufReader::new(file))
+            .map_err(tiff_error)
             .context("not a readable TIFF file")?
             .with_limits(limits);
         let first = page_info(&mut decoder, 0, len)?;
@@ -44,6 +47,7 @@ impl TiffReader {
         while decoder.more_images() {
             decoder
                 .next_image()
+                .map_err(tiff_error)
                 .with_context(|| format!("cannot read page {frames}"))?;
             let page = page_info(&mut decoder, frames, len)?;
             if page.0 != first.0 {
@@ -82,9 +86,11 @@ fn page_info(
 ) -> Result<((u32, u32), ColorType)> {
     let size = decoder
         .dimensions()
+        .map_err(tiff_error)
         .with_context(|| format!("cannot read the size of page {page}"))?;
     let color = decoder
         .colortype()
+        .map_err(tiff_error)
         .with_context(|| format!("cannot read the sample type of page {page}"))?;
     let ColorType::Gray(bits) = color else {
         bail!("page {page} is {color:?}: only grayscale (one sample per pixel) is supported");
@@ -104,6 +110,7 @@ fn page_info(
     }
     let compression = decoder
         .find_tag_unsigned::<u16>(Tag::Compression)
+        .map_err(tiff_error)
         .with_context(|| format!("cannot read the compression of page {page}"))?
         .unwrap_or(1);
     let (width, height) = size;
@@ -125,7 +132,41 @@ fn page_info(
             show_bytes(bytes)
         );
     }
+    // Its strips (or tiles) must lie within the file: one cut short ends inside them.
+    let (offsets, counts) = match decoder.get_chunk_type() {
+        ChunkType::Strip => (Tag::StripOffsets, Tag::StripByteCounts),
+        ChunkType::Tile => (Tag::TileOffsets, Tag::TileByteCounts),
+    };
+    let mut chunk_tag = |tag: Tag| {
+        decoder
+            .find_tag_unsigned_vec::<u64>(tag)
+            .map_err(tiff_error)
+            .with_context(|| format!("cannot read the {tag:?} of page {page}"))
+            .map(Option::unwrap_or_default)
+    };
+    let (offsets, counts) = (chunk_tag(offsets)?, chunk_tag(counts)?);
+    let end = offsets
+        .iter()
+        .zip(&counts)
+        .map(|(&offset, &count)| offset.saturating_add(count))
+        .max();
+    if let Some(end) = end.filter(|&end| end > len) {
+        bail!("truncated: page {page}'s data ends at byte {end} but the file has {len} bytes");
+    }
     Ok((size, color))
+}
+
+/// The `tiff` crate's error as one message. Its errors print their source's text within
+/// their own and also give it as their source, so that a chain printed it twice ("failed to
+/// fill whole buffer: failed to fill whole buffer"); an end of the data the checks at opening
+/// did not foresee is said in words.
+fn tiff_error(error: TiffError) -> anyhow::Error {
+    match error {
+        TiffError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            anyhow!("the data ends early: the file is truncated, or a compressed page damaged")
+        }
+        other => anyhow!("{other}"),
+    }
 }
 
 /// The tags the `tiff` crate reads to decode a page. It allocates each one's values as many
@@ -136,18 +177,21 @@ const DECODED_TAGS: &[u16] = &[
     256, 257, 258, 259, 262, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347, 530,
 ];
 
-/// Walks the page directories as the `tiff` crate will, checking that the values of the tags
-/// it reads lie within the file (`len` bytes). What it cannot follow (no TIFF signature, a
-/// directory beyond the end, a cycle) is left for the crate to report.
+/// Walks the page directories as the `tiff` crate will, checking that each lies within the
+/// file (`len` bytes; one beyond its end, or cut by it, is a truncated file) and that the
+/// values of the tags the crate reads do too. What it cannot follow (no TIFF signature, a
+/// cycle) is left for the crate to report.
 fn check_directories(file: &mut File, len: u64) -> Result<()> {
     let mut reader = BufReader::new(file);
-    let mut head = [0u8; 16];
-    if len < 16 || reader.read_exact(&mut head).is_err() {
-        return Ok(());
-    }
-    let big_endian = match &head[..2] {
-        b"II" => false,
-        b"MM" => true,
+    let mut head = Vec::with_capacity(16);
+    reader
+        .by_ref()
+        .take(16)
+        .read_to_end(&mut head)
+        .context("cannot read the header")?;
+    let big_endian = match head.get(..2) {
+        Some(b"II") => false,
+        Some(b"MM") => true,
         _ => return Ok(()),
     };
     // An unsigned integer of 2, 4 or 8 bytes in the file's byte order.
@@ -161,10 +205,19 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
             u64::from_le_bytes(word)
         }
     };
-    let (bigtiff, mut next) = match uint(&head[2..4]) {
-        42 => (false, uint(&head[4..8])),
-        43 => (true, uint(&head[8..16])),
-        _ => return Ok(()),
+    let bigtiff = match head.get(2..4).map(uint) {
+        Some(42) | None => false,
+        Some(43) => true,
+        Some(_) => return Ok(()),
+    };
+    let header = if bigtiff { 16 } else { 8 };
+    if head.len() < header {
+        bail!("truncated: the file has {len} bytes, fewer than the {header} of a TIFF header");
+    }
+    let mut next = if bigtiff {
+        uint(&head[8..16])
+    } else {
+        uint(&head[4..8])
     };
     // The sizes of a directory's entry count and of an offset (the largest inline value); an
     // entry is a tag, a type, a count and an offset.
@@ -172,21 +225,37 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     let mut entry = [0u8; 20];
     for page in 0.. {
-        if next == 0 || next >= len || !seen.insert(next) {
-            break;
-        }
-        if reader.seek(SeekFrom::Start(next)).is_err() {
+        if next == 0 || !seen.insert(next) {
             break;
         }
         let mut count = [0u8; 8];
-        if reader.read_exact(&mut count[..count_bytes]).is_err() {
-            break;
+        let directory_end = next.saturating_add(count_bytes as u64);
+        if directory_end > len {
+            bail!(
+                "truncated: page {page}'s directory starts at byte {next}, but the file has \
+                 {len} bytes"
+            );
         }
-        for _ in 0..uint(&count[..count_bytes]) {
+        reader
+            .seek(SeekFrom::Start(next))
+            .and_then(|_| reader.read_exact(&mut count[..count_bytes]))
+            .with_context(|| format!("cannot read page {page}'s directory"))?;
+        let entries = uint(&count[..count_bytes]);
+        let directory_end = entries
+            .checked_mul(4 + 2 * offset_bytes as u64)
+            .and_then(|bytes| bytes.checked_add(directory_end + offset_bytes as u64));
+        if directory_end.is_none_or(|end| end > len) {
+            bail!(
+                "truncated: page {page}'s directory of {entries} entries at byte {next} ends at \
+                 byte {} but the file has {len} bytes",
+                show_bytes(directory_end)
+            );
+        }
+        for _ in 0..entries {
             let entry = &mut entry[..4 + 2 * offset_bytes];
-            if reader.read_exact(entry).is_err() {
-                return Ok(());
-            }
+            reader
+                .read_exact(entry)
+                .with_context(|| format!("cannot read page {page}'s directory"))?;
             let tag = uint(&entry[..2]) as u16;
             let bytes_each: u64 = match uint(&entry[2..4]) {
                 1 | 2 | 6 | 7 => 1,
@@ -216,9 +285,9 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
             }
         }
         let mut pointer = [0u8; 8];
-        if reader.read_exact(&mut pointer[..offset_bytes]).is_err() {
-            break;
-        }
+        reader
+            .read_exact(&mut pointer[..offset_bytes])
+            .with_context(|| format!("cannot read page {page}'s directory"))?;
         next = uint(&pointer[..offset_bytes]);
     }
     Ok(())
@@ -234,10 +303,12 @@ impl FrameReader for TiffReader {
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
         self.decoder
             .seek_to_image(index)
+            .map_err(tiff_error)
             .context("cannot find the page")?;
         let image = self
             .decoder
             .read_image()
+            .map_err(tiff_error)
             .context("cannot decode the page")?;
         // Converts a decoded page of any sample type; `iter_mut` walks `out` row-major.
         fn fill<T: Copy>(
