@@ -42,6 +42,20 @@ impl OutputPaths {
     pub fn complete(&self) -> bool {
         self.all().iter().all(|p| p.is_file())
     }
+
+    /// The movie these results are of: the `movie` of the JSON report (the movie's path as
+    /// the run that wrote them was given it).
+    pub fn movie(&self) -> Result<String> {
+        let json = self.json.display();
+        let text =
+            std::fs::read_to_string(&self.json).with_context(|| format!("cannot read {json}"))?;
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{json} is not a JSON report: {e}"))?;
+        match report.get("movie").and_then(|m| m.as_str()) {
+            Some(movie) => Ok(movie.to_owned()),
+            None => anyhow::bail!("{json} names no movie"),
+        }
+    }
 }
 
 /// Files written under temporary names beside their final ones; [`Staging::commit`] renames

@@ -110,7 +110,24 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 out_dir.display()
             ))
         } else if outputs.complete() && !args.force {
-            Status::Skipped
+            // Finished: by this movie, or by another of the same name (`a.npy` and `a.mrc`, or
+            // `one/a.npy` and `two/a.npy`, run one at a time into one `--out`), whose results
+            // are neither this one's to skip on nor to overwrite unasked.
+            match outputs.movie() {
+                Ok(theirs) if same_movie(&theirs, path) => Status::Skipped,
+                Ok(theirs) => Status::Failed(format!(
+                    "{}: the results {name}.* in {} are those of another movie, {theirs}; \
+                     they are left as they are (--force overwrites them, or choose another --out)",
+                    path.display(),
+                    out_dir.display()
+                )),
+                Err(e) => Status::Failed(format!(
+                    "{}: cannot tell whose results {name}.* in {} are: {e:#}; they are left as \
+                     they are (--force overwrites them)",
+                    path.display(),
+                    out_dir.display()
+                )),
+            }
         } else {
             let frame_bar = bars.add(ProgressBar::new(0));
             let result = (|| {
@@ -221,6 +238,17 @@ fn is_result(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.to_ascii_lowercase().ends_with(".aligned.mrc"))
+}
+
+/// Whether `theirs`, the movie a results report names (its path as the run that wrote it was
+/// given it, written as [`MovieMeta::movie`]), is the movie at `path`: the same words, or the
+/// same file however spelled (`a.npy` and `./a.npy`; a relative path from the current folder).
+fn same_movie(theirs: &str, path: &Path) -> bool {
+    theirs == path.display().to_string()
+        || matches!(
+            (Path::new(theirs).canonicalize(), path.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
 }
 
 /// `NAME` of `NAME.ext`.
@@ -672,6 +700,63 @@ mod tests {
         assert_eq!(
             statuses(&summary),
             [("a.npy".into(), "done"), ("a.mrc".into(), "failed")]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A movie run alone into an `--out` that holds the results of another movie of its name
+    /// (`one/a.npy`'s, then `two/a.mrc`) is not skipped on them ("skipped" it was, reported
+    /// finished with another movie's shifts), nor does it overwrite them unasked: it fails
+    /// naming both. The movie itself, however spelled, is still skipped; `--force` overwrites.
+    #[test]
+    fn results_of_another_movie_of_the_same_name_are_not_taken_for_this_ones() {
+        let dir = temp_dir("owner");
+        let (one, two, out) = (dir.join("one"), dir.join("two"), dir.join("out"));
+        std::fs::create_dir(&one).unwrap();
+        std::fs::create_dir(&two).unwrap();
+        std::fs::copy(fixture("movie_u16.npy"), one.join("a.npy")).unwrap();
+        std::fs::copy(fixture("movie_mode1.mrc"), two.join("a.mrc")).unwrap();
+        let (npy, mrc) = (one.join("a.npy"), two.join("a.mrc"));
+        let alone = |movie: &Path, extra: &[&str]| {
+            let summary = run_with(&out, &[movie.display().to_string()], extra);
+            match &summary.outcomes[0].status {
+                Status::Done(_) => "done".to_owned(),
+                Status::Skipped => "skipped".to_owned(),
+                Status::Failed(error) => error.clone(),
+            }
+        };
+        let owner = || OutputPaths::new(&out, "a").movie().unwrap();
+        assert_eq!(alone(&npy, &["--upsample", "1"]), "done");
+        let shifts = std::fs::read(out.join("a.shifts.csv")).unwrap();
+        let error = alone(&mrc, &[]);
+        assert!(
+            error.starts_with(&format!(
+                "{}: the results a.* in {} are those of another movie, {}; they are left",
+                mrc.display(),
+                out.display(),
+                npy.display()
+            )) && error.contains("--force overwrites them"),
+            "{error}"
+        );
+        assert_eq!(owner(), npy.display().to_string());
+        assert_eq!(std::fs::read(out.join("a.shifts.csv")).unwrap(), shifts);
+        // The movie that wrote them is skipped, spelled as then or otherwise.
+        assert_eq!(alone(&npy, &[]), "skipped");
+        assert_eq!(
+            alone(&one.join("..").join("one").join("a.npy"), &[]),
+            "skipped"
+        );
+        // --force overwrites them, and they are the other movie's then.
+        assert_eq!(alone(&mrc, &["--force", "--upsample", "1"]), "done");
+        assert_eq!(owner(), mrc.display().to_string());
+        assert_eq!(alone(&mrc, &[]), "skipped");
+        // Results whose report names no movie are not skipped on either.
+        std::fs::write(out.join("a.shifts.json"), "{}\n").unwrap();
+        let error = alone(&mrc, &[]);
+        assert!(
+            error.contains("cannot tell whose results a.* in")
+                && error.contains("a.shifts.json names no movie"),
+            "{error}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
