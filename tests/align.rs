@@ -185,6 +185,21 @@ fn blank_frames_have_no_shift_and_move_no_other() {
                 assert!(a.peaks[i] > 0.5, "{what}: {:?}", a.peaks);
             }
         }
+        // One frame with detail among blank ones has nothing to register against: all
+        // unmoved, and so is the sum (it held that frame moved by its correlation's rounding).
+        let mut alone = m.clone();
+        alone
+            .index_axis_mut(Axis(0), 0)
+            .assign(&clean.index_axis(Axis(0), 0));
+        for i in 1..10 {
+            alone.index_axis_mut(Axis(0), i).fill(77.0);
+        }
+        let a = align_movie(&mut alone, &AlignOptions::default()).unwrap();
+        assert!(a.shifts.iter().all(|s| *s == [0.0; 2]), "{:?}", a.shifts);
+        assert!(a.peaks.iter().all(|&p| p == 0.0), "{:?}", a.peaks);
+        let want = alone.sum_axis(Axis(0));
+        let err = (&a.sum - &want).iter().fold(0.0f32, |e, v| e.max(v.abs()));
+        assert!(err < 1e-3 * 77.0 * 10.0, "{shape:?}: sum off by {err}");
         // Against frame 0: a blank one leaves nothing to align to.
         let first = AlignOptions {
             reference: Reference::First,

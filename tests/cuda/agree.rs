@@ -13,7 +13,10 @@ fn without_a_device_the_call_is_an_error() {
         assert!(
             matches!(
                 e,
-                Error::NoCudaDevice { .. } | Error::Nvrtc { .. } | Error::NvrtcUnavailable
+                Error::NoCudaDevice { .. }
+                    | Error::Nvrtc { .. }
+                    | Error::NvrtcUnavailable
+                    | Error::KernelTarget { .. }
             ),
             "{e}"
         );

@@ -177,7 +177,17 @@ pub(crate) fn kernel_target(
         return Err(format!(
             "the NVIDIA driver supports CUDA {driver_major}.{driver_minor}, but the kernels are \
              compiled by NVRTC {major}.{minor}, whose code needs a CUDA {major} driver: update \
-             the driver (CUDA 13.0 needs 580 or newer)"
+             the driver{}",
+            if major == 13 {
+                " (CUDA 13 needs 580 or newer)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if supported.is_empty() {
+        return Err(format!(
+            "NVRTC {major}.{minor} did not say which architectures it compiles for"
         ));
     }
     if supported.contains(&device) {

@@ -93,12 +93,11 @@ impl<K: PartialEq, V: Clone> RecentlyUsed<K, V> {
         Some(value)
     }
 
-    /// Keeps `value` for `key` (absent), dropping the least recently used beyond capacity.
-    pub(crate) fn insert(&mut self, key: K, value: V) {
-        if self.entries.len() >= self.capacity {
-            self.entries.remove(0);
-        }
+    /// Keeps `value` for `key` (absent); returns the least recently used beyond capacity.
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
+        let evicted = (self.entries.len() >= self.capacity).then(|| self.entries.remove(0).1);
         self.entries.push((key, value));
+        evicted
     }
 }
 
@@ -206,7 +205,10 @@ impl Queue {
             return Ok(p);
         }
         let plan = self.backend.fft_plan(&self.stream, layout)?;
-        plans.insert(layout.clone(), plan.clone());
+        let evicted = plans.insert(layout.clone(), plan.clone());
+        // Dropping a plan waits for its stream: not while other threads wait for the cache.
+        drop(plans);
+        drop(evicted);
         Ok(plan)
     }
 
@@ -360,12 +362,12 @@ mod tests {
             entries: Vec::new(),
             capacity: 3,
         };
-        plans.insert(1, "one");
+        assert_eq!(plans.insert(1, "one"), None);
         plans.insert(2, "two");
         plans.insert(3, "three");
         assert_eq!(plans.get(&1), Some("one"));
         // 2 is now the least recently used.
-        plans.insert(4, "four");
+        assert_eq!(plans.insert(4, "four"), Some("two"));
         assert_eq!(plans.get(&2), None);
         assert_eq!(plans.get(&3), Some("three"));
         assert_eq!(plans.get(&1), Some("one"));

@@ -60,7 +60,7 @@ extern "C" __global__ void ufunc_reg_power(long long rows, long long cols, long 
 // zero frequency cleared, and the spectra `a` and `b`'s zero-frequency powers taken from their
 // energies in `state[slot]` and `state[slot + 1]`; an energy left below __UFUNC_REG_BLANK of the
 // whole is a blank frame's rounding, and 0 (the host's `energy_without_mean`).
-#define __UFUNC_REG_BLANK 1e-10
+#define __UFUNC_REG_BLANK 1e-12
 extern "C" __global__ void ufunc_reg_zero_mean(long long slot, const c32* a, const c32* b,
                                                c32* product, double* state, int* status) {
     __UFUNC_REG_GRID(k, 1) {

@@ -716,9 +716,11 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let stream = &movie.streams[0];
-    let sum = if crop == (ny, nx) && taper.is_none() {
+    let unregistered = peaks.contains(&0.0);
+    let sum = if crop == (ny, nx) && taper.is_none() && !unregistered {
         // The last pass added every frame moved by its shift: moving that sum by -origin
-        // makes it frame 0's, as the shifts are.
+        // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
+        // added at a shift that is now reported as none).
         plan.image(stream, &total, [-origin[0], -origin[1]])?
     } else {
         // Aligned on cropped or tapered spectra: the sum is made from the frames read again.

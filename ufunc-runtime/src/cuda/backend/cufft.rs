@@ -31,12 +31,14 @@ impl Drop for CufftPlan {
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(stream) = last {
+        if let Some(stream) = &last {
             let _ = stream.synchronize();
         }
         // SAFETY: the handle was made by `cufftCreate` and is destroyed once; an error (a
         // context already gone at exit) leaves nothing to free.
         let _ = unsafe { result::destroy(self.handle) };
+        // The stream the plan is bound to outlives it.
+        drop(last);
     }
 }
 
