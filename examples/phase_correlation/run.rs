@@ -315,6 +315,11 @@ struct Report<'a> {
     alignment_shape: [usize; 2],
     options: OptionsReport,
     iterations: usize,
+    /// Whether the passes settled within the tolerance.
+    converged: bool,
+    /// Frames with nothing to register (blank, or against only blank frames), reported
+    /// unmoved with peak 0.
+    unregistered_frames: &'a [usize],
     timing: Timing,
     #[serde(skip_serializing_if = "Option::is_none")]
     rms_error_px: Option<f64>,
@@ -369,6 +374,7 @@ pub fn align_and_write(
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
+    let unregistered_frames: Vec<usize> = (0..n).filter(|&i| alignment.peaks[i] == 0.0).collect();
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
     let written = Instant::now();
     let mut staging = Staging::default();
@@ -413,6 +419,8 @@ pub fn align_and_write(
             target: options.target.name().to_owned(),
         },
         iterations: alignment.iterations,
+        converged: alignment.converged,
+        unregistered_frames: &unregistered_frames,
         timing: timing(written.elapsed().as_secs_f64()),
         rms_error_px: rms_error,
         shifts: &rows,
@@ -430,6 +438,8 @@ pub fn align_and_write(
         align_s,
         read_s,
         iterations: alignment.iterations,
+        converged: alignment.converged,
+        unregistered_frames,
         max_shift,
         rms_error,
     })
@@ -876,6 +886,55 @@ mod tests {
             &["--gain", &fixture("gain.tif")],
         );
         assert_eq!(good.done(), 1);
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A blank frame and passes that did not settle are said in the log line and the JSON.
+    #[test]
+    fn unregistered_frames_and_unsettled_passes_are_reported() {
+        use crate::synth::{synth_movie, SynthOptions};
+        let out = temp_dir("warnings");
+        let mut frames = synth_movie(&SynthOptions {
+            frames: 6,
+            shape: (64, 64),
+            dose: None,
+            margin: 16,
+            ..Default::default()
+        })
+        .frames;
+        frames.index_axis_mut(ndarray::Axis(0), 2).fill(0.0);
+        let meta = MovieMeta {
+            movie: "blank.npy".into(),
+            gain: None,
+            title: "blank".into(),
+        };
+        let outputs = OutputPaths::new(&out, "blank");
+        let align = |max_iterations| {
+            let options = AlignOptions {
+                max_iterations,
+                tolerance: 0.0,
+                ..Default::default()
+            };
+            align_and_write(&mut frames.clone(), &meta, &outputs, &options, None).unwrap()
+        };
+        let done = align(1);
+        assert_eq!(
+            (done.converged, &done.unregistered_frames[..]),
+            (false, &[2][..])
+        );
+        let line = Status::Done(done).describe();
+        assert!(line.contains("did not settle in 1 iteration"), "{line}");
+        assert!(line.contains("frame 2 has nothing to register"), "{line}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("blank.shifts.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["converged"], false);
+        assert_eq!(json["unregistered_frames"], serde_json::json!([2]));
+        // Noise-free frames settle: no warning but the blank frame's.
+        let done = align(20);
+        assert!(done.converged, "{} passes", done.iterations);
+        let line = Status::Done(done).describe();
+        assert!(!line.contains("settle"), "{line}");
         std::fs::remove_dir_all(&out).unwrap();
     }
 

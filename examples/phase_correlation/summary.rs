@@ -14,6 +14,11 @@ pub struct Done {
     /// Of which seconds reading the frames.
     pub read_s: f64,
     pub iterations: usize,
+    /// Whether the passes settled within the tolerance (see `Alignment::converged`).
+    pub converged: bool,
+    /// The frames with nothing to register (blank, or against only blank frames), reported
+    /// unmoved with peak 0.
+    pub unregistered_frames: Vec<usize>,
     /// The largest shift of any frame from frame 0, in pixels.
     pub max_shift: f64,
     /// The rms distance to the true shifts, when known.
@@ -39,14 +44,41 @@ impl Status {
     /// One line for the log.
     pub fn describe(&self) -> String {
         match self {
-            Status::Done(d) => format!(
-                "done in {:.2} s (reading {:.2} s; {:.1} ms per frame, {}, largest shift {:.2} px)",
-                d.align_s,
-                d.read_s,
-                1e3 * d.align_s / d.frames.max(1) as f64,
-                iterations(d.iterations),
-                d.max_shift
-            ),
+            Status::Done(d) => {
+                let mut line = format!(
+                    "done in {:.2} s (reading {:.2} s; {:.1} ms per frame, {}, largest shift {:.2} px)",
+                    d.align_s,
+                    d.read_s,
+                    1e3 * d.align_s / d.frames.max(1) as f64,
+                    iterations(d.iterations),
+                    d.max_shift
+                );
+                if !d.converged {
+                    line += &format!(
+                        "; WARNING: the shifts did not settle in {}, so they may not be final \
+                         (allow more with --iterations, or try --reference first)",
+                        iterations(d.iterations)
+                    );
+                }
+                if !d.unregistered_frames.is_empty() {
+                    let list: Vec<String> = d
+                        .unregistered_frames
+                        .iter()
+                        .map(|i| i.to_string())
+                        .collect();
+                    let (frames, have) = match list.len() {
+                        1 => ("frame", "has"),
+                        _ => ("frames", "have"),
+                    };
+                    line += &format!(
+                        "; WARNING: {frames} {} {have} nothing to register (blank: one value \
+                         everywhere; or only blank frames to register against), reported \
+                         unmoved with peak 0",
+                        list.join(", ")
+                    );
+                }
+                line
+            }
             Status::Skipped => "skipped: its results exist (--force to redo)".into(),
             Status::Failed(e) => format!("FAILED: {e}"),
         }
