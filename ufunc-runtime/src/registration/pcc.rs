@@ -494,16 +494,16 @@ pub(super) fn check_upsample(upsample: u32, shape: &[usize]) -> Result<()> {
     }
     let region = refinement_region(upsample);
     let widest = shape.iter().copied().fold(region, usize::max);
+    let count = |s: &[usize]| s.iter().fold(1usize, |a, &n| a.saturating_mul(n));
     let mut largest = vec![region, widest];
     for j in 1..=shape.len() {
         let mut contracted = shape[..shape.len() - j].to_vec();
         contracted.extend(std::iter::repeat_n(region, j));
-        let count = |s: &[usize]| s.iter().fold(1usize, |a, &n| a.saturating_mul(n));
         if count(&contracted) > count(&largest) {
             largest = contracted;
         }
     }
-    let elements = largest.iter().fold(1usize, |a, &n| a.saturating_mul(n));
+    let elements = count(&largest);
     // Any machine holds this much: no probe (an mmap and munmap) on every call.
     if elements <= PROBE_BELOW_ELEMENTS {
         return Ok(());
