@@ -219,6 +219,39 @@ fn blank_frames_have_no_shift_and_move_no_other() {
     }
 }
 
+/// A specimen that jumps half way through the movie (a stage that slips), two frames on each
+/// side. The first pass, against the unmoved sum, registers each frame onto the other group
+/// (two copies of it in the sum less the frame, one of its own); each later pass swapped the
+/// groups back, less a little, so the passes had not settled after ten, the groups still
+/// half a pixel apart (eight pixels without the B-factor's weighting). A frame whose step
+/// reverses its last one now goes half way, where the two groups meet: four or five passes,
+/// as for three frames on each side, which took seven to ten.
+#[test]
+fn two_groups_of_frames_that_swap_places_meet_half_way() {
+    let jump = [9.3, -7.6];
+    for (half, bfactor) in [(2, 150.0), (2, 0.0), (3, 150.0), (3, 0.0)] {
+        let at: Vec<[f64; 2]> = (0..2 * half)
+            .map(|i| if i < half { [0.0; 2] } else { jump })
+            .collect();
+        let mut m = common::movie_along(&at, (96, 80), 400.0, 11);
+        for target in [Target::Cpu, Target::Parallel] {
+            let options = AlignOptions {
+                target,
+                bfactor,
+                ..Default::default()
+            };
+            let a = align_movie(&mut m, &options).unwrap();
+            let what = format!("{target:?}, {half} + {half} frames, B {bfactor}");
+            let passes = a.iterations;
+            assert!(a.converged && passes <= 5, "{what}: {passes} passes");
+            for (s, t) in a.shifts.iter().zip(&at) {
+                let off = (s[0] + t[0]).hypot(s[1] + t[1]);
+                assert!(off < 0.1, "{what}: {:?}", a.shifts);
+            }
+        }
+    }
+}
+
 #[test]
 fn cpu_and_parallel_agree() {
     let mut m = movie(7, (64, 60), 5.0, 3);

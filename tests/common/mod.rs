@@ -100,6 +100,21 @@ pub fn drift(i: usize) -> [f64; 2] {
 }
 
 pub fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> ndarray::Array3<f32> {
+    movie_along(
+        &(0..frames).map(drift).collect::<Vec<_>>(),
+        shape,
+        dose,
+        seed,
+    )
+}
+
+/// A movie of `frames.len()` frames, frame `i` showing the specimen moved by `frames[i]`.
+pub fn movie_along(
+    frames: &[[f64; 2]],
+    shape: (usize, usize),
+    dose: f64,
+    seed: u64,
+) -> ndarray::Array3<f32> {
     let mut rng = Lcg(seed);
     let blobs: Vec<(f64, f64, f64, f64)> = (0..60)
         .map(|_| {
@@ -111,15 +126,10 @@ pub fn movie(frames: usize, shape: (usize, usize), dose: f64, seed: u64) -> ndar
             )
         })
         .collect();
-    let mut m = ndarray::Array3::zeros((frames, shape.0, shape.1));
-    for i in 0..frames {
-        m.index_axis_mut(ndarray::Axis(0), i).assign(&frame(
-            shape,
-            drift(i),
-            dose,
-            &blobs,
-            &mut rng,
-        ));
+    let mut m = ndarray::Array3::zeros((frames.len(), shape.0, shape.1));
+    for (i, &shift) in frames.iter().enumerate() {
+        m.index_axis_mut(ndarray::Axis(0), i)
+            .assign(&frame(shape, shift, dose, &blobs, &mut rng));
     }
     m
 }

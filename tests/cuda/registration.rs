@@ -5,7 +5,7 @@
 //! largest value; each registration reads
 //! back one small array; inputs the target cannot take are errors.
 
-use super::common::{drift, movie};
+use super::common::{drift, movie, movie_along};
 use super::on_gpu;
 use ndarray::{Array2, Array3, Axis};
 use ufunc::cuda::cuda_counters;
@@ -21,6 +21,16 @@ fn same_shift(what: &str, got: &[f64], want: &[f64], tol: f64) {
     for (g, w) in got.iter().zip(want) {
         assert!((g - w).abs() <= tol, "{what}: {got:?} vs {want:?}");
     }
+}
+
+/// Aligned sums agree within 1e-4 of the largest value.
+fn same_sum(what: &str, got: &Array2<f32>, want: &Array2<f32>) {
+    let scale = want.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    let err = (got - want).iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    assert!(
+        err <= 1e-4 * scale,
+        "{what}: sum differs by {err} of {scale}"
+    );
 }
 
 fn frames(shape: (usize, usize), n: usize, seed: u64) -> Array3<f32> {
@@ -316,14 +326,7 @@ fn align_movie_on_cuda_matches_parallel() {
             for (g, w) in got.peaks.iter().zip(&want.peaks) {
                 assert!((g - w).abs() < 1e-4, "{what}: peaks {g} vs {w}");
             }
-            let scale = want.sum.iter().fold(0.0f32, |a, v| a.max(v.abs()));
-            let err = (&got.sum - &want.sum)
-                .iter()
-                .fold(0.0f32, |a, v| a.max(v.abs()));
-            assert!(
-                err <= 1e-4 * scale,
-                "{what}: sum differs by {err} of {scale}"
-            );
+            same_sum(what, &got.sum, &want.sum);
         }
         // Frames far from zero mean: the means are left out of the device's correlation and
         // energies as of the host's, and kept in the sum.
@@ -384,6 +387,29 @@ fn align_movie_on_cuda_matches_parallel() {
             for (g, w) in got.peaks.iter().zip(&want.peaks) {
                 assert!((g - w).abs() < 1e-3, "blank frames: peaks {g} vs {w}");
             }
+        }
+        // Two groups of frames that swapped places every pass: damped on the device as on
+        // the host (with the frames kept on the device, and read again for every pass).
+        let jump = [9.3, -7.6];
+        let at = [[0.0; 2], [0.0; 2], jump, jump];
+        let groups = movie_along(&at, (96, 80), 400.0, 11);
+        for memory_limit in [usize::MAX, 0] {
+            let on = |target| {
+                let options = AlignOptions {
+                    target,
+                    memory_limit,
+                    ..Default::default()
+                };
+                align_movie(&mut groups.clone(), &options).unwrap()
+            };
+            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            let what = format!("two groups, memory limit {memory_limit}");
+            assert!(got.converged, "{what}: {} passes", got.iterations);
+            assert_eq!(got.iterations, want.iterations, "{what}");
+            for (i, (g, t)) in got.shifts.iter().zip(&at).enumerate() {
+                same_shift(&format!("{what}: frame {i}"), g, &[-t[0], -t[1]], 0.1);
+            }
+            same_sum(&what, &got.sum, &want.sum);
         }
         // Frames one row high: no shift along the rows, on the device as on the host.
         let rows = frames((1, 64), 4, 9);

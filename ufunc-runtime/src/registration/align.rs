@@ -19,7 +19,9 @@ use std::f64::consts::PI;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reference {
     /// The sum of all the other frames as currently aligned, iterated until the shifts settle
-    /// (what makes low-dose movies work).
+    /// (what makes low-dose movies work). A frame whose step reverses its last one by more
+    /// than half a pixel goes half way: a large drift or a jump can split the frames into
+    /// groups that otherwise trade places from pass to pass.
     #[default]
     Sum,
     /// The first frame: each frame is `phase_cross_correlation(frame 0, frame i)`, scikit-image's
@@ -108,8 +110,7 @@ pub struct Alignment {
     pub iterations: usize,
     /// Whether the passes settled: the last one moved no frame by more than
     /// [`AlignOptions::tolerance`]. `false` when they stopped at
-    /// [`AlignOptions::max_iterations`], whose shifts may not be final (a large drift can split
-    /// the frames into groups that trade places from pass to pass). Always `true` with
+    /// [`AlignOptions::max_iterations`], whose shifts may not be final. Always `true` with
     /// [`Reference::First`].
     pub converged: bool,
     /// The aligned sum: every frame moved by its shift (a Fourier shift) and added.
@@ -266,13 +267,17 @@ pub fn align_movie<S: FrameSource + ?Sized>(
                 total,
             }
         }
-        Reference::Sum => iterate_on_sum(
-            &mut spectra,
-            (plan, &scratch),
-            (&pcc, &weights(options.bfactor)),
-            options,
-            threads,
-        )?,
+        Reference::Sum => {
+            let n = spectra.len();
+            let mut passes = HostPasses {
+                spectra: &mut spectra,
+                buffers: (plan, &scratch),
+                pcc: &pcc,
+                weights: &weights(options.bfactor),
+                threads,
+            };
+            iterate_on_sum(&mut passes, n, options)?
+        }
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let unregistered = peaks.contains(&0.0);
@@ -301,6 +306,9 @@ pub fn align_movie<S: FrameSource + ?Sized>(
 }
 
 type Spectrum = Array2<Complex<f32>>;
+
+/// A frame's registration: its shift and peak height (0 where there was nothing to register).
+pub(super) type Found = ([f64; 2], f64);
 
 /// Makes shifts found at `crop` relative to frame 0's and scales them to `frame`; returns
 /// the shift, as found, of the frame they are now relative to. That is frame 0 unless it had
@@ -342,7 +350,7 @@ pub(super) fn relative_to_first(
 
 /// The largest change of any frame's shift between two passes, blank frames (peak 0, whose
 /// shifts mean nothing) left out.
-pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> f64 {
+fn largest_change(found: &[Found], shifts: &[[f64; 2]]) -> f64 {
     found
         .iter()
         .zip(shifts)
@@ -354,7 +362,7 @@ pub(super) fn largest_change(found: &[([f64; 2], f64)], shifts: &[[f64; 2]]) -> 
 /// Whether a pass whose largest change was `change` ends the passes. Shifts lie on the
 /// `1 / upsample` grid, and two of them one step apart differ by a hair more than the step
 /// in f64: a tolerance of one step (the default) must still stop there.
-pub(super) fn settled(change: f64, tolerance: f64) -> bool {
+fn settled(change: f64, tolerance: f64) -> bool {
     change <= tolerance + 1e-9
 }
 
@@ -779,32 +787,32 @@ fn register(
 }
 
 /// MotionCor2's scheme: each frame against the sum of the others as aligned, repeated until
-/// the largest change is below the tolerance. Each pass registers every frame against the sum
-/// of the previous pass and adds up the frames moved by their new shifts for the next one.
-/// Returns the shifts, peaks, passes and the sum with the final shifts.
-fn iterate_on_sum<S: FrameSource + ?Sized>(
-    spectra: &mut Spectra<'_, S>,
-    buffers: (&ImagePlan<f32>, &ScratchPool<f32>),
-    (pcc, weights): (&PccOptions, &HostWeights),
+/// the largest change is within the tolerance. Each pass registers every frame against the
+/// sum of the previous pass and adds up the frames moved by their new shifts for the next one.
+/// A frame whose step reverses its last one goes only half way (see [`Damping`]).
+pub(super) fn iterate_on_sum<P: SumPasses>(
+    passes: &mut P,
+    n: usize,
     options: &AlignOptions,
-    threads: Threads,
-) -> Result<Registered> {
-    let n = spectra.len();
+) -> Result<Registered<P::Total>> {
     let mut shifts = vec![[0.0f64; 2]; n];
     // A lone frame is its own reference, as frame 0 is with `Reference::First`: no pass.
     let mut peaks = vec![1.0; n];
-    let (_, mut total) = spectra.pass(threads, |_, _| Ok(()), |_| [0.0; 2])?;
+    let mut total = passes.add_at(&shifts)?;
+    let mut damping = Damping::new(n);
     let mut iterations = 0;
     let mut converged = n <= 1;
     while !converged && iterations < options.max_iterations {
         iterations += 1;
-        let previous = &shifts;
-        let visit =
-            |i: usize, s: &Spectrum| register(&total, Some(previous[i]), s, buffers, pcc, weights);
-        let (found, next) = spectra.pass(threads, visit, |r| r.0)?;
-        converged = settled(largest_change(&found, &shifts), options.tolerance);
+        let (mut found, next) = passes.register(&total, &shifts)?;
+        let change = largest_change(&found, &shifts);
+        let damped = damping.apply(&shifts, &mut found);
+        converged = settled(change, options.tolerance) && !damped;
         (shifts, peaks) = found.into_iter().unzip();
-        total = next;
+        total = match damped {
+            true => passes.add_at(&shifts)?,
+            false => next,
+        };
     }
     Ok(Registered {
         shifts,
@@ -815,14 +823,93 @@ fn iterate_on_sum<S: FrameSource + ?Sized>(
     })
 }
 
-/// The outcome of the passes: per frame the shift and peak, the passes made, and the sum of
-/// the frames moved by their shifts.
-struct Registered {
-    shifts: Vec<[f64; 2]>,
-    peaks: Vec<f64>,
-    converged: bool,
-    iterations: usize,
-    total: Spectrum,
+/// The passes over a movie that [`iterate_on_sum`] makes, on the host or the device.
+pub(super) trait SumPasses {
+    /// The sum of the frames' spectra, each moved by its shift.
+    type Total;
+    /// Registers every frame `i` against `total` less the frame moved by `previous[i]` (the
+    /// sum of the other frames): its shift and peak, and the new total of the frames moved by
+    /// the shifts found.
+    fn register(
+        &mut self,
+        total: &Self::Total,
+        previous: &[[f64; 2]],
+    ) -> Result<(Vec<Found>, Self::Total)>;
+    /// The total of the frames moved by `shifts`.
+    fn add_at(&mut self, shifts: &[[f64; 2]]) -> Result<Self::Total>;
+}
+
+/// Two groups of frames can swap places every pass: the first pass, against the unmoved sum,
+/// registers each frame of a small group onto a larger one, and each later pass each group
+/// onto the other's copies in the sum less the frame. A frame whose new step reverses its
+/// last one by more than half a pixel is moved only half way, where the groups meet.
+pub(super) struct Damping {
+    last_step: Vec<[f64; 2]>,
+}
+
+impl Damping {
+    pub(super) fn new(frames: usize) -> Self {
+        Damping {
+            last_step: vec![[0.0; 2]; frames],
+        }
+    }
+
+    /// Damps the reversed steps from `shifts` to `found`; whether there were any. Frames with
+    /// nothing registered (peak 0) are left as found.
+    pub(super) fn apply(&mut self, shifts: &[[f64; 2]], found: &mut [Found]) -> bool {
+        let mut damped = false;
+        for ((last, (new, peak)), old) in self.last_step.iter_mut().zip(found).zip(shifts) {
+            let step = [new[0] - old[0], new[1] - old[1]];
+            let reverses = step[0] * last[0] + step[1] * last[1] < 0.0;
+            if *peak != 0.0 && reverses && step[0].abs().max(step[1].abs()) > 0.5 {
+                *new = [old[0] + 0.5 * step[0], old[1] + 0.5 * step[1]];
+                damped = true;
+            }
+            *last = [new[0] - old[0], new[1] - old[1]];
+        }
+        damped
+    }
+}
+
+/// The host's passes: frames registered one per thread, from kept spectra or read again.
+struct HostPasses<'s, 'a, S: FrameSource + ?Sized> {
+    spectra: &'s mut Spectra<'a, S>,
+    buffers: (&'s ImagePlan<f32>, &'s ScratchPool<f32>),
+    pcc: &'s PccOptions,
+    weights: &'s HostWeights,
+    threads: Threads,
+}
+
+impl<S: FrameSource + ?Sized> SumPasses for HostPasses<'_, '_, S> {
+    type Total = Spectrum;
+
+    fn register(
+        &mut self,
+        total: &Spectrum,
+        previous: &[[f64; 2]],
+    ) -> Result<(Vec<Found>, Spectrum)> {
+        let (buffers, pcc, weights) = (self.buffers, self.pcc, self.weights);
+        let visit =
+            |i: usize, s: &Spectrum| register(total, Some(previous[i]), s, buffers, pcc, weights);
+        self.spectra.pass(self.threads, visit, |r| r.0)
+    }
+
+    fn add_at(&mut self, shifts: &[[f64; 2]]) -> Result<Spectrum> {
+        let (_, total) = self
+            .spectra
+            .pass(self.threads, |i, _| Ok(i), |&i| shifts[i])?;
+        Ok(total)
+    }
+}
+
+/// The outcome of the passes: per frame the shift and peak, the passes made, whether they
+/// settled, and the sum of the frames moved by their shifts.
+pub(super) struct Registered<T> {
+    pub(super) shifts: Vec<[f64; 2]>,
+    pub(super) peaks: Vec<f64>,
+    pub(super) converged: bool,
+    pub(super) iterations: usize,
+    pub(super) total: T,
 }
 
 /// The row and column factors of the phase ramp `exp(-2πi k·shift / n)` that moves the image
@@ -896,6 +983,41 @@ mod tests {
         assert!(change > 0.05);
         assert!(settled(change, 0.05));
         assert!(!settled(0.051, 0.05));
+    }
+
+    #[test]
+    fn only_a_step_back_of_more_than_half_a_pixel_is_damped() {
+        let mut damping = Damping::new(4);
+        // The first pass's steps from zero: nothing to reverse.
+        let mut found = vec![
+            ([4.0, -2.0], 0.5),
+            ([0.4, 0.0], 0.5),
+            ([3.0, 3.0], 0.0),
+            ([1.0, 0.0], 0.5),
+        ];
+        assert!(!damping.apply(&[[0.0; 2]; 4], &mut found));
+        let shifts: Vec<[f64; 2]> = found.iter().map(|f| f.0).collect();
+        // Back by 4 px (halved), back by 0.4 px (kept), back with nothing registered (kept),
+        // on in the same direction (kept).
+        let mut next = vec![
+            ([0.0, 0.0], 0.5),
+            ([0.0, 0.0], 0.5),
+            ([0.0, 0.0], 0.0),
+            ([3.0, 0.0], 0.5),
+        ];
+        assert!(damping.apply(&shifts, &mut next));
+        let got: Vec<[f64; 2]> = next.iter().map(|f| f.0).collect();
+        assert_eq!(got, [[2.0, -1.0], [0.0, 0.0], [0.0, 0.0], [3.0, 0.0]]);
+        // The damped frame's last step is the half it took: going on the same way is no
+        // reversal.
+        let mut on = vec![
+            ([0.0, 0.0], 0.5),
+            ([0.0, 0.0], 0.5),
+            ([0.0, 0.0], 0.0),
+            ([3.0, 0.0], 0.5),
+        ];
+        assert!(!damping.apply(&got, &mut on));
+        assert_eq!(on[0].0, [0.0, 0.0]);
     }
 
     #[test]

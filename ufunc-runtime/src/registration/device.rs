@@ -8,8 +8,8 @@
 //! on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
-    bfactor_weights, check, copy_frame, largest_change, read_one, relative_to_first, settled,
-    shift_phases, spectra_bytes, Taper,
+    bfactor_weights, check, copy_frame, iterate_on_sum, read_one, relative_to_first, shift_phases,
+    spectra_bytes, Found, Registered, SumPasses, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -688,30 +688,33 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         workspaces,
         streams,
     };
-    let (mut shifts, peaks, iterations, converged, total) = match options.reference {
+    let Registered {
+        mut shifts,
+        peaks,
+        iterations,
+        converged,
+        total,
+    } = match options.reference {
         Reference::First => {
             let reference = movie.spectrum(0, 0)?;
             let weights = plan.weights(&movie.streams[0], 0.0)?;
-            let pass = movie.pass(Some((&reference, None, &weights)))?;
+            let pass = movie.pass(PassOf::Register((&reference, None, &weights)))?;
             let (shifts, peaks) = pass.found.into_iter().unzip();
-            (shifts, peaks, 1, true, pass.total)
+            Registered {
+                shifts,
+                peaks,
+                iterations: 1,
+                converged: true,
+                total: pass.total,
+            }
         }
         Reference::Sum => {
             let weights = plan.weights(&movie.streams[0], options.bfactor)?;
-            let mut shifts = vec![[0.0f64; 2]; n];
-            // A lone frame is its own reference, as on the host: no pass.
-            let mut peaks = vec![1.0; n];
-            let mut total = movie.pass(None)?.total;
-            let mut iterations = 0;
-            let mut converged = n <= 1;
-            while !converged && iterations < options.max_iterations {
-                iterations += 1;
-                let pass = movie.pass(Some((&total, Some(&shifts), &weights)))?;
-                converged = settled(largest_change(&pass.found, &shifts), options.tolerance);
-                (shifts, peaks) = pass.found.into_iter().unzip();
-                total = pass.total;
-            }
-            (shifts, peaks, iterations, converged, total)
+            let mut passes = DevicePasses {
+                movie: &mut movie,
+                weights: &weights,
+            };
+            iterate_on_sum(&mut passes, n, options)?
         }
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
@@ -753,6 +756,31 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         sum,
         alignment_shape: crop,
     })
+}
+
+/// The device's passes over a movie, for [`iterate_on_sum`].
+struct DevicePasses<'m, 'a, S: FrameSource + ?Sized> {
+    movie: &'m mut Movie<'a, S>,
+    weights: &'m Weights,
+}
+
+impl<S: FrameSource + ?Sized> SumPasses for DevicePasses<'_, '_, S> {
+    type Total = Spectrum;
+
+    fn register(
+        &mut self,
+        total: &Spectrum,
+        previous: &[[f64; 2]],
+    ) -> Result<(Vec<Found>, Spectrum)> {
+        let pass = self
+            .movie
+            .pass(PassOf::Register((total, Some(previous), self.weights)))?;
+        Ok((pass.found, pass.total))
+    }
+
+    fn add_at(&mut self, shifts: &[[f64; 2]]) -> Result<Spectrum> {
+        Ok(self.movie.pass(PassOf::AddAt(shifts))?.total)
+    }
 }
 
 /// A movie's two streams, each with a page-locked frame and a workspace. One call keeps its
@@ -835,13 +863,22 @@ struct Movie<'a, S: FrameSource + ?Sized> {
 /// The outcome of one pass: per frame its shift and peak height, and the sum of the frames
 /// moved by their shifts.
 struct Pass {
-    found: Vec<([f64; 2], f64)>,
+    found: Vec<Found>,
     total: Spectrum,
 }
 
 /// What a pass registers each frame against: a reference spectrum, with the frames' previous
 /// shifts where it is their sum (each frame is then left out of it), and the weights.
 type Against<'a> = (&'a Spectrum, Option<&'a [[f64; 2]]>, &'a Weights);
+
+/// What a pass does with each frame before adding it to the new total.
+#[derive(Clone, Copy)]
+enum PassOf<'a> {
+    /// Registers it, and adds it moved by the shift found.
+    Register(Against<'a>),
+    /// Adds it moved by the shift given.
+    AddAt(&'a [[f64; 2]]),
+}
 
 impl<S: FrameSource + ?Sized> Movie<'_, S> {
     /// Frame `i` read, tapered and transformed on stream `k`.
@@ -869,11 +906,11 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
             })
     }
 
-    /// Registers every frame (where `against` is given) and adds it, moved by its shift, to a
-    /// new total. Frame `i` goes on stream `i % 2`, and nothing is read back until every frame
-    /// is queued: each frame's shift moves it into the total on the device, so the host only
-    /// reads the frames while the device works.
-    fn pass(&mut self, against: Option<Against<'_>>) -> Result<Pass> {
+    /// Registers every frame against what `work` says, or takes its shift from it, and adds
+    /// it, moved by its shift, to a new total. Frame `i` goes on stream `i % 2`, and nothing
+    /// is read back until every frame is queued: each frame's shift moves it into the total on
+    /// the device, so the host only reads the frames while the device works.
+    fn pass(&mut self, work: PassOf<'_>) -> Result<Pass> {
         let n = self.frames.len();
         let plan = self.plan;
         // The sum is added up in two buffers in turn, each frame reading one and writing the
@@ -881,19 +918,19 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
         // read would make its stream wait for that read, and the streams would take turns).
         let mut total: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
         let mut next: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
-        // The previous pass's shifts, for leaving each frame out of the sum it is registered on.
-        let previous = match against {
-            Some((_, Some(shifts), _)) => {
+        // Shifts from the host, as (dy, dx) doubles per frame: the previous pass's, for
+        // leaving each frame out of the sum it is registered on, or those to add the frames at.
+        let given = match work {
+            PassOf::Register((_, Some(shifts), _)) | PassOf::AddAt(shifts) => {
                 let flat: Vec<f64> = shifts.iter().flatten().copied().collect();
                 Some(to_device_on(
                     &self.streams[0],
                     &ndarray::Array1::from(flat),
                 )?)
             }
-            _ => None,
+            PassOf::Register((_, None, _)) => None,
         };
-        // The ramps of no shift, for a pass that only adds the frames up.
-        let unmoved = plan.phases(&self.streams[0], [0.0, 0.0])?;
+        let given_at = |i: usize| given.as_ref().map(|g| (&g.buf.0, i * 2 * size_of::<f64>()));
         let mut queued = Vec::with_capacity(n);
         for i in 0..n {
             let owned = match self.kept.as_ref().and_then(|k| k.get(i)) {
@@ -903,25 +940,22 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
             let stream = &self.streams[i % 2];
             let s = Self::spectrum_in(&self.kept, i, &owned)?;
             let ws = &mut self.workspaces[i % 2];
-            let q = match against {
-                Some((reference, _, weights)) => {
-                    let leave_out = previous
-                        .as_ref()
-                        .map(|p| (&p.buf.0, i * 2 * size_of::<f64>()));
-                    Some(plan.queue(stream, reference, leave_out, s, weights, ws)?)
+            let q = match work {
+                PassOf::Register((reference, _, weights)) => {
+                    Some(plan.queue(stream, reference, given_at(i), s, weights, ws)?)
                 }
-                None => None,
+                PassOf::AddAt(_) => None,
             };
-            let moved_by = match &q {
-                Some(q) => {
-                    let queue = queue_of(Some(stream))?;
-                    let state = (&q.state.buf.0, 0);
-                    plan.phases_on_device(queue, state, plan.upsample, &mut ws.ramps)?;
-                    (&ws.ramps.0, &ws.ramps.1)
-                }
-                None => (&unmoved.0, &unmoved.1),
+            // The ramps that move the frame into the total, from its registration's state or
+            // from the shift given.
+            let (shift, upsample) = match (&q, given_at(i)) {
+                (Some(q), _) => ((&q.state.buf.0, 0), plan.upsample),
+                (None, Some(shift)) => (shift, 0),
+                (None, None) => unreachable!("a pass that adds at shifts is given them"),
             };
-            plan.add_moved_into(stream, &total, s, moved_by, &mut next)?;
+            let queue = queue_of(Some(stream))?;
+            plan.phases_on_device(queue, shift, upsample, &mut ws.ramps)?;
+            plan.add_moved_into(stream, &total, s, (&ws.ramps.0, &ws.ramps.1), &mut next)?;
             std::mem::swap(&mut total, &mut next);
             queued.push(q);
             if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {
