@@ -75,20 +75,25 @@ impl Movie {
         self.reader.len()
     }
 
-    /// Reads frame `index` into `out` (of `frame_shape`), multiplied by the gain if any.
-    pub fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        if index >= self.len() || out.dim() != self.frame_shape() {
-            bail!(
-                "{}: frame {index} of {} into a {:?} buffer (frames are {:?})",
-                self.path.display(),
-                self.len(),
-                out.dim(),
-                self.frame_shape()
-            );
+    /// Reads frame `index` into `out` (of `frame_shape`), multiplied by the gain if any; an
+    /// error names the file and the frame.
+    pub fn read_frame(&mut self, index: usize, out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        self.read_samples(index, out)
+            .with_context(|| format!("{}: frame {index}", self.path.display()))
+    }
+
+    /// [`Movie::read_frame`] with an error that names neither the file nor the frame: the
+    /// alignment ([`FrameSource`](ufunc::registration::FrameSource)) names the frame, and
+    /// the program the movie it was aligning.
+    fn read_samples(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        if index >= self.len() {
+            bail!("beyond the movie's {} frames", self.len());
         }
-        self.reader
-            .read_frame(index, out.view_mut())
-            .with_context(|| format!("{}: frame {index}", self.path.display()))?;
+        if out.dim() != self.frame_shape() {
+            let (frame, buffer) = (self.frame_shape(), out.dim());
+            bail!("a buffer of {buffer:?} for frames of {frame:?}");
+        }
+        self.reader.read_frame(index, out.view_mut())?;
         if let Some(gain) = &self.gain {
             out *= gain;
         }
@@ -119,7 +124,7 @@ impl ufunc::registration::FrameSource for Movie {
         index: usize,
         out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        Ok(Movie::read_frame(self, index, out)?)
+        Ok(self.read_samples(index, out)?)
     }
 }
 
