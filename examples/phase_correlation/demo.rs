@@ -48,8 +48,10 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             reference,
             ..args.align_options()
         };
+        let movie_name = format!("built-in synthetic movie (seed {})", synth.seed);
         let meta = MovieMeta {
-            movie: format!("built-in synthetic movie (seed {})", synth.seed),
+            movie: movie_name.clone(),
+            report_name: movie_name,
             gain: None,
             title: format!(
                 "synthetic movie, {name} reference",

@@ -43,8 +43,8 @@ impl OutputPaths {
         self.all().iter().all(|p| p.is_file())
     }
 
-    /// The movie these results are of: the `movie` of the JSON report (the movie's path as
-    /// the run that wrote them was given it).
+    /// The movie these results are of: the `movie` of the JSON report (the movie's canonical
+    /// path; older versions wrote the path as their run was given it).
     pub fn movie(&self) -> Result<String> {
         let json = self.json.display();
         let text =

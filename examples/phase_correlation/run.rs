@@ -113,9 +113,12 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             // Finished: by this movie, or by another of the same name (`a.npy` and `a.mrc`, or
             // `one/a.npy` and `two/a.npy`, run one at a time into one `--out`), whose results
             // are neither this one's to skip on nor to overwrite unasked.
-            match outputs.movie() {
-                Ok(theirs) if same_movie(&theirs, path) => Status::Skipped,
-                Ok(theirs) => Status::Failed(format!(
+            let owner = outputs
+                .movie()
+                .and_then(|theirs| Ok((same_movie(&theirs, path)?, theirs)));
+            match owner {
+                Ok((true, _)) => Status::Skipped,
+                Ok((false, theirs)) => Status::Failed(format!(
                     "{}: the results {name}.* in {} are those of another movie, {theirs}; \
                      they are left as they are (--force overwrites them, or choose another --out)",
                     path.display(),
@@ -151,6 +154,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                     .with_context(|| format!("cannot create {}", out_dir.display()))?;
                 let meta = MovieMeta {
                     movie: path.display().to_string(),
+                    report_name: canonical(path).display().to_string(),
                     gain: args.gain.as_ref().map(|g| g.display().to_string()),
                     title: name.clone(),
                 };
@@ -240,15 +244,27 @@ fn is_result(path: &Path) -> bool {
         .is_some_and(|n| n.to_ascii_lowercase().ends_with(".aligned.mrc"))
 }
 
-/// Whether `theirs`, the movie a results report names (its path as the run that wrote it was
-/// given it, written as [`MovieMeta::movie`]), is the movie at `path`: the same words, or the
-/// same file however spelled (`a.npy` and `./a.npy`; a relative path from the current folder).
-fn same_movie(theirs: &str, path: &Path) -> bool {
-    theirs == path.display().to_string()
-        || matches!(
-            (Path::new(theirs).canonicalize(), path.canonicalize()),
-            (Ok(a), Ok(b)) if a == b
-        )
+/// Whether `theirs`, the movie a results report names ([`MovieMeta::report_name`]: its
+/// canonical path; in a report of an older version, the path as that run was given it), is
+/// the movie at `path`: the same file by both canonical paths (`a.npy`, `./a.npy`,
+/// `d/../d/a.npy`, the absolute path); where either is no file (a movie removed since), the
+/// same absolute path. An error where `theirs` is relative and names no file from the current
+/// folder: relative to the folder of a run that the report does not say, it could be any movie.
+fn same_movie(theirs: &str, path: &Path) -> Result<bool> {
+    let their_path = Path::new(theirs);
+    match (their_path.canonicalize(), path.canonicalize()) {
+        (Ok(a), Ok(b)) => Ok(a == b),
+        _ if their_path.is_relative() => bail!(
+            "the report names the movie {theirs}, relative to the folder its run was started in"
+        ),
+        _ => Ok(std::path::absolute(path).is_ok_and(|p| p == their_path)),
+    }
+}
+
+/// `path` with every link and `.`/`..` resolved, the same from any current folder (as given
+/// where it cannot be resolved).
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_owned())
 }
 
 /// `NAME` of `NAME.ext`.
@@ -297,7 +313,11 @@ impl FrameSource for Ticking<'_> {
 
 /// What the report says about the movie besides its alignment.
 pub struct MovieMeta {
+    /// The movie as messages name it (its path as given).
     pub movie: String,
+    /// The movie as the report names it: a file by its canonical path, which a rerun from any
+    /// folder, however it spells the path, tells from another movie ([`same_movie`]).
+    pub report_name: String,
     pub gain: Option<String>,
     pub title: String,
 }
@@ -401,7 +421,7 @@ pub fn align_and_write(
     let report = Report {
         program: "ufunc phase_correlation",
         version: env!("CARGO_PKG_VERSION"),
-        movie: &meta.movie,
+        movie: &meta.report_name,
         gain: meta.gain.as_deref(),
         frames: n,
         frame_shape: [ny, nx],
@@ -744,11 +764,11 @@ mod tests {
                 "{}: the results a.* in {} are those of another movie, {}; they are left",
                 mrc.display(),
                 out.display(),
-                npy.display()
+                canonical(&npy).display()
             )) && error.contains("--force overwrites them"),
             "{error}"
         );
-        assert_eq!(owner(), npy.display().to_string());
+        assert_eq!(owner(), canonical(&npy).display().to_string());
         assert_eq!(std::fs::read(out.join("a.shifts.csv")).unwrap(), shifts);
         // The movie that wrote them is skipped, spelled as then or otherwise.
         assert_eq!(alone(&npy, &[]), "skipped");
@@ -758,7 +778,7 @@ mod tests {
         );
         // --force overwrites them, and they are the other movie's then.
         assert_eq!(alone(&mrc, &["--force", "--upsample", "1"]), "done");
-        assert_eq!(owner(), mrc.display().to_string());
+        assert_eq!(owner(), canonical(&mrc).display().to_string());
         assert_eq!(alone(&mrc, &[]), "skipped");
         // Results whose report names no movie are not skipped on either.
         std::fs::write(out.join("a.shifts.json"), "{}\n").unwrap();
@@ -768,6 +788,90 @@ mod tests {
                 && error.contains("a.shifts.json names no movie"),
             "{error}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `path` (absolute) spelled relative to the current folder, through the root
+    /// (`../../tmp/x`).
+    fn relative_to_current_folder(path: &Path) -> PathBuf {
+        use std::path::Component::Normal;
+        let names = |p: &Path| -> Vec<PathBuf> {
+            p.components()
+                .filter_map(|c| match c {
+                    Normal(name) => Some(PathBuf::from(name)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let up = names(&std::env::current_dir().unwrap()).len();
+        let mut relative: PathBuf = std::iter::repeat_n(PathBuf::from(".."), up).collect();
+        relative.extend(names(path));
+        relative
+    }
+
+    /// A report names its movie by the canonical path, whatever spelling the run was given:
+    /// it named it as given (`../../tmp/d/a.npy`), relative to a folder that a rerun started
+    /// elsewhere does not know, so that rerun took the movie's own results for another's.
+    #[test]
+    fn a_report_names_its_movie_the_same_from_any_folder() {
+        let dir = temp_dir("spelling");
+        std::fs::copy(fixture("movie_u16.npy"), dir.join("a.npy")).unwrap();
+        let movie = relative_to_current_folder(&dir.join("a.npy"));
+        assert!(
+            movie.is_relative() && movie.is_file(),
+            "{}",
+            movie.display()
+        );
+        let out = dir.join("out");
+        let first = run_with(&out, &[movie.display().to_string()], &["--upsample", "1"]);
+        assert_eq!(first.done(), 1);
+        let owner = OutputPaths::new(&out, "a").movie().unwrap();
+        assert_eq!(
+            owner,
+            dir.join("a.npy")
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        );
+        // Skipped however the rerun spells the movie, and another movie's results are not.
+        for spelled in [
+            movie.clone(),
+            dir.join("a.npy"),
+            dir.join("..").join(dir.file_name().unwrap()).join("a.npy"),
+        ] {
+            assert!(
+                same_movie(&owner, &spelled).unwrap(),
+                "{}",
+                spelled.display()
+            );
+        }
+        let other = fixture("movie_u16.npy");
+        assert!(!same_movie(&owner, Path::new(&other)).unwrap());
+        assert_eq!(
+            run_with(&out, &[movie.display().to_string()], &[]).skipped(),
+            1
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A report whose movie is no file: a movie removed since is told by its absolute path;
+    /// a relative path (of an older version, from a folder the report does not say) cannot be
+    /// told from another movie's, so the rerun fails without overwriting.
+    #[test]
+    fn a_movie_that_is_no_file_is_told_by_its_absolute_path_or_not_at_all() {
+        let dir = temp_dir("gone");
+        let gone = dir.join("gone.npy");
+        let absolute = gone.display().to_string();
+        assert!(same_movie(&absolute, &gone).unwrap());
+        assert!(!same_movie(&absolute, &dir.join("other.npy")).unwrap());
+        for path in [&gone, Path::new("gone.npy")] {
+            let e = same_movie("gone.npy", path).unwrap_err().to_string();
+            assert!(
+                e.contains("names the movie gone.npy, relative to the folder"),
+                "{e}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -910,6 +1014,7 @@ mod tests {
         frames.index_axis_mut(ndarray::Axis(0), 2).fill(0.0);
         let meta = MovieMeta {
             movie: "blank.npy".into(),
+            report_name: "blank.npy".into(),
             gain: None,
             title: "blank".into(),
         };
