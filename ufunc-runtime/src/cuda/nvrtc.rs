@@ -185,21 +185,18 @@ pub(crate) fn kernel_target(
             }
         ));
     }
-    if supported.is_empty() {
+    let (Some(lo), Some(hi)) = (supported.iter().min(), supported.iter().max()) else {
         return Err(format!(
             "NVRTC {major}.{minor} did not say which architectures it compiles for"
         ));
-    }
+    };
     if supported.contains(&device) {
         return Ok(KernelTarget {
             arch: format!("sm_{device}"),
             output: NvrtcOutput::Cubin,
         });
     }
-    let range = match (supported.iter().min(), supported.iter().max()) {
-        (Some(lo), Some(hi)) => format!("sm_{lo} to sm_{hi}"),
-        _ => "no architecture".into(),
-    };
+    let range = format!("sm_{lo} to sm_{hi}");
     let Some(&below) = supported.iter().filter(|&&a| a < device).max() else {
         return Err(format!(
             "the GPU (sm_{device}, {capability}) is older than every architecture NVRTC \
@@ -271,6 +268,15 @@ mod tests {
         );
         let e = kernel_target(90, 12080, (13, 0), CUDA13).unwrap_err();
         assert!(e.contains("CUDA 12.8") && e.contains("NVRTC 13.0"), "{e}");
+    }
+
+    #[test]
+    fn an_nvrtc_without_architectures_is_named() {
+        let e = kernel_target(90, 13000, (13, 0), &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "NVRTC 13.0 did not say which architectures it compiles for"
+        );
     }
 
     #[test]
