@@ -418,6 +418,56 @@ fn errors_name_the_axis_and_shape() {
     assert!(padded.iter().all(|v| v.norm() == 0.0) && padded.shape() == [3, 4]);
 }
 
+/// Over no axes NumPy 2's `fftn` and `ifftn` return their input (`axes=()`, `s=()`, a 0-d
+/// array; `fft2(a, axes=())` too), whatever the norm; here it comes back as complex numbers
+/// of its precision, the result type. NumPy's `rfftn` and `irfftn` raise there: errors here.
+#[test]
+fn no_axes_give_the_input_as_complex() -> Result<(), Error> {
+    let a = ndarray::array![[0.0f32, 1.0, 2.0], [3.0, 4.0, 5.0]];
+    let want = a.mapv(|v| Complex::new(v, 0.0));
+    let none = FftOptions::new().axes(&[]);
+    for norm in [Norm::Backward, Norm::Ortho, Norm::Forward] {
+        let o = none.clone().norm(norm);
+        assert_eq!(fft::fftn_with(&a, &o)?, want, "{norm:?}");
+        assert_eq!(fft::ifftn_with(&a, &o)?, want, "{norm:?}");
+        assert_eq!(fft::fft2_with(&a, &o)?, want, "{norm:?}");
+        assert_eq!(fft::ifft2_with(&a, &o)?, want, "{norm:?}");
+    }
+    assert_eq!(fft::fftn_with(&a, &FftOptions::new().s(&[]))?, want);
+    // Complex, strided and reversed, in and out; in place.
+    let z = random_nd(&[4, 5], 3);
+    let view = z.slice(s![..;-1, ..;2]);
+    assert_eq!(fft::ifftn_with(&view, &none)?, view);
+    let plan = FftPlan::fftn(&[4, 3], &none)?;
+    let mut t = Array2::zeros((3, 4));
+    plan.execute_into(&view, &mut t.view_mut().reversed_axes())?;
+    assert_eq!(t.view().reversed_axes(), view);
+    let mut same = view.to_owned();
+    plan.execute_inplace(&mut same)?;
+    assert_eq!(same, view);
+    // A 0-d array.
+    let scalar = ndarray::arr0(3.0f32);
+    let three = ndarray::arr0(Complex::new(3.0f32, 0.0));
+    assert_eq!(fft::fftn(&scalar)?, three);
+    assert_eq!(fft::ifftn(&three)?, three);
+    // The real transforms have no axis to halve; fft2 of a 0-d array has no two axes.
+    let errors = [
+        fft::rfftn_with(&a, &none).unwrap_err(),
+        fft::irfftn_with(&want, &none).unwrap_err(),
+        fft::rfft2_with(&a, &none).unwrap_err(),
+        fft::rfftn(&scalar).unwrap_err(),
+        fft::irfftn(&three).unwrap_err(),
+        fft::fft2(&scalar).unwrap_err(),
+    ];
+    for e in errors {
+        assert!(
+            matches!(e, Error::InvalidArgument { name: "axes", .. }),
+            "{e}"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn plans_are_reusable_into_and_in_place() -> Result<(), Error> {
     let a = random_nd(&[6, 8, 10], 11);

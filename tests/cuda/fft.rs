@@ -329,6 +329,45 @@ fn strided_views_are_read_in_place() {
     });
 }
 
+/// Over no axes (`axes(&[])`, a 0-d array) the complex transforms give the input as complex
+/// numbers in a new array, from a view too, as the host's (NumPy returns its input); the real
+/// ones are errors.
+#[test]
+fn no_axes_give_the_input_as_complex() {
+    on_gpu("no_axes_give_the_input_as_complex", || {
+        let x = data(&[3, 4], 5).mapv(|v| v as f32);
+        let z = complex_data(&[3, 4], 6)
+            .into_dimensionality::<ndarray::Ix2>()
+            .unwrap();
+        let (dx, dz) = (to_device(&x).unwrap(), to_device(&z).unwrap());
+        let none = FftOptions::new().axes(&[]);
+        let spectrum = device::fftn_with(&dx, &none).unwrap();
+        assert_eq!(
+            spectrum.copy_to_host().unwrap(),
+            fft::fftn_with(&x, &none).unwrap()
+        );
+        let ortho = none.clone().norm(Norm::Ortho);
+        let copy = device::ifft2_with(&dz, &ortho).unwrap();
+        assert_eq!(copy.copy_to_host().unwrap(), z);
+        let view = dz.view().slice(s![..;-1, ..;2]).unwrap();
+        let copy = device::fftn_with(&view, &none).unwrap();
+        assert_eq!(copy.copy_to_host().unwrap(), z.slice(s![..;-1, ..;2]));
+        let scalar = to_device(&ndarray::arr0(3.0f64)).unwrap();
+        let three = device::fftn(&scalar).unwrap().copy_to_host().unwrap();
+        assert_eq!(three, ndarray::arr0(Complex::new(3.0, 0.0)));
+        for e in [
+            device::rfftn_with(&dx, &none).unwrap_err(),
+            device::irfftn_with(&spectrum, &none).unwrap_err(),
+            device::rfftn(&scalar).unwrap_err(),
+        ] {
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "axes", .. }),
+                "{e}"
+            );
+        }
+    });
+}
+
 /// Runs `work` and checks that it copied nothing between host and device. Other tests of this
 /// binary copy at the same time (most do not take `on_gpu`'s lock), so a window in which the
 /// counters moved is tried again; work that copies moves them every time.

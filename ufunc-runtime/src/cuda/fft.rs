@@ -247,7 +247,8 @@ pub(crate) fn run_recipe<I: FftElement>(
     let real = size_of::<I::Real>();
     let double = real == 8;
     let input_complex = size_of::<I>() == 2 * real;
-    let first_real = recipe.passes[0].kind == PassKind::RealForward;
+    let first = recipe.passes.first().map(|p| p.kind);
+    let first_real = first == Some(PassKind::RealForward);
     let last_real = recipe.passes.last().map(|p| p.kind) == Some(PassKind::RealInverse);
     let out_elem = if last_real { real } else { 2 * real };
     let out_bytes = byte_size(&recipe.output, out_elem)?;
@@ -266,9 +267,10 @@ pub(crate) fn run_recipe<I: FftElement>(
     }
     let load_elem = if first_real { real } else { 2 * real };
     // A complex input feeds a complex first plan, a real one a real-to-complex plan; cuFFT
-    // writes the input of neither (only a complex-to-real plan overwrites its input).
+    // writes the input of neither (only a complex-to-real plan overwrites its input). Without
+    // a pass (no axes) the load is the result, a new array.
     let in_place_ok = input_complex != first_real
-        && recipe.passes[0].kind != PassKind::RealInverse
+        && first.is_some_and(|kind| kind != PassKind::RealInverse)
         && (input_complex || input.offset % (2 * real) == 0)
         && shape == input.shape
         && input.strides == c_strides(&shape).as_slice();

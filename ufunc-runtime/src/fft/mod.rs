@@ -17,7 +17,9 @@
 //! `axis`/`axes`, `n`/`s` (crop or zero-pad; for the real inverse, the output length),
 //! `norm` ([`Norm::Backward`] by default: the inverse is divided by `n`) and `target`
 //! (`Target::Parallel`, the default, or `Target::Cpu`). One builder serves every function:
-//! `axis(i)` is `axes(&[i])` and `n(k)` is `s(&[k])`.
+//! `axis(i)` is `axes(&[i])` and `n(k)` is `s(&[k])`. Over no axes (`axes(&[])`, or a 0-d
+//! array) the complex transforms give the input as complex numbers, where NumPy returns its
+//! input; the real ones, which NumPy refuses there, are errors.
 //!
 //! ```
 //! use ndarray::{array, Array3};

@@ -235,6 +235,7 @@ pub(crate) fn plan_recipe(
     check_lengths_match(&axes, options.s.as_deref())?;
     // NumPy checks that `s` and `axes` pair up before it checks the axes' range.
     super::freq::check_axes(shape.len(), &axes)?;
+    check_real_has_axis(&axes, transform)?;
     let lengths = resolve_lengths(shape, &axes, options.s.as_deref(), transform)?;
     let inverse = matches!(transform, Transform::Inverse | Transform::RealInverse);
     // Every pass takes its share of the scale, so the product is the n-d factor.
@@ -261,7 +262,6 @@ pub(crate) fn plan_recipe(
         });
         current[axis] = len_out;
     };
-    let last = axes.len() - 1;
     let complex_kind = if inverse {
         PassKind::Inverse
     } else {
@@ -274,6 +274,7 @@ pub(crate) fn plan_recipe(
             }
         }
         Transform::RealForward => {
+            let last = axes.len() - 1;
             push(axes[last], PassKind::RealForward, lengths[last]);
             for i in (0..last).rev() {
                 push(axes[i], complex_kind, lengths[i]);
@@ -281,6 +282,7 @@ pub(crate) fn plan_recipe(
         }
         Transform::RealInverse => {
             // NumPy's `irfftn` runs its complex passes in axis order, the others in reverse.
+            let last = axes.len() - 1;
             for i in 0..last {
                 push(axes[i], complex_kind, lengths[i]);
             }
@@ -294,8 +296,9 @@ pub(crate) fn plan_recipe(
     })
 }
 
-/// The axes of the transform: at least one (their range is checked by the caller). A
-/// repeated axis is transformed once per appearance, as in NumPy.
+/// The axes of the transform (their range is checked by the caller). A repeated axis is
+/// transformed once per appearance, as in NumPy; none (`axes(&[])`, `s(&[])`, a 0-d array)
+/// leaves the complex transforms nothing to do.
 fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Result<Shape> {
     let axes: Shape = match (&options.axes, defaults, &options.s) {
         (Some(axes), _, _) => axes.clone(),
@@ -335,13 +338,23 @@ fn resolve_axes(ndim: usize, options: &FftOptions, defaults: DefaultAxes) -> Res
             });
         }
     }
-    if axes.is_empty() {
-        return Err(Error::InvalidArgument {
-            name: "axes",
-            message: "at least one axis is needed".into(),
-        });
-    }
     Ok(axes)
+}
+
+/// A real transform has an axis to halve: over none, NumPy's `fftn` and `ifftn` return their
+/// input, but its `rfftn` and `irfftn` raise.
+fn check_real_has_axis(axes: &[usize], transform: Transform) -> Result<()> {
+    match transform {
+        Transform::RealForward | Transform::RealInverse if axes.is_empty() => {
+            Err(Error::InvalidArgument {
+                name: "axes",
+                message: "a real transform needs at least one axis (the one its half spectrum \
+                          is along)"
+                    .into(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// One length of `s`, where given, per axis.
@@ -541,6 +554,49 @@ mod tests {
         assert!(matches!(e, Err(Error::InvalidArgument { name: "s", .. })));
         let e = plan_recipe(&[4], Transform::Forward, &o(), DefaultAxes::Last(2)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { name: "axes", .. }));
-        assert!(plan_recipe(&[], Transform::Forward, &o(), DefaultAxes::All).is_err());
+        assert!(plan_recipe(&[], Transform::Forward, &o(), DefaultAxes::Last(1)).is_err());
+    }
+
+    /// Over no axes NumPy's `fftn` and `ifftn` return their input (`axes=()`, `s=()`, a 0-d
+    /// array; `fft2(a, axes=())`), and its real transforms raise: a recipe without passes, or
+    /// an error naming the axes.
+    #[test]
+    fn no_axes_is_no_pass_for_complex_transforms_and_an_error_for_real_ones() {
+        let o = FftOptions::new;
+        let (all, two) = (DefaultAxes::All, DefaultAxes::Last(2));
+        let cases = [
+            (&[2, 3][..], o().axes(&[]), all),
+            (&[2, 3], o().s(&[]), all),
+            (&[2, 3], o().axes(&[]).s(&[]), all),
+            (&[], o(), all),
+            (&[], o().norm(Norm::Ortho), all),
+            (&[2, 3], o().axes(&[]), two),
+            (&[], o().axes(&[]), two),
+        ];
+        for (shape, options, defaults) in cases {
+            for t in [Transform::Forward, Transform::Inverse] {
+                let r = recipe(shape, t, options.clone(), defaults);
+                assert!(r.passes.is_empty(), "{shape:?} {options:?} {t:?}");
+                assert_eq!(r.output.as_slice(), shape);
+            }
+            for t in [Transform::RealForward, Transform::RealInverse] {
+                let e = plan_recipe(shape, t, &options, defaults).unwrap_err();
+                assert!(
+                    matches!(e, Error::InvalidArgument { name: "axes", .. }),
+                    "{shape:?} {options:?} {t:?}: {e}"
+                );
+            }
+        }
+        // As NumPy, `fft2` without axes still needs two, and `s` one length per axis.
+        let forward = Transform::Forward;
+        assert!(plan_recipe(&[], forward, &o(), two).is_err());
+        let e = plan_recipe(&[2, 3], forward, &o().s(&[]), two).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { name: "s", .. }), "{e}");
+        let last = DefaultAxes::Last(1);
+        let e = plan_recipe(&[2, 3], forward, &o().axes(&[]), last).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { name: "axes", .. }),
+            "{e}"
+        );
     }
 }

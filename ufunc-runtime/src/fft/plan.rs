@@ -7,7 +7,7 @@ use super::pass::{self, Lanes, Op, Workspace};
 use super::{FftElement, FftReal};
 use crate::error::{Error, Result};
 use crate::parallel::Threads;
-use crate::shape::{c_strides, Shape, Strides};
+use crate::shape::{byte_strides, c_strides, walk_rows, Shape, Strides};
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension};
 use num_complex::Complex;
 use std::marker::PhantomData;
@@ -254,6 +254,10 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
     /// writable with distinct elements, disjoint from `input` unless `in_place` (then they are
     /// the same array).
     unsafe fn run(&self, input: Lanes<'_, *const I>, out: Lanes<'_, *mut O>, in_place: bool) {
+        if self.ops.is_empty() {
+            // SAFETY: the caller's contract; a plan without passes keeps the shape.
+            return unsafe { copy_as_complex(input, out) };
+        }
         let mut local = [Vec::new(), Vec::new()];
         let mut guard = self.temps.try_lock();
         let temps = match guard.as_deref_mut() {
@@ -372,6 +376,36 @@ impl<I: FftElement, O: FftElement<Real = I::Real>> FftPlan<I, O> {
             src = dst;
         }
     }
+}
+
+/// The transform over no axes (NumPy's `fftn(a, axes=())`, or of a 0-d array): `input` as
+/// complex numbers, into `out` of the same shape.
+///
+/// # Safety
+/// `input` and `out` are valid arrays of one shape, `out` of complex elements, writable with
+/// distinct elements, disjoint from `input` or the same array.
+unsafe fn copy_as_complex<I: FftElement, O: FftElement<Real = I::Real>>(
+    input: Lanes<'_, *const I>,
+    out: Lanes<'_, *mut O>,
+) {
+    let to = complex_ptr::<O>(out.ptr);
+    let strides = [
+        byte_strides(input.strides, size_of::<I>()),
+        byte_strides(out.strides, size_of::<O>()),
+    ];
+    let inner = strides.each_ref().map(|s| s.last().copied().unwrap_or(0));
+    let bases = [input.ptr as *mut u8, to as *mut u8];
+    let count = input.shape.iter().product();
+    walk_rows(input.shape, &strides, &bases, 0..count, |ptrs, j, len| {
+        for k in j as isize..(j + len) as isize {
+            // SAFETY: element `k` of a row of both arrays, per the contract.
+            unsafe {
+                let from = ptrs[0].wrapping_offset(k * inner[0]) as *const I;
+                let to = ptrs[1].wrapping_offset(k * inner[1]) as *mut Complex<I::Real>;
+                *to = (*from).to_complex();
+            }
+        }
+    });
 }
 
 /// Where a pass reads or writes.
