@@ -331,6 +331,13 @@ fn bad_inputs_are_errors() {
     assert!(matches!(e, Error::NotFinite { .. }), "{e}");
     let empty = Array2::<f64>::zeros((0, 4));
     assert!(phase_cross_correlation(&empty, &empty, &options(1)).is_err());
+    // scikit-image raises for 0-d arrays too (the FFT over no axes gives its input).
+    let point = ndarray::arr0(2.0f32);
+    let e = phase_cross_correlation(&point, &point, &options(1)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid `reference`: a 0-d array has no axis to register along"
+    );
     let cuda = PccOptions {
         target: Target::Cuda,
         ..options(1)

@@ -119,6 +119,13 @@ fn real_image<A: FftElement, S: Data<Elem = A>, D: Dimension>(
 
 fn check_options(shape: &[usize], options: &PccOptions) -> Result<()> {
     check_upsample(options.upsample_factor, shape)?;
+    if shape.is_empty() {
+        // scikit-image raises here too; a 0-d array has no axis to shift along.
+        return Err(Error::InvalidArgument {
+            name: "reference",
+            message: "a 0-d array has no axis to register along".into(),
+        });
+    }
     if shape.contains(&0) {
         return Err(Error::InvalidArgument {
             name: "reference",
