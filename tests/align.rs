@@ -173,6 +173,7 @@ fn blank_frames_have_no_shift_and_move_no_other() {
                     "{what}: frame {i}"
                 );
             }
+            assert_eq!(a.unregistered_frames(), [0, 6], "{what}");
             // Relative to frame 1, as the movie without blank frames has them.
             let want = align_movie(&mut clean.clone(), &options).unwrap().shifts;
             for i in [1, 2, 3, 4, 5, 7, 8, 9] {

@@ -394,7 +394,7 @@ pub fn align_and_write(
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
-    let unregistered_frames: Vec<usize> = (0..n).filter(|&i| alignment.peaks[i] == 0.0).collect();
+    let unregistered_frames = alignment.unregistered_frames();
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
     let written = Instant::now();
     let mut staging = Staging::default();

@@ -120,6 +120,21 @@ pub struct Alignment {
     pub alignment_shape: (usize, usize),
 }
 
+impl Alignment {
+    /// The frames that had nothing to register (peak 0; see [`Alignment::shifts`]).
+    pub fn unregistered_frames(&self) -> Vec<usize> {
+        (0..self.peaks.len())
+            .filter(|&i| nothing_registered(self.peaks[i]))
+            .collect()
+    }
+}
+
+/// Whether a registration's peak says there was nothing to register: a blank frame or
+/// reference ([`super::pcc::Peak::correlation`] is exactly 0 for those alone).
+pub(super) fn nothing_registered(peak: f64) -> bool {
+    peak == 0.0
+}
+
 /// Frames read one at a time: a 3-d array in memory, or a file that streams them.
 pub trait FrameSource {
     /// `(rows, cols)` of every frame.
@@ -280,7 +295,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
         }
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
-    let unregistered = peaks.contains(&0.0);
+    let unregistered = peaks.iter().any(|&p| nothing_registered(p));
     let sum = match (&cropped, &taper) {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
@@ -322,7 +337,7 @@ pub(super) fn relative_to_first(
     crop: (usize, usize),
     frame: (usize, usize),
 ) -> Result<[f64; 2]> {
-    let blank = |i: usize| peaks[i] == 0.0;
+    let blank = |i: usize| nothing_registered(peaks[i]);
     if reference == Reference::First && shifts.len() > 1 && blank(0) {
         return Err(Error::InvalidArgument {
             name: "frames",
@@ -354,7 +369,7 @@ fn largest_change(found: &[Found], shifts: &[[f64; 2]]) -> f64 {
     found
         .iter()
         .zip(shifts)
-        .filter(|(a, _)| a.1 != 0.0)
+        .filter(|(a, _)| !nothing_registered(a.1))
         .map(|(a, b)| (a.0[0] - b[0]).abs().max((a.0[1] - b[1]).abs()))
         .fold(0.0, f64::max)
 }
@@ -861,7 +876,7 @@ impl Damping {
         for ((last, (new, peak)), old) in self.last_step.iter_mut().zip(found).zip(shifts) {
             let step = [new[0] - old[0], new[1] - old[1]];
             let reverses = step[0] * last[0] + step[1] * last[1] < 0.0;
-            if *peak != 0.0 && reverses && step[0].abs().max(step[1].abs()) > 0.5 {
+            if !nothing_registered(*peak) && reverses && step[0].abs().max(step[1].abs()) > 0.5 {
                 *new = [old[0] + 0.5 * step[0], old[1] + 0.5 * step[1]];
                 damped = true;
             }

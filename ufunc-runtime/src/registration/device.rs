@@ -8,8 +8,8 @@
 //! on the device's grid: the simulator's and the GPU's agree.
 
 use super::align::{
-    bfactor_weights, check, copy_frame, iterate_on_sum, read_one, relative_to_first, shift_phases,
-    spectra_bytes, Found, Registered, SumPasses, Taper,
+    bfactor_weights, check, copy_frame, iterate_on_sum, nothing_registered, read_one,
+    relative_to_first, shift_phases, spectra_bytes, Found, Registered, SumPasses, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -719,7 +719,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     };
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let stream = &movie.streams[0];
-    let unregistered = peaks.contains(&0.0);
+    let unregistered = peaks.iter().any(|&p| nothing_registered(p));
     let sum = if crop == (ny, nx) && taper.is_none() && !unregistered {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
