@@ -590,7 +590,8 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
             assert_eq!(a.iterations, b.iterations);
             assert!((&a.sum - &b.sum).iter().all(|d| d.abs() < 1e-3));
             // Kept (the sum reference): every frame read once. Streamed: once for the first
-            // sum and once per pass; the first-frame reference (one pass, never kept) reads
+            // sum and once per pass (and once more after a pass that damped a step: this
+            // movie has none); the first-frame reference (one pass, never kept) reads
             // frame 0 and then every frame. A cropped alignment reads them once more for the
             // full-size sum.
             let crop = usize::from(max_size < 64);

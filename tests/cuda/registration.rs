@@ -394,20 +394,35 @@ fn align_movie_on_cuda_matches_parallel() {
         let at = [[0.0; 2], [0.0; 2], jump, jump];
         let groups = movie_along(&at, (96, 80), 400.0, 11);
         for memory_limit in [usize::MAX, 0] {
-            let on = |target| {
+            let on = |target, max_iterations| {
                 let options = AlignOptions {
                     target,
                     memory_limit,
+                    max_iterations,
                     ..Default::default()
                 };
                 align_movie(&mut groups.clone(), &options).unwrap()
             };
-            let (got, want) = (on(Target::Cuda), on(Target::Parallel));
+            let (got, want) = (on(Target::Cuda, 10), on(Target::Parallel, 10));
             let what = format!("two groups, memory limit {memory_limit}");
             assert!(got.converged, "{what}: {} passes", got.iterations);
-            assert_eq!(got.iterations, want.iterations, "{what}");
+            // A peak on a near-tie may take another pass on one target.
+            assert!(got.iterations.abs_diff(want.iterations) <= 1, "{what}");
             for (i, (g, t)) in got.shifts.iter().zip(&at).enumerate() {
                 same_shift(&format!("{what}: frame {i}"), g, &[-t[0], -t[1]], 0.1);
+            }
+            same_sum(&what, &got.sum, &want.sum);
+            // The second pass damps every frame (each group's step back to where it began
+            // is halved, so the two meet): the sum is the one added up at the damped shifts,
+            // the groups already within a pixel of the jump.
+            let (got, want) = (on(Target::Cuda, 2), on(Target::Parallel, 2));
+            let what = format!("{what}, stopped after a damped pass");
+            assert!(!got.converged, "{what}");
+            for (i, (g, w)) in got.shifts.iter().zip(&want.shifts).enumerate() {
+                same_shift(&format!("{what}: frame {i}"), g, w, 0.05 + 1e-9);
+            }
+            for (i, (g, t)) in got.shifts.iter().zip(&at).enumerate() {
+                same_shift(&format!("{what}: frame {i}"), g, &[-t[0], -t[1]], 1.0);
             }
             same_sum(&what, &got.sum, &want.sum);
         }

@@ -19,8 +19,8 @@ use std::f64::consts::PI;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reference {
     /// The sum of all the other frames as currently aligned, iterated until the shifts settle
-    /// (what makes low-dose movies work). A frame whose step reverses its last one by more
-    /// than half a pixel goes half way: a large drift or a jump can split the frames into
+    /// (what makes low-dose movies work). A frame whose step goes back along its last one
+    /// by more than half a pixel goes half way: a large drift or a jump can split the frames into
     /// groups that otherwise trade places from pass to pass.
     #[default]
     Sum,
@@ -46,7 +46,8 @@ pub struct AlignOptions {
     pub bfactor: f64,
     /// The most passes over all frames with [`Reference::Sum`].
     pub max_iterations: usize,
-    /// Stop when no frame's shift changes by more than this many pixels in a pass.
+    /// Stop when no frame's shift changes by more than this many pixels in a pass (and none
+    /// was damped: see [`Reference::Sum`]).
     pub tolerance: f64,
     /// Frames larger than this on an axis are aligned on their spectra cropped to this size
     /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
@@ -106,10 +107,12 @@ pub struct Alignment {
     /// inputs, their means left out (1: identical up to a shift; low for noisy frames; 0 with
     /// nothing to register).
     pub peaks: Vec<f64>,
-    /// Passes made over the frames (1 with [`Reference::First`]).
+    /// Passes made over the frames (1 with [`Reference::First`]). A pass that damped a frame
+    /// is followed by one more reading of the frames, to add them up at the damped shifts
+    /// (read from the source again where the spectra are not kept), not counted here.
     pub iterations: usize,
     /// Whether the passes settled: the last one moved no frame by more than
-    /// [`AlignOptions::tolerance`]. `false` when they stopped at
+    /// [`AlignOptions::tolerance`], and damped none. `false` when they stopped at
     /// [`AlignOptions::max_iterations`], whose shifts may not be final. Always `true` with
     /// [`Reference::First`].
     pub converged: bool,
@@ -856,8 +859,9 @@ pub(super) trait SumPasses {
 
 /// Two groups of frames can swap places every pass: the first pass, against the unmoved sum,
 /// registers each frame of a small group onto a larger one, and each later pass each group
-/// onto the other's copies in the sum less the frame. A frame whose new step reverses its
-/// last one by more than half a pixel is moved only half way, where the groups meet.
+/// onto the other's copies in the sum less the frame. A frame whose new step goes back along
+/// its last one by more than half a pixel (of the frames as aligned: cropped ones where
+/// [`AlignOptions::max_size`] crops) is moved only half way, where the groups meet.
 pub(super) struct Damping {
     last_step: Vec<[f64; 2]>,
 }
@@ -875,8 +879,9 @@ impl Damping {
         let mut damped = false;
         for ((last, (new, peak)), old) in self.last_step.iter_mut().zip(found).zip(shifts) {
             let step = [new[0] - old[0], new[1] - old[1]];
-            let reverses = step[0] * last[0] + step[1] * last[1] < 0.0;
-            if !nothing_registered(*peak) && reverses && step[0].abs().max(step[1].abs()) > 0.5 {
+            // How far the step goes back along the last one.
+            let back = -(step[0] * last[0] + step[1] * last[1]) / last[0].hypot(last[1]);
+            if !nothing_registered(*peak) && back > 0.5 {
                 *new = [old[0] + 0.5 * step[0], old[1] + 0.5 * step[1]];
                 damped = true;
             }
@@ -1002,27 +1007,32 @@ mod tests {
 
     #[test]
     fn only_a_step_back_of_more_than_half_a_pixel_is_damped() {
-        let mut damping = Damping::new(4);
+        let mut damping = Damping::new(5);
         // The first pass's steps from zero: nothing to reverse.
         let mut found = vec![
             ([4.0, -2.0], 0.5),
             ([0.4, 0.0], 0.5),
             ([3.0, 3.0], 0.0),
             ([1.0, 0.0], 0.5),
+            ([1.0, 0.0], 0.5),
         ];
-        assert!(!damping.apply(&[[0.0; 2]; 4], &mut found));
+        assert!(!damping.apply(&[[0.0; 2]; 5], &mut found));
         let shifts: Vec<[f64; 2]> = found.iter().map(|f| f.0).collect();
-        // Back by 4 px (halved), back by 0.4 px (kept), back with nothing registered (kept),
-        // on in the same direction (kept).
+        // Back by 4.5 px (halved), back by 0.4 px (kept), back with nothing registered
+        // (kept), on in the same direction (kept), 3 px sideways and 0.1 px back (kept).
         let mut next = vec![
             ([0.0, 0.0], 0.5),
             ([0.0, 0.0], 0.5),
             ([0.0, 0.0], 0.0),
             ([3.0, 0.0], 0.5),
+            ([0.9, 3.0], 0.5),
         ];
         assert!(damping.apply(&shifts, &mut next));
         let got: Vec<[f64; 2]> = next.iter().map(|f| f.0).collect();
-        assert_eq!(got, [[2.0, -1.0], [0.0, 0.0], [0.0, 0.0], [3.0, 0.0]]);
+        assert_eq!(
+            got,
+            [[2.0, -1.0], [0.0, 0.0], [0.0, 0.0], [3.0, 0.0], [0.9, 3.0]]
+        );
         // The damped frame's last step is the half it took: going on the same way is no
         // reversal.
         let mut on = vec![
@@ -1030,6 +1040,7 @@ mod tests {
             ([0.0, 0.0], 0.5),
             ([0.0, 0.0], 0.0),
             ([3.0, 0.0], 0.5),
+            ([0.9, 3.0], 0.5),
         ];
         assert!(!damping.apply(&got, &mut on));
         assert_eq!(on[0].0, [0.0, 0.0]);
