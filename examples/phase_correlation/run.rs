@@ -254,14 +254,15 @@ fn same_movie(theirs: &str, path: &Path) -> Result<bool> {
     // A report names its movie as text: a path that is no UTF-8 (`caf\xe9.npy`) is written
     // with replacement characters, which name no file when read back. Two paths written the
     // same give the same result names, which one batch refuses to share.
-    if path
-        .canonicalize()
+    let ours = path.canonicalize();
+    if ours
+        .as_ref()
         .is_ok_and(|c| c.display().to_string() == theirs)
     {
         return Ok(true);
     }
     let their_path = Path::new(theirs);
-    match (their_path.canonicalize(), path.canonicalize()) {
+    match (their_path.canonicalize(), ours) {
         (Ok(a), Ok(b)) => Ok(a == b),
         _ if their_path.is_relative() => bail!(
             "the report names the movie {theirs}, relative to the folder its run was started in"

@@ -276,14 +276,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
             let register =
                 |_: usize, s: &Spectrum| register(&first, None, s, (plan, &scratch), &pcc, &ones);
             let (found, total) = spectra.pass(threads, register, |r| r.0)?;
-            let (shifts, peaks) = found.into_iter().unzip();
-            Registered {
-                shifts,
-                peaks,
-                iterations: 1,
-                converged: true,
-                total,
-            }
+            Registered::one_pass(found, total)
         }
         Reference::Sum => {
             let n = spectra.len();
@@ -862,12 +855,12 @@ pub(super) trait SumPasses {
 /// onto the other's copies in the sum less the frame. A frame whose new step goes back along
 /// its last one by more than half a pixel (of the frames as aligned: cropped ones where
 /// [`AlignOptions::max_size`] crops) is moved only half way, where the groups meet.
-pub(super) struct Damping {
+struct Damping {
     last_step: Vec<[f64; 2]>,
 }
 
 impl Damping {
-    pub(super) fn new(frames: usize) -> Self {
+    fn new(frames: usize) -> Self {
         Damping {
             last_step: vec![[0.0; 2]; frames],
         }
@@ -875,7 +868,7 @@ impl Damping {
 
     /// Damps the reversed steps from `shifts` to `found`; whether there were any. Frames with
     /// nothing registered (peak 0) are left as found.
-    pub(super) fn apply(&mut self, shifts: &[[f64; 2]], found: &mut [Found]) -> bool {
+    fn apply(&mut self, shifts: &[[f64; 2]], found: &mut [Found]) -> bool {
         let mut damped = false;
         for ((last, (new, peak)), old) in self.last_step.iter_mut().zip(found).zip(shifts) {
             let step = [new[0] - old[0], new[1] - old[1]];
@@ -930,6 +923,20 @@ pub(super) struct Registered<T> {
     pub(super) converged: bool,
     pub(super) iterations: usize,
     pub(super) total: T,
+}
+
+impl<T> Registered<T> {
+    /// One pass against a fixed reference (the first frame), which settles by itself.
+    pub(super) fn one_pass(found: Vec<Found>, total: T) -> Self {
+        let (shifts, peaks) = found.into_iter().unzip();
+        Registered {
+            shifts,
+            peaks,
+            iterations: 1,
+            converged: true,
+            total,
+        }
+    }
 }
 
 /// The row and column factors of the phase ramp `exp(-2πi k·shift / n)` that moves the image

@@ -699,14 +699,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
             let reference = movie.spectrum(0, 0)?;
             let weights = plan.weights(&movie.streams[0], 0.0)?;
             let pass = movie.pass(PassOf::Register((&reference, None, &weights)))?;
-            let (shifts, peaks) = pass.found.into_iter().unzip();
-            Registered {
-                shifts,
-                peaks,
-                iterations: 1,
-                converged: true,
-                total: pass.total,
-            }
+            Registered::one_pass(pass.found, pass.total)
         }
         Reference::Sum => {
             let weights = plan.weights(&movie.streams[0], options.bfactor)?;
