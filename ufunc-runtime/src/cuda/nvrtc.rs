@@ -160,9 +160,10 @@ pub(crate) struct KernelTarget {
 /// `nvrtc` (major, minor) that compiles for `supported`; or why its kernels cannot run.
 ///
 /// A cubin for the device's own architecture where NVRTC has it: it loads under any driver
-/// of NVRTC's major version. A device newer than NVRTC knows gets PTX for the newest
-/// architecture below it, which the driver compiles when it loads it, and so needs a driver
-/// at least as new as NVRTC. A device older than every architecture NVRTC has cannot be used
+/// of NVRTC's major version. A device NVRTC does not list gets a cubin for the newest listed
+/// architecture of its own major version below it (a cubin for X.y runs on X.z, z >= y), and
+/// otherwise PTX for the newest architecture below it, which the driver compiles when it
+/// loads it, and so needs a driver at least as new as NVRTC. A device older than every architecture NVRTC has cannot be used
 /// (CUDA 13 dropped compute capabilities below 7.5).
 pub(crate) fn kernel_target(
     device: u32,
@@ -203,6 +204,12 @@ pub(crate) fn kernel_target(
              {major}.{minor} compiles for ({range})"
         ));
     };
+    if below / 10 == device / 10 {
+        return Ok(KernelTarget {
+            arch: format!("sm_{below}"),
+            output: NvrtcOutput::Cubin,
+        });
+    }
     if (driver_major, driver_minor) < (major, minor) {
         return Err(format!(
             "the GPU (sm_{device}, {capability}) is newer than NVRTC {major}.{minor} knows \
@@ -246,15 +253,32 @@ mod tests {
             (t.arch.as_str(), t.output),
             ("compute_121", NvrtcOutput::Ptx)
         );
-        // Between two known architectures: the one below.
-        let t = kernel_target(95, 13000, (13, 0), CUDA13).unwrap();
-        assert_eq!(t.arch, "compute_90");
+        // Between two listed architectures, none of its major version: PTX for the one below.
+        let t = kernel_target(100, 13000, (13, 0), &[75, 80, 90, 120]).unwrap();
+        assert_eq!(
+            (t.arch.as_str(), t.output),
+            ("compute_90", NvrtcOutput::Ptx)
+        );
         // PTX of NVRTC 13.1 does not load under a 13.0 driver.
         let e = kernel_target(130, 13000, (13, 1), CUDA13).unwrap_err();
         assert!(
             e.contains("sm_130") && e.contains("CUDA 13.0") && e.contains("NVRTC 13.1"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_unlisted_device_gets_a_cubin_of_its_major_version() {
+        // 9.5 runs a cubin for 9.0, under a driver older than NVRTC too (no PTX to compile).
+        for driver in [13000, 13020] {
+            let t = kernel_target(95, driver, (13, 1), CUDA13).unwrap();
+            assert_eq!((t.arch.as_str(), t.output), ("sm_90", NvrtcOutput::Cubin));
+        }
+        // The newest of that major version below the device, never one above it.
+        let t = kernel_target(85, 13000, (13, 0), CUDA13).unwrap();
+        assert_eq!(t.arch, "sm_80");
+        let t = kernel_target(129, 13000, (13, 0), CUDA13).unwrap();
+        assert_eq!(t.arch, "sm_121");
     }
 
     #[test]
