@@ -155,7 +155,10 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let meta = MovieMeta {
                     movie: path.display().to_string(),
                     report_name: canonical(path).display().to_string(),
-                    gain: args.gain.as_ref().map(|g| g.display().to_string()),
+                    gain: args
+                        .gain
+                        .as_ref()
+                        .map(|g| canonical(g).display().to_string()),
                     title: name.clone(),
                 };
                 let mut source = Ticking {
@@ -328,6 +331,7 @@ pub struct MovieMeta {
     /// The movie as the report names it: a file by its canonical path, which a rerun from any
     /// folder, however it spells the path, tells from another movie ([`same_movie`]).
     pub report_name: String,
+    /// The gain reference, by its canonical path as the movie.
     pub gain: Option<String>,
     pub title: String,
 }
@@ -914,7 +918,8 @@ mod tests {
         for name in ["movie_u16.npy", "gain.mrc"] {
             std::fs::copy(fixture(name), dir.join(name)).unwrap();
         }
-        let gain = dir.join("gain.mrc").display().to_string();
+        // The gain spelled the long way round: the report names it by its canonical path.
+        let gain = dir.join(".").join("gain.mrc").display().to_string();
         let folder = dir.display().to_string();
         let glob = format!("{folder}/*");
         let run_on = |input: &str| {
@@ -929,6 +934,10 @@ mod tests {
             statuses(&run(&Args::parse_from(argv), Progress::Quiet).unwrap())
         };
         assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "done")]);
+        let report = std::fs::read_to_string(dir.join("movie_u16.shifts.json")).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        let canonical_gain = dir.join("gain.mrc").canonicalize().unwrap();
+        assert_eq!(report["gain"], canonical_gain.display().to_string());
         assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
         assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
         assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
