@@ -1038,8 +1038,11 @@ fn largest_abs<T: FftReal>(values: &[T], offset: usize) -> Coarse<T> {
             *m = larger(*m, v);
         }
     }
+    // The lanes hold magnitudes already (or -inf where fewer than eight values came): the
+    // largest of them, not of their magnitudes, or an unused lane's -inf counts as +inf.
+    let widest = |m: T, v: T| if v > m { v } else { m };
     let top = eights.remainder().iter().fold(
-        lanes.into_iter().fold(T::neg_infinity(), larger),
+        lanes.into_iter().fold(T::neg_infinity(), widest),
         |m, &v| larger(m, v),
     );
     let at = values.iter().position(|v| v.abs() == top).unwrap_or(0);
@@ -1157,6 +1160,26 @@ mod tests {
                 "{ny}x{nx}: {got} vs {naive}"
             );
         }
+    }
+
+    /// Fewer than eight values leave lanes of the search at -inf: their magnitude, +inf, was
+    /// once taken for the peak (at the first value).
+    #[test]
+    fn the_search_of_fewer_than_eight_values_finds_their_peak() {
+        for len in 1..20 {
+            for at in 0..len {
+                let mut values: Vec<f64> = (0..len).map(|i| i as f64 * 0.01 - 0.05).collect();
+                values[at] = -3.0;
+                let got = largest_abs(&values, 100);
+                assert_eq!(
+                    (got.at, got.top, got.value),
+                    (100 + at, 3.0, -3.0),
+                    "{len} {at}"
+                );
+            }
+        }
+        let got = largest_abs(&[f64::NAN, f64::NAN], 4);
+        assert_eq!(got.at, 4, "NaN alone: the first");
     }
 
     #[test]
