@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use tiff::decoder::{ChunkType, Decoder, DecodingResult, Limits};
-use tiff::tags::Tag;
+use tiff::tags::{PhotometricInterpretation, Tag};
 use tiff::{ColorType, TiffError};
 
 /// How many times the file's size a compressed page may decode to, at most: more than any
@@ -24,6 +24,10 @@ pub struct TiffReader {
     decoder: Decoder<BufReader<File>>,
     frames: usize,
     shape: (usize, usize),
+    /// The pages' photometric interpretation is WhiteIsZero, which the crate inverts (as
+    /// `max - v`) and which is undone here: the stored values, as tifffile, libtiff and the
+    /// other formats' readers give them.
+    white_is_zero: bool,
 }
 
 impl TiffReader {
@@ -59,20 +63,25 @@ impl TiffReader {
                     first.0 .0
                 );
             }
-            if page.1 != first.1 {
+            if (page.1, page.2) != (first.1, first.2) {
                 bail!(
-                    "inconsistent sample types: page {frames} is {:?} but page 0 is {:?}",
+                    "inconsistent sample types: page {frames} is {:?}{} but page 0 is {:?}{}",
                     page.1,
-                    first.1
+                    if page.2 { " WhiteIsZero" } else { "" },
+                    first.1,
+                    if first.2 { " WhiteIsZero" } else { "" },
                 );
             }
             frames += 1;
         }
         let (width, height) = first.0;
+        let shape = (height as usize, width as usize);
+        let white_is_zero = first.2;
         Ok(TiffReader {
             decoder,
             frames,
-            shape: (height as usize, width as usize),
+            shape,
+            white_is_zero,
         })
     }
 }
@@ -83,7 +92,7 @@ fn page_info(
     decoder: &mut Decoder<BufReader<File>>,
     page: usize,
     len: u64,
-) -> Result<((u32, u32), ColorType)> {
+) -> Result<((u32, u32), ColorType, bool)> {
     let size = decoder
         .dimensions()
         .map_err(tiff_error)
@@ -106,6 +115,24 @@ fn page_info(
         bail!(
             "page {page} has {bits} bit{s} per sample: {what} TIFFs are not supported \
              (8, 16, 32 or 64 bits per sample are)"
+        );
+    }
+    // WhiteIsZero: the crate inverts unsigned samples as `max - v` (undone after decoding) and
+    // floats as `1 - v`, which rounding makes impossible to undo.
+    let white_is_zero = decoder
+        .find_tag_unsigned::<u16>(Tag::PhotometricInterpretation)
+        .map_err(tiff_error)
+        .with_context(|| format!("cannot read the photometric interpretation of page {page}"))?
+        == Some(PhotometricInterpretation::WhiteIsZero.to_u16());
+    let format = decoder
+        .find_tag_unsigned::<u16>(Tag::SampleFormat)
+        .map_err(tiff_error)
+        .with_context(|| format!("cannot read the sample format of page {page}"))?
+        .unwrap_or(1);
+    if white_is_zero && format != 1 {
+        bail!(
+            "page {page} is WhiteIsZero (inverted) with samples of format {format} (signed or \
+             floating point): only unsigned integer samples are supported inverted"
         );
     }
     let compression = decoder
@@ -153,7 +180,7 @@ fn page_info(
     if let Some(end) = end.filter(|&end| end > len) {
         bail!("truncated: page {page}'s data ends at byte {end} but the file has {len} bytes");
     }
-    Ok((size, color))
+    Ok((size, color, white_is_zero))
 }
 
 /// The `tiff` crate's error as one message. Its errors print their source's text within
@@ -326,7 +353,12 @@ impl FrameReader for TiffReader {
             out.iter_mut().zip(data).for_each(|(o, &v)| *o = f(v));
             Ok(())
         }
+        // WhiteIsZero pages (unsigned only, checked at opening) back to their stored values.
+        let white = self.white_is_zero;
         match image {
+            DecodingResult::U8(d) if white => fill(&mut out, &d, |v| f32::from(u8::MAX - v)),
+            DecodingResult::U16(d) if white => fill(&mut out, &d, |v| f32::from(u16::MAX - v)),
+            DecodingResult::U32(d) if white => fill(&mut out, &d, |v| (u32::MAX - v) as f32),
             DecodingResult::U8(d) => fill(&mut out, &d, f32::from),
             DecodingResult::I8(d) => fill(&mut out, &d, f32::from),
             DecodingResult::U16(d) => fill(&mut out, &d, f32::from),
@@ -413,5 +445,82 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A little-endian TIFF of one page directory of 8x4 `u16` samples (photometric
+    /// interpretation `photometric`, an optional ImageDescription) over `data`, one strip of
+    /// `strip_bytes` of it, written by hand.
+    fn u16_tiff(
+        photometric: u16,
+        description: Option<&str>,
+        data: &[u16],
+        strip_bytes: u32,
+    ) -> Vec<u8> {
+        let (width, height) = (8u32, 4u32);
+        let text = description.map(|d| format!("{d}\0").into_bytes());
+        let n = 9 + u16::from(text.is_some());
+        let after = 8 + 2 + 12 * u32::from(n) + 4;
+        let text_len = text.as_ref().map_or(0, |t| t.len() as u32);
+        // (tag, type: 2 ASCII, 3 SHORT or 4 LONG, count, value)
+        let mut entries: Vec<(u16, u16, u32, u32)> = vec![
+            (256, 4, 1, width),
+            (257, 4, 1, height),
+            (258, 3, 1, 16),
+            (259, 3, 1, 1),
+            (262, 3, 1, u32::from(photometric)),
+        ];
+        if text.is_some() {
+            entries.push((270, 2, text_len, after));
+        }
+        entries.extend([
+            (273, 4, 1, after + text_len),
+            (277, 3, 1, 1),
+            (278, 4, 1, height),
+            (279, 4, 1, strip_bytes),
+        ]);
+        let mut bytes = b"II*\0".to_vec();
+        bytes.extend(8u32.to_le_bytes());
+        bytes.extend(n.to_le_bytes());
+        for (tag, kind, count, value) in entries {
+            bytes.extend(tag.to_le_bytes());
+            bytes.extend(kind.to_le_bytes());
+            bytes.extend(count.to_le_bytes());
+            match kind {
+                3 => bytes.extend((value as u16).to_le_bytes().into_iter().chain([0, 0])),
+                _ => bytes.extend(value.to_le_bytes()),
+            }
+        }
+        bytes.extend(0u32.to_le_bytes());
+        bytes.extend(text.unwrap_or_default());
+        bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
+        bytes
+    }
+
+    fn read(name: &str, bytes: &[u8]) -> anyhow::Result<ndarray::Array3<f32>> {
+        let dir = std::env::temp_dir().join(format!("ufunc-tiff-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.tif"));
+        std::fs::write(&path, bytes).unwrap();
+        let read = Movie::open(&path).and_then(|mut m| m.read_all());
+        std::fs::remove_dir_all(&dir).unwrap();
+        read
+    }
+
+    /// A WhiteIsZero page gives its stored values, as tifffile and libtiff (and so MotionCor2)
+    /// read them; the `tiff` crate inverted them (`65535 - v`), so that the movie's aligned
+    /// sum came out as its negative plus a constant.
+    #[test]
+    fn white_is_zero_pages_give_their_stored_values() {
+        let data: Vec<u16> = (0..32).map(|i| i * 1000 + 7).collect();
+        for photometric in [0, 1] {
+            let frames = read("white", &u16_tiff(photometric, None, &data, 64)).unwrap();
+            assert_eq!(frames.dim(), (1, 4, 8));
+            let want: Vec<f32> = data.iter().map(|&v| f32::from(v)).collect();
+            assert_eq!(
+                frames.into_raw_vec_and_offset().0,
+                want,
+                "photometric {photometric}"
+            );
+        }
     }
 }
