@@ -2,9 +2,11 @@
 //! uncompressed, LZW or Deflate), decoded by the `tiff` crate. Opening walks the page
 //! directories only, to count the frames and check that they all have the same size and type,
 //! and that the directories and the pages' data lie within the file (a truncated file is told
-//! as such, with the sizes, rather than by the crate's end-of-file error).
+//! as such, with the sizes, rather than by the crate's end-of-file error). An ImageJ stack of
+//! more images than page directories (one, as ImageJ writes stacks over 4 GiB) is read as its
+//! images stored one after the other, as tifffile reads it.
 
-use super::{file_len, show_bytes, FrameReader};
+use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{anyhow, bail, Context, Result};
 use ndarray::ArrayViewMut2;
 use std::fs::File;
@@ -28,6 +30,19 @@ pub struct TiffReader {
     /// `max - v`) and which is undone here: the stored values, as tifffile, libtiff and the
     /// other formats' readers give them.
     white_is_zero: bool,
+    /// An ImageJ stack of more images than page directories (ImageJ's own layout for stacks
+    /// over 4 GiB, tifffile's `truncate=True`): every frame is read from the contiguous data
+    /// that starts at the first page's.
+    contiguous: Option<Contiguous>,
+}
+
+/// The frames of an ImageJ stack stored one after another, uncompressed.
+struct Contiguous {
+    file: File,
+    offset: u64,
+    sample: Sample,
+    little: bool,
+    buffer: Vec<u8>,
 }
 
 impl TiffReader {
@@ -77,11 +92,107 @@ impl TiffReader {
         let (width, height) = first.0;
         let shape = (height as usize, width as usize);
         let white_is_zero = first.2;
+        let mut contiguous = None;
+        if frames == 1 {
+            if let Some(images) = imagej_images(&mut decoder)?.filter(|&n| n > 1) {
+                contiguous = Some(Contiguous::open(path, &mut decoder, images, shape, len)?);
+                frames = images;
+            }
+        }
         Ok(TiffReader {
             decoder,
             frames,
             shape,
             white_is_zero,
+            contiguous,
+        })
+    }
+}
+
+/// The number of images an ImageJ description (`ImageJ=...\nimages=N\n...`) of the current
+/// page announces, if it is one.
+fn imagej_images(decoder: &mut Decoder<BufReader<File>>) -> Result<Option<usize>> {
+    let description = decoder
+        .find_tag(Tag::ImageDescription)
+        .map_err(tiff_error)
+        .context("cannot read the description of page 0")?
+        .and_then(|value| value.into_string().ok());
+    let Some(description) = description.filter(|d| d.starts_with("ImageJ=")) else {
+        return Ok(None);
+    };
+    Ok(description
+        .lines()
+        .find_map(|line| line.strip_prefix("images="))
+        .and_then(|n| n.trim().parse().ok()))
+}
+
+impl Contiguous {
+    /// The layout of an ImageJ stack of `images` frames of `shape` with one page directory
+    /// (the current one): its strips must be uncompressed and contiguous, and the file must
+    /// hold every frame.
+    fn open(
+        path: &Path,
+        decoder: &mut Decoder<BufReader<File>>,
+        images: usize,
+        shape: (usize, usize),
+        len: u64,
+    ) -> Result<Contiguous> {
+        let mut tag = |tag: Tag| {
+            decoder
+                .find_tag_unsigned_vec::<u64>(tag)
+                .map_err(tiff_error)
+                .with_context(|| format!("cannot read the {tag:?} of page 0"))
+                .map(Option::unwrap_or_default)
+        };
+        let compression = tag(Tag::Compression)?.first().copied().unwrap_or(1);
+        let format = tag(Tag::SampleFormat)?.first().copied().unwrap_or(1);
+        let bits = tag(Tag::BitsPerSample)?.first().copied().unwrap_or(1);
+        let (offsets, counts) = (tag(Tag::StripOffsets)?, tag(Tag::StripByteCounts)?);
+        let contiguous = offsets.len() == counts.len()
+            && offsets
+                .windows(2)
+                .zip(&counts)
+                .all(|(o, &c)| o[0].checked_add(c) == Some(o[1]));
+        let Some(&offset) = offsets.first().filter(|_| compression == 1 && contiguous) else {
+            bail!(
+                "an ImageJ stack of {images} images with one page directory, whose data is not \
+                 one uncompressed run (compression {compression}, {} strips): not supported",
+                offsets.len()
+            );
+        };
+        let sample = match (format, bits) {
+            (1, 8) => Sample::U8,
+            (1, 16) => Sample::U16,
+            (1, 32) => Sample::U32,
+            (2, 8) => Sample::I8,
+            (2, 16) => Sample::I16,
+            (2, 32) => Sample::I32,
+            (3, 16) => Sample::F16,
+            (3, 32) => Sample::F32,
+            (3, 64) => Sample::F64,
+            _ => bail!(
+                "an ImageJ stack of {images} images of {bits}-bit samples of format {format}: \
+                 not supported"
+            ),
+        };
+        let size = data_bytes(images as u64, (shape.0 as u64, shape.1 as u64), sample);
+        let end = size.and_then(|size| size.checked_add(offset));
+        if end.is_none_or(|end| end > len) {
+            bail!(
+                "truncated: an ImageJ stack of {images} images of {}x{} {} from byte {offset} \
+                 ends at byte {} but the file has {len} bytes",
+                shape.0,
+                shape.1,
+                sample.name(),
+                show_bytes(end)
+            );
+        }
+        Ok(Contiguous {
+            file: File::open(path).context("cannot open")?,
+            offset,
+            sample,
+            little: decoder.byte_order() == tiff::tags::ByteOrder::LittleEndian,
+            buffer: Vec::new(),
         })
     }
 }
@@ -196,12 +307,13 @@ fn tiff_error(error: TiffError) -> anyhow::Error {
     }
 }
 
-/// The tags the `tiff` crate reads to decode a page. It allocates each one's values as many
+/// The tags the `tiff` crate reads to decode a page (and the description, read for ImageJ's). It allocates each one's values as many
 /// as the count says before reading them: up to its default limit, 256 MiB, for a corrupted
 /// count, as `Decoder::new` reads the first page before `with_limits` can lower that limit
 /// (tiff 0.11).
 const DECODED_TAGS: &[u16] = &[
-    256, 257, 258, 259, 262, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347, 530,
+    256, 257, 258, 259, 262, 270, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347,
+    530,
 ];
 
 /// Walks the page directories as the `tiff` crate will, checking that each lies within the
@@ -328,6 +440,13 @@ impl FrameReader for TiffReader {
         self.frames
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        if let Some(c) = &mut self.contiguous {
+            let (offset, bytes) = frame_span(c.offset, index, self.shape, c.sample)?;
+            c.buffer.resize(bytes, 0);
+            read_at(&c.file, offset, &mut c.buffer)?;
+            decode(&c.buffer, c.sample, c.little, &mut out);
+            return Ok(());
+        }
         self.decoder
             .seek_to_image(index)
             .map_err(tiff_error)
@@ -522,5 +641,43 @@ mod tests {
                 "photometric {photometric}"
             );
         }
+    }
+
+    /// An ImageJ stack with one page directory and `images=3` in its description (ImageJ's
+    /// layout for stacks over 4 GiB, tifffile's `truncate=True`) is three frames, stored one
+    /// after the other, as tifffile reads it; it was read as a movie of one frame. Its data cut
+    /// short is an error saying so.
+    #[test]
+    fn an_imagej_stack_with_one_directory_has_all_its_images() {
+        let data: Vec<u16> = (0..96).map(|i| i * 3 + 1).collect();
+        let description = "ImageJ=1.11a\nimages=3\nframes=3\nloop=false\n";
+        let frames = read("imagej", &u16_tiff(1, Some(description), &data, 64)).unwrap();
+        assert_eq!(frames.dim(), (3, 4, 8));
+        let want: Vec<f32> = data.iter().map(|&v| f32::from(v)).collect();
+        assert_eq!(frames.into_raw_vec_and_offset().0, want);
+        let err = read(
+            "imagej-cut",
+            &u16_tiff(1, Some(description), &data[..80], 64),
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("truncated: an ImageJ stack of 3 images of 4x8 uint16"),
+            "{err}"
+        );
+        // One image, or no ImageJ description: the one page.
+        let one = "ImageJ=1.11a\nimages=1\n";
+        assert_eq!(
+            read("imagej-one", &u16_tiff(1, Some(one), &data, 64))
+                .unwrap()
+                .dim(),
+            (1, 4, 8)
+        );
+        assert_eq!(
+            read("plain", &u16_tiff(1, Some("images=3"), &data, 64))
+                .unwrap()
+                .dim(),
+            (1, 4, 8)
+        );
     }
 }
