@@ -538,6 +538,12 @@ mod tests {
             ("bad_truncated.npy", "truncated"),
             ("bad_complex.npy", "unsupported npy data type"),
             ("bad_fortran.npy", "Fortran"),
+            // A good file the `tiff` crate cannot decode says so, not "truncated or damaged".
+            (
+                "bad_tiled_lzw.tif",
+                "frame 0: cannot decode the page: a tiled LZW page that the `tiff` crate (0.11) \
+                 cannot decode, though libtiff and tifffile can",
+            ),
             ("missing.mrc", "cannot open"),
             ("gain.txt", "unknown movie format .txt"),
         ];

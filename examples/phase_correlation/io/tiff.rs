@@ -451,11 +451,24 @@ impl FrameReader for TiffReader {
             .seek_to_image(index)
             .map_err(tiff_error)
             .context("cannot find the page")?;
-        let image = self
-            .decoder
-            .read_image()
-            .map_err(tiff_error)
-            .context("cannot decode the page")?;
+        // tiff 0.11 (weezl 0.1) fails on many tiled LZW pages that libtiff and tifffile read
+        // (image-rs/image-tiff#395): its end of data error is then no truncation or damage.
+        let tiled_lzw = self.decoder.get_chunk_type() == ChunkType::Tile
+            && matches!(
+                self.decoder.find_tag_unsigned::<u16>(Tag::Compression),
+                Ok(Some(5))
+            );
+        let image = self.decoder.read_image().map_err(|e| match e {
+            TiffError::IoError(e) if tiled_lzw && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                anyhow!(
+                    "a tiled LZW page that the `tiff` crate (0.11) cannot decode, though libtiff \
+                     and tifffile can (image-rs/image-tiff#395): save the movie in strips (no \
+                     tiles) or with Deflate"
+                )
+            }
+            e => tiff_error(e),
+        });
+        let image = image.context("cannot decode the page")?;
         // Converts a decoded page of any sample type; `iter_mut` walks `out` row-major.
         fn fill<T: Copy>(
             out: &mut ArrayViewMut2<'_, f32>,
