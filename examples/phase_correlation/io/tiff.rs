@@ -307,10 +307,10 @@ fn tiff_error(error: TiffError) -> anyhow::Error {
     }
 }
 
-/// The tags the `tiff` crate reads to decode a page (and the description, read for ImageJ's). It allocates each one's values as many
-/// as the count says before reading them: up to its default limit, 256 MiB, for a corrupted
-/// count, as `Decoder::new` reads the first page before `with_limits` can lower that limit
-/// (tiff 0.11).
+/// The tags the `tiff` crate reads to decode a page (and the description, read for ImageJ's
+/// stacks). It allocates each one's values as many as the count says before reading them: up
+/// to its default limit, 256 MiB, for a corrupted count, as `Decoder::new` reads the first page
+/// before `with_limits` can lower that limit (tiff 0.11).
 const DECODED_TAGS: &[u16] = &[
     256, 257, 258, 259, 262, 270, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347,
     530,
