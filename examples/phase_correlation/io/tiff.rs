@@ -94,7 +94,7 @@ impl TiffReader {
         let white_is_zero = first.2;
         let mut contiguous = None;
         if frames == 1 {
-            if let Some(images) = imagej_images(&mut decoder)?.filter(|&n| n > 1) {
+            if let Some(images) = imagej_images(&mut decoder).filter(|&n| n > 1) {
                 contiguous = Some(Contiguous::open(path, &mut decoder, images, shape, len)?);
                 frames = images;
             }
@@ -110,20 +110,21 @@ impl TiffReader {
 }
 
 /// The number of images an ImageJ description (`ImageJ=...\nimages=N\n...`) of the current
-/// page announces, if it is one.
-fn imagej_images(decoder: &mut Decoder<BufReader<File>>) -> Result<Option<usize>> {
+/// page announces, if it is one. A description the crate cannot read (not UTF-8, as Latin-1
+/// text of other programs) is no ImageJ one, and the page opens as before.
+fn imagej_images(decoder: &mut Decoder<BufReader<File>>) -> Option<usize> {
     let description = decoder
         .find_tag(Tag::ImageDescription)
-        .map_err(tiff_error)
-        .context("cannot read the description of page 0")?
-        .and_then(|value| value.into_string().ok());
-    let Some(description) = description.filter(|d| d.starts_with("ImageJ=")) else {
-        return Ok(None);
-    };
-    Ok(description
+        .ok()
+        .flatten()
+        .and_then(|value| value.into_string().ok())?;
+    if !description.starts_with("ImageJ=") {
+        return None;
+    }
+    description
         .lines()
         .find_map(|line| line.strip_prefix("images="))
-        .and_then(|n| n.trim().parse().ok()))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 impl Contiguous {
@@ -461,9 +462,10 @@ impl FrameReader for TiffReader {
         let image = self.decoder.read_image().map_err(|e| match e {
             TiffError::IoError(e) if tiled_lzw && e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 anyhow!(
-                    "a tiled LZW page that the `tiff` crate (0.11) cannot decode, though libtiff \
-                     and tifffile can (image-rs/image-tiff#395): save the movie in strips (no \
-                     tiles) or with Deflate"
+                    "a tiled LZW page that the `tiff` crate (0.11) cannot decode: damaged, or one \
+                     of the many good ones it fails on that libtiff and tifffile read \
+                     (image-rs/image-tiff#395); if tifffile reads it, save the movie in strips \
+                     (no tiles) or with Deflate"
                 )
             }
             e => tiff_error(e),
@@ -692,5 +694,10 @@ mod tests {
                 .dim(),
             (1, 4, 8)
         );
+        // A description that is no UTF-8 (Latin-1's µ) is no ImageJ one: the page opens.
+        let mut latin1 = u16_tiff(1, Some("1.0 um"), &data, 64);
+        let at = latin1.windows(6).position(|w| w == b"1.0 um").unwrap();
+        latin1[at + 4] = 0xB5;
+        assert_eq!(read("latin1", &latin1).unwrap().dim(), (1, 4, 8));
     }
 }

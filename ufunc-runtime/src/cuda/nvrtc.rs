@@ -147,6 +147,9 @@ pub(crate) fn supported_archs() -> Vec<u32> {
     }
 }
 
+/// The integrated (Tegra) architectures, whose cubins run on their own architecture alone.
+const TEGRA: &[u32] = &[53, 62, 72, 87, 101, 110];
+
 /// What the kernels of one device are compiled to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct KernelTarget {
@@ -161,10 +164,11 @@ pub(crate) struct KernelTarget {
 ///
 /// A cubin for the device's own architecture where NVRTC has it: it loads under any driver
 /// of NVRTC's major version. A device NVRTC does not list gets a cubin for the newest listed
-/// architecture of its own major version below it (a cubin for X.y runs on X.z, z >= y), and
-/// otherwise PTX for the newest architecture below it, which the driver compiles when it
-/// loads it, and so needs a driver at least as new as NVRTC. A device older than every architecture NVRTC has cannot be used
-/// (CUDA 13 dropped compute capabilities below 7.5).
+/// architecture of its own major version below it (a cubin for X.y runs on X.z, z >= y; not
+/// for Tegra GPUs, integrated ones), and otherwise PTX for the newest architecture below it,
+/// which the driver compiles when it loads it, and so needs a driver at least as new as NVRTC.
+/// A device older than every architecture NVRTC has cannot be used (CUDA 13 dropped compute
+/// capabilities below 7.5).
 pub(crate) fn kernel_target(
     device: u32,
     driver: i32,
@@ -204,7 +208,9 @@ pub(crate) fn kernel_target(
              {major}.{minor} compiles for ({range})"
         ));
     };
-    if below / 10 == device / 10 {
+    // Tegra GPUs keep no binary compatibility, with each other or with desktop ones.
+    let tegra = |arch: u32| TEGRA.contains(&arch);
+    if below / 10 == device / 10 && !tegra(below) && !tegra(device) {
         return Ok(KernelTarget {
             arch: format!("sm_{below}"),
             output: NvrtcOutput::Cubin,
@@ -279,6 +285,17 @@ mod tests {
         assert_eq!(t.arch, "sm_80");
         let t = kernel_target(129, 13000, (13, 0), CUDA13).unwrap();
         assert_eq!(t.arch, "sm_121");
+        // Never a Tegra cubin for a desktop GPU, nor the reverse: NVRTC 12.8 lists sm_101
+        // (Thor) but not sm_103 (GB300), and sm_87 (Orin) is no build for sm_89 (Ada).
+        let t = kernel_target(103, 12080, (12, 8), &[75, 80, 87, 90, 100, 101, 120]).unwrap();
+        assert_eq!(
+            (t.arch.as_str(), t.output),
+            ("compute_101", NvrtcOutput::Ptx)
+        );
+        let t = kernel_target(89, 12080, (12, 8), &[75, 80, 86, 87, 90]).unwrap();
+        assert_eq!(t.arch, "compute_87");
+        let t = kernel_target(111, 13000, (13, 0), CUDA13).unwrap();
+        assert_eq!(t.arch, "compute_110");
     }
 
     #[test]
