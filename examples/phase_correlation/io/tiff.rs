@@ -138,13 +138,7 @@ impl Contiguous {
         shape: (usize, usize),
         len: u64,
     ) -> Result<Contiguous> {
-        let mut tag = |tag: Tag| {
-            decoder
-                .find_tag_unsigned_vec::<u64>(tag)
-                .map_err(tiff_error)
-                .with_context(|| format!("cannot read the {tag:?} of page 0"))
-                .map(Option::unwrap_or_default)
-        };
+        let mut tag = |tag: Tag| unsigned_values(decoder, tag, 0);
         let compression = tag(Tag::Compression)?.first().copied().unwrap_or(1);
         let format = tag(Tag::SampleFormat)?.first().copied().unwrap_or(1);
         let bits = tag(Tag::BitsPerSample)?.first().copied().unwrap_or(1);
@@ -276,13 +270,7 @@ fn page_info(
         ChunkType::Strip => (Tag::StripOffsets, Tag::StripByteCounts),
         ChunkType::Tile => (Tag::TileOffsets, Tag::TileByteCounts),
     };
-    let mut chunk_tag = |tag: Tag| {
-        decoder
-            .find_tag_unsigned_vec::<u64>(tag)
-            .map_err(tiff_error)
-            .with_context(|| format!("cannot read the {tag:?} of page {page}"))
-            .map(Option::unwrap_or_default)
-    };
+    let mut chunk_tag = |tag: Tag| unsigned_values(decoder, tag, page);
     let (offsets, counts) = (chunk_tag(offsets)?, chunk_tag(counts)?);
     let end = offsets
         .iter()
@@ -293,6 +281,19 @@ fn page_info(
         bail!("truncated: page {page}'s data ends at byte {end} but the file has {len} bytes");
     }
     Ok((size, color, white_is_zero))
+}
+
+/// The unsigned values of `tag` of the current page (`page`, for the message); none if absent.
+fn unsigned_values(
+    decoder: &mut Decoder<BufReader<File>>,
+    tag: Tag,
+    page: usize,
+) -> Result<Vec<u64>> {
+    decoder
+        .find_tag_unsigned_vec::<u64>(tag)
+        .map_err(tiff_error)
+        .with_context(|| format!("cannot read the {tag:?} of page {page}"))
+        .map(Option::unwrap_or_default)
 }
 
 /// The `tiff` crate's error as one message. Its errors print their source's text within
