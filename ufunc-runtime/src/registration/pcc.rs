@@ -1040,9 +1040,8 @@ fn largest_abs<T: FftReal>(values: &[T], offset: usize) -> Coarse<T> {
     }
     // The lanes hold magnitudes already (or -inf where fewer than eight values came): the
     // largest of them, not of their magnitudes, or an unused lane's -inf counts as +inf.
-    let widest = |m: T, v: T| if v > m { v } else { m };
     let top = eights.remainder().iter().fold(
-        lanes.into_iter().fold(T::neg_infinity(), widest),
+        lanes.into_iter().fold(T::neg_infinity(), T::max),
         |m, &v| larger(m, v),
     );
     let at = values.iter().position(|v| v.abs() == top).unwrap_or(0);
