@@ -376,34 +376,15 @@ mod tests {
     fn every_format_reads_the_same_frames_bit_for_bit() {
         let reference = read("movie_u16.npy");
         assert_eq!(reference.dim(), (3, 16, 20));
-        let names = [
-            "movie_u8.npy",
-            "movie_i16.npy",
-            "movie_f32.npy",
-            "movie_f16.npy",
-            "movie_f64.npy",
-            "movie_u16_be.npy",
-            "movie_u8_raw.tif",
-            "movie_u8_lzw.tif",
-            "movie_u8_deflate.tif",
-            "movie_u16_raw.tif",
-            "movie_u16_lzw.tif",
-            "movie_u16_deflate.tif",
-            "movie_f32_raw.tif",
-            "movie_f32_lzw.tif",
-            "movie_f32_deflate.tif",
-            "movie_u16_bigtiff.tif",
-            "movie_u16_be.tif",
-            "movie_mode0.mrc",
-            "movie_mode1.mrc",
-            "movie_mode2.mrc",
-            "movie_mode6.mrc",
-            "movie_mode12.mrc",
-            "movie_stack.mrcs",
-            "movie_exthdr.mrc",
-            "movie_mode1_be.mrc",
-        ];
-        for name in names {
+        // Every movie fixture, so that one added to the script is compared too.
+        let mut names: Vec<String> = std::fs::read_dir(fixture(""))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("movie_") && name != "movie_times_gain.npy")
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 29, "{names:?}");
+        for name in &names {
             let frames = read(name);
             let same = frames.dim() == reference.dim()
                 && frames
@@ -532,6 +513,11 @@ mod tests {
             ),
             ("bad_mixed_sizes.tif", "page 1 is 8x10 but page 0 is 16x20"),
             ("bad_garbage.tif", "not a readable TIFF"),
+            // Its 6 pages were aligned as a movie, the channels interleaved.
+            (
+                "bad_imagej_hyperstack.tif",
+                "an ImageJ hyperstack of 3 frames x 2 channels: its pages are not one series",
+            ),
             ("bad_empty.npy", "empty movie (0 frames"),
             ("bad_1d.npy", "expected 2 or 3 dimensions"),
             ("bad_4d.npy", "expected 2 or 3 dimensions"),

@@ -4,7 +4,8 @@
 //! and that the directories and the pages' data lie within the file (a truncated file is told
 //! as such, with the sizes, rather than by the crate's end-of-file error). An ImageJ stack of
 //! more images than page directories (one, as ImageJ writes stacks over 4 GiB) is read as its
-//! images stored one after the other, as tifffile reads it.
+//! images stored one after the other, as tifffile reads it; an ImageJ hyperstack of more than
+//! one of channels, slices and frames is refused.
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{anyhow, bail, Context, Result};
@@ -62,6 +63,10 @@ impl TiffReader {
             .context("not a readable TIFF file")?
             .with_limits(limits);
         let first = page_info(&mut decoder, 0, len)?;
+        let imagej = ImageJ::of_page(&mut decoder);
+        if let Some(imagej) = &imagej {
+            imagej.check_one_series()?;
+        }
         let mut frames = 1;
         while decoder.more_images() {
             decoder
@@ -93,11 +98,9 @@ impl TiffReader {
         let shape = (height as usize, width as usize);
         let white_is_zero = first.2;
         let mut contiguous = None;
-        if frames == 1 {
-            if let Some(images) = imagej_images(&mut decoder).filter(|&n| n > 1) {
-                contiguous = Some(Contiguous::open(path, &mut decoder, images, shape, len)?);
-                frames = images;
-            }
+        if let Some(images) = imagej.map(|i| i.images).filter(|&n| n > 1 && frames == 1) {
+            contiguous = Some(Contiguous::open(path, &mut decoder, images, shape, len)?);
+            frames = images;
         }
         Ok(TiffReader {
             decoder,
@@ -109,22 +112,67 @@ impl TiffReader {
     }
 }
 
-/// The number of images an ImageJ description (`ImageJ=...\nimages=N\n...`) of the current
-/// page announces, if it is one. A description the crate cannot read (not UTF-8, as Latin-1
-/// text of other programs) is no ImageJ one, and the page opens as before.
-fn imagej_images(decoder: &mut Decoder<BufReader<File>>) -> Option<usize> {
-    let description = decoder
-        .find_tag(Tag::ImageDescription)
-        .ok()
-        .flatten()
-        .and_then(|value| value.into_string().ok())?;
-    if !description.starts_with("ImageJ=") {
-        return None;
+/// What an ImageJ description (`ImageJ=1.54f\nimages=6\nchannels=2\nframes=3\n...`) of
+/// the current page says of the stack's images and their dimensions (1 where unsaid).
+struct ImageJ {
+    images: usize,
+    channels: usize,
+    slices: usize,
+    frames: usize,
+}
+
+impl ImageJ {
+    /// The description of the current page, if it is an ImageJ one. A description the crate
+    /// cannot read (not UTF-8, as Latin-1 text of other programs) is no ImageJ one, and the
+    /// page opens as before.
+    fn of_page(decoder: &mut Decoder<BufReader<File>>) -> Option<ImageJ> {
+        let description = decoder
+            .find_tag(Tag::ImageDescription)
+            .ok()
+            .flatten()
+            .and_then(|value| value.into_string().ok())?;
+        if !description.starts_with("ImageJ=") {
+            return None;
+        }
+        let count = |key: &str| {
+            description
+                .lines()
+                .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(1)
+        };
+        Some(ImageJ {
+            images: count("images"),
+            channels: count("channels"),
+            slices: count("slices"),
+            frames: count("frames"),
+        })
     }
-    description
-        .lines()
-        .find_map(|line| line.strip_prefix("images="))
-        .and_then(|n| n.trim().parse().ok())
+
+    /// A hyperstack of more than one of channels, slices and frames interleaves them page by
+    /// page (ImageJ's order is channel, then slice, then frame), so its pages are no one
+    /// movie: refused, naming its dimensions, where they were aligned as frames. A stack of
+    /// any one of them (tifffile writes a plain stack as `channels=N`) is a movie.
+    fn check_one_series(&self) -> Result<()> {
+        let dimensions: Vec<String> = [
+            (self.frames, "frames"),
+            (self.slices, "slices"),
+            (self.channels, "channels"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 1)
+        .map(|(n, name)| format!("{n} {name}"))
+        .collect();
+        if dimensions.len() > 1 {
+            bail!(
+                "an ImageJ hyperstack of {}: its pages are not one series of frames; save one \
+                 channel or slice of it as a stack of its own (ImageJ: Image > Hyperstacks > \
+                 Reduce Dimensionality)",
+                dimensions.join(" x ")
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Contiguous {
