@@ -184,7 +184,8 @@ pub fn write_json(out: &mut impl Write, report: &impl Serialize) -> Result<()> {
 pub const PREVIEW_SIZE: usize = 1024;
 
 /// Writes an 8-bit grayscale preview of `image`: binned to at most [`PREVIEW_SIZE`] pixels a
-/// side, contrast-stretched between the 0.5th and 99.5th percentiles.
+/// side, contrast-stretched between the 0.5th and 99.5th percentiles, row 0 at the bottom (y
+/// up, as IMOD shows an MRC image, and so a TIFF movie's sum as the movie shows).
 pub fn write_preview(out: &mut impl Write, image: ArrayView2<'_, f32>) -> Result<()> {
     let binned = bin(
         image,
@@ -197,6 +198,7 @@ pub fn write_preview(out: &mut impl Write, image: ArrayView2<'_, f32>) -> Result
     let (lo, hi) = percentiles(binned.view(), 0.005, 0.995);
     let scale = if hi > lo { 255.0 / (hi - lo) } else { 0.0 };
     let pixels: Vec<u8> = binned
+        .slice(ndarray::s![..;-1, ..])
         .iter()
         .map(|&v| {
             if v.is_finite() {
@@ -373,6 +375,8 @@ mod tests {
         let info = reader.next_frame(&mut pixels).unwrap();
         assert_eq!((info.width, info.height), (100, 700));
         assert_eq!(info.color_type, png::ColorType::Grayscale);
-        assert_eq!((pixels[0], pixels[pixels.len() - 1]), (0, 255));
+        // Row 0 (the smallest values) at the bottom.
+        let bottom_left = pixels.len() - 100;
+        assert_eq!((pixels[bottom_left], pixels[99]), (0, 255));
     }
 }

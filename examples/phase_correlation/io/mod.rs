@@ -228,9 +228,15 @@ pub fn decode(bytes: &[u8], sample: Sample, little: bool, out: &mut ArrayViewMut
             .par_chunks_mut(PIECE)
             .zip(bytes.par_chunks(PIECE * sample.size()))
             .for_each(|(out, bytes)| decode_into(bytes, sample, little, out.iter_mut())),
-        // `iter_mut` walks `out` in row-major order whatever its strides, the order of the
-        // samples on disk.
-        None => decode_into(bytes, sample, little, out.iter_mut()),
+        // A row at a time (the rows upside down, say), in parallel; `iter_mut` walks a row in
+        // order whatever its stride.
+        None => {
+            let row_bytes = (out.ncols() * sample.size()).max(1);
+            let mut rows: Vec<_> = out.outer_iter_mut().collect();
+            rows.par_iter_mut()
+                .zip(bytes.par_chunks(row_bytes))
+                .for_each(|(row, bytes)| decode_into(bytes, sample, little, row.iter_mut()));
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{anyhow, bail, Context, Result};
-use ndarray::ArrayViewMut2;
+use ndarray::{ArrayViewMut2, Axis};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -490,6 +490,10 @@ impl FrameReader for TiffReader {
         self.frames
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        // A TIFF's first row is the top of the image, an MRC file's the bottom (y up): the
+        // rows go in upside down, as IMOD, MotionCor2 and RELION read a TIFF, so that a TIFF
+        // movie and an MRC gain (SerialEM's) agree and the sum shows in IMOD as the movie.
+        out.invert_axis(Axis(0));
         if let Some(c) = &mut self.contiguous {
             let (offset, bytes) = frame_span(c.offset, index, self.shape, c.sample)?;
             c.buffer.resize(bytes, 0);
@@ -679,6 +683,14 @@ mod tests {
         bytes
     }
 
+    /// The frames a TIFF of 8x4 pages over `data` is read as: each page upside down.
+    fn upside_down(data: &[u16]) -> Vec<f32> {
+        data.chunks(32)
+            .flat_map(|page| page.chunks(8).rev().flatten())
+            .map(|&v| f32::from(v))
+            .collect()
+    }
+
     fn read(name: &str, bytes: &[u8]) -> anyhow::Result<ndarray::Array3<f32>> {
         let dir = std::env::temp_dir().join(format!("ufunc-tiff-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -698,10 +710,9 @@ mod tests {
         for photometric in [0, 1] {
             let frames = read("white", &u16_tiff(photometric, None, &data, 64)).unwrap();
             assert_eq!(frames.dim(), (1, 4, 8));
-            let want: Vec<f32> = data.iter().map(|&v| f32::from(v)).collect();
             assert_eq!(
                 frames.into_raw_vec_and_offset().0,
-                want,
+                upside_down(&data),
                 "photometric {photometric}"
             );
         }
@@ -717,8 +728,7 @@ mod tests {
         let description = "ImageJ=1.11a\nimages=3\nframes=3\nloop=false\n";
         let frames = read("imagej", &u16_tiff(1, Some(description), &data, 64)).unwrap();
         assert_eq!(frames.dim(), (3, 4, 8));
-        let want: Vec<f32> = data.iter().map(|&v| f32::from(v)).collect();
-        assert_eq!(frames.into_raw_vec_and_offset().0, want);
+        assert_eq!(frames.into_raw_vec_and_offset().0, upside_down(&data));
         let err = read(
             "imagej-cut",
             &u16_tiff(1, Some(description), &data[..80], 64),
