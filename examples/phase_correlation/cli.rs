@@ -75,6 +75,34 @@ pub struct Args {
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
+    /// Turn the gain reference counter-clockwise by 0, 90, 180 or 270 degrees as IMOD shows it
+    /// (MotionCor2's -RotGain and RELION's --gain_rot, times 90), before any flip.
+    #[arg(long, allow_hyphen_values = true, value_name = "DEGREES", default_value_t = 0, value_parser = gain_rotation, requires = "gain")]
+    pub gain_rotate: u16,
+    /// Flip the gain reference after turning it: upside down (MotionCor2's -FlipGain 1, RELION's
+    /// --gain_flip 1) or left to right (-FlipGain 2).
+    #[arg(long, value_enum, default_value_t = GainFlip::None, requires = "gain")]
+    pub gain_flip: GainFlip,
+}
+
+/// `--gain-flip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum GainFlip {
+    #[default]
+    None,
+    Updown,
+    Leftright,
+}
+
+impl GainFlip {
+    /// The axis the flip reverses.
+    pub fn axis(self) -> Option<ndarray::Axis> {
+        match self {
+            GainFlip::None => None,
+            GainFlip::Updown => Some(ndarray::Axis(0)),
+            GainFlip::Leftright => Some(ndarray::Axis(1)),
+        }
+    }
 }
 
 /// `--reference`.
@@ -141,6 +169,15 @@ fn number_in<T: FromStr>(s: &str, allowed: impl Fn(&T) -> bool, range: &str) -> 
         Ok(value) if allowed(&value) => Ok(value),
         _ => Err(format!("{} is not {range}", s.trim())),
     }
+}
+
+/// `--gain-rotate`: a quarter turn's multiple, in degrees (not MotionCor2's count of them).
+fn gain_rotation(s: &str) -> Result<u16, String> {
+    number_in(
+        s,
+        |d| [0, 90, 180, 270].contains(d),
+        "0, 90, 180 or 270 (degrees: MotionCor2's -RotGain 1 is 90)",
+    )
 }
 
 /// `--align-size`: what `AlignOptions::max_size` allows.
@@ -315,8 +352,19 @@ mod tests {
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 11] = [
+        let cases: [(&[&str], &[&str]); 13] = [
             (&["--taper", "0.9"], &["'0.9'", "0..=0.5"]),
+            (
+                &["--gain-rotate", "1", "--gain", "g.mrc"],
+                &[
+                    "'1'",
+                    "0, 90, 180 or 270 (degrees: MotionCor2's -RotGain 1 is 90)",
+                ],
+            ),
+            (
+                &["--gain-rotate=-90", "--gain", "g.mrc"],
+                &["'-90'", "0, 90"],
+            ),
             (&["--taper", "nan"], &["'nan'", "0..=0.5"]),
             (
                 &["--align-size", "1"],

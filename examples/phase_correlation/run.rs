@@ -3,7 +3,7 @@
 //! progress on the terminal (or log lines), and returns the summary.
 
 use crate::cli::Args;
-use crate::io::{read_image, usable_gain, Movie, EXTENSIONS};
+use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{frame_rows, write_csv, write_json, write_preview, OutputPaths, Staging};
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
@@ -72,6 +72,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         Some(path) => Some((
             read_image(path)
                 .and_then(|gain| usable_gain(gain, path))
+                .map(|gain| oriented_gain(gain, args.gain_rotate, args.gain_flip.axis()))
                 .context("cannot read the gain reference")?,
             path.clone(),
         )),
@@ -155,10 +156,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let meta = MovieMeta {
                     movie: path.display().to_string(),
                     report_name: canonical(path).display().to_string(),
-                    gain: args
-                        .gain
-                        .as_ref()
-                        .map(|g| canonical(g).display().to_string()),
+                    gain: args.gain.as_ref().map(|g| GainReport {
+                        path: canonical(g).display().to_string(),
+                        rotate: args.gain_rotate,
+                        flip: format!("{:?}", args.gain_flip).to_lowercase(),
+                    }),
                     title: name.clone(),
                 };
                 let mut source = Ticking {
@@ -331,9 +333,19 @@ pub struct MovieMeta {
     /// The movie as the report names it: a file by its canonical path, which a rerun from any
     /// folder, however it spells the path, tells from another movie ([`same_movie`]).
     pub report_name: String,
-    /// The gain reference, by its canonical path as the movie.
-    pub gain: Option<String>,
+    /// The gain reference, by its canonical path as the movie, and how it was turned.
+    pub gain: Option<GainReport>,
     pub title: String,
+}
+
+/// The gain reference as the report names it.
+#[derive(Serialize, Clone)]
+pub struct GainReport {
+    pub path: String,
+    /// `--gain-rotate`, degrees.
+    pub rotate: u16,
+    /// `--gain-flip`.
+    pub flip: String,
 }
 
 /// The JSON report.
@@ -342,7 +354,7 @@ struct Report<'a> {
     program: &'static str,
     version: &'static str,
     movie: &'a str,
-    gain: Option<&'a str>,
+    gain: Option<&'a GainReport>,
     frames: usize,
     frame_shape: [usize; 2],
     /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
@@ -436,7 +448,7 @@ pub fn align_and_write(
         program: "ufunc phase_correlation",
         version: env!("CARGO_PKG_VERSION"),
         movie: &meta.report_name,
-        gain: meta.gain.as_deref(),
+        gain: meta.gain.as_ref(),
         frames: n,
         frame_shape: [ny, nx],
         alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
@@ -937,7 +949,11 @@ mod tests {
         let report = std::fs::read_to_string(dir.join("movie_u16.shifts.json")).unwrap();
         let report: serde_json::Value = serde_json::from_str(&report).unwrap();
         let canonical_gain = dir.join("gain.mrc").canonicalize().unwrap();
-        assert_eq!(report["gain"], canonical_gain.display().to_string());
+        assert_eq!(report["gain"]["path"], canonical_gain.display().to_string());
+        assert_eq!(
+            (&report["gain"]["rotate"], &report["gain"]["flip"]),
+            (&0.into(), &"none".into())
+        );
         assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
         assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
         assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
@@ -1036,6 +1052,75 @@ mod tests {
         );
         assert_eq!(good.done(), 1);
         std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A gain saved turned and flipped (as a camera's software may save it) and given with
+    /// `--gain-rotate`/`--gain-flip` that undo it aligns and sums the movie as the gain itself.
+    #[test]
+    fn a_turned_and_flipped_gain_is_applied_turned_back() {
+        use crate::io::mrc::write_mrc;
+        let dir = temp_dir("turned-gain");
+        let gain = read_image(Path::new(&fixture("gain.mrc"))).unwrap();
+        // The inverse of a quarter turn and then an upside-down flip.
+        let saved = oriented_gain(oriented_gain(gain, 0, Some(ndarray::Axis(0))), 270, None);
+        let turned = dir.join("turned.mrc");
+        let mut file = std::fs::File::create(&turned).unwrap();
+        write_mrc(&mut file, saved.view(), 1.0, "turned gain").unwrap();
+        drop(file);
+        let turned = turned.display().to_string();
+        let movie = [fixture("movie_u16.npy")];
+        let (one, two) = (dir.join("one"), dir.join("two"));
+        let base = ["--upsample", "1", "--iterations", "2"];
+        assert_eq!(
+            run_with(
+                &one,
+                &movie,
+                &[&base[..], &["--gain", &fixture("gain.mrc")]].concat()
+            )
+            .done(),
+            1
+        );
+        let flags = [
+            "--gain",
+            &turned,
+            "--gain-rotate",
+            "90",
+            "--gain-flip",
+            "updown",
+        ];
+        assert_eq!(
+            run_with(&two, &movie, &[&base[..], &flags].concat()).done(),
+            1
+        );
+        for name in ["movie_u16.aligned.mrc", "movie_u16.shifts.csv"] {
+            let (a, b) = (
+                std::fs::read(one.join(name)).unwrap(),
+                std::fs::read(two.join(name)).unwrap(),
+            );
+            assert!(a == b, "{name} differs");
+        }
+        let report = std::fs::read_to_string(two.join("movie_u16.shifts.json")).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(
+            (&report["gain"]["rotate"], &report["gain"]["flip"]),
+            (&90.into(), &"updown".into())
+        );
+        // Without `--gain-rotate` the turned gain does not fit, and the error says what would.
+        let failed = run_with(&dir.join("three"), &movie, &["--gain", &turned]);
+        let Status::Failed(error) = &failed.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(
+            error.contains("turned a quarter it would fit (see --gain-rotate)"),
+            "{error}"
+        );
+        // Either flag without a gain is refused.
+        for flag in [["--gain-rotate", "90"], ["--gain-flip", "updown"]] {
+            let err =
+                Args::try_parse_from(["phase_correlation", "m.mrc", flag[0], flag[1]]).unwrap_err();
+            assert!(err.to_string().contains("--gain <FILE>"), "{err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A blank frame and passes that did not settle are said in the log line and the JSON.

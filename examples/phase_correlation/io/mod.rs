@@ -7,7 +7,7 @@ pub mod npy;
 pub mod tiff;
 
 use anyhow::{bail, Context, Result};
-use ndarray::{Array2, ArrayViewMut2};
+use ndarray::{Array2, ArrayViewMut2, Axis};
 use std::path::{Path, PathBuf};
 
 /// A movie file's frames, one at a time.
@@ -53,8 +53,13 @@ impl Movie {
     pub fn with_gain(mut self, gain: Array2<f32>, gain_path: &Path) -> Result<Movie> {
         let (ny, nx) = self.frame_shape();
         if gain.dim() != (ny, nx) {
+            let turned = if gain.dim() == (nx, ny) {
+                "; turned a quarter it would fit (see --gain-rotate)"
+            } else {
+                ""
+            };
             bail!(
-                "gain reference {} is {}x{} but the frames of {} are {ny}x{nx}",
+                "gain reference {} is {}x{} but the frames of {} are {ny}x{nx}{turned}",
                 gain_path.display(),
                 gain.nrows(),
                 gain.ncols(),
@@ -138,6 +143,32 @@ pub fn usable_gain(gain: Array2<f32>, path: &Path) -> Result<Array2<f32>> {
         bail!("{}: the gain is zero everywhere", path.display());
     }
     Ok(gain)
+}
+
+/// `gain` turned counter-clockwise by `degrees` (0, 90, 180 or 270) as IMOD shows it, row 0 at
+/// the bottom (NumPy's `rot90(gain, -degrees // 90)`, MotionCor2's `-RotGain degrees / 90`), then
+/// reversed along `flip`.
+pub fn oriented_gain(gain: Array2<f32>, degrees: u16, flip: Option<Axis>) -> Array2<f32> {
+    let mut view = gain.view();
+    match degrees {
+        90 => {
+            view = view.reversed_axes();
+            view.invert_axis(Axis(1));
+        }
+        180 => {
+            view.invert_axis(Axis(0));
+            view.invert_axis(Axis(1));
+        }
+        270 => {
+            view.invert_axis(Axis(1));
+            view = view.reversed_axes();
+        }
+        _ => debug_assert_eq!(degrees, 0, "checked by --gain-rotate"),
+    }
+    if let Some(axis) = flip {
+        view.invert_axis(axis);
+    }
+    view.as_standard_layout().into_owned()
 }
 
 /// Reads a single 2-d image (a gain reference): a file of exactly one frame.
@@ -425,19 +456,68 @@ mod tests {
         }
     }
 
+    /// The gain turned and flipped as NumPy's `rot90(g, k)` and `flipud`/`fliplr` give (their
+    /// values below), which is MotionCor2's `-RotGain`/`-FlipGain` and RELION's
+    /// `--gain_rot`/`--gain_flip`: counter-clockwise as IMOD shows an image (row 0 at the
+    /// bottom), clockwise as relion_display shows it.
+    #[test]
+    fn the_gain_turns_and_flips_as_numpy_rot90_and_flip() {
+        let g = ndarray::array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        let cases: [(u16, Option<Axis>, Array2<f32>); 6] = [
+            (0, None, g.clone()),
+            (
+                90,
+                None,
+                ndarray::array![[4.0, 1.0], [5.0, 2.0], [6.0, 3.0]],
+            ),
+            (180, None, ndarray::array![[6.0, 5.0, 4.0], [3.0, 2.0, 1.0]]),
+            (
+                270,
+                None,
+                ndarray::array![[3.0, 6.0], [2.0, 5.0], [1.0, 4.0]],
+            ),
+            (
+                90,
+                Some(Axis(0)),
+                ndarray::array![[6.0, 3.0], [5.0, 2.0], [4.0, 1.0]],
+            ),
+            (
+                90,
+                Some(Axis(1)),
+                ndarray::array![[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]],
+            ),
+        ];
+        for (degrees, flip, want) in cases {
+            let got = oriented_gain(g.clone(), degrees, flip);
+            assert_eq!(got, want, "{degrees} degrees, flip {flip:?}");
+            assert!(got.is_standard_layout());
+        }
+    }
+
     #[test]
     fn a_gain_of_the_wrong_shape_names_both_files_and_shapes() {
+        let with_gain = |gain, path: &Path| {
+            Movie::open(&fixture("movie_mode2.mrc"))
+                .unwrap()
+                .with_gain(gain, path)
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default()
+        };
         let path = fixture("gain_wrong_shape.mrc");
-        let gain = read_image(&path).unwrap();
-        let err = Movie::open(&fixture("movie_mode2.mrc"))
-            .unwrap()
-            .with_gain(gain, &path)
-            .err()
-            .map(|e| format!("{e:#}"))
-            .unwrap_or_default();
+        let err = with_gain(read_image(&path).unwrap(), &path);
         for part in ["gain_wrong_shape.mrc", "8x10", "movie_mode2.mrc", "16x20"] {
             assert!(err.contains(part), "{err:?} lacks {part:?}");
         }
+        assert!(!err.contains("--gain-rotate"), "{err}");
+        // A gain that a quarter turn would fit says so.
+        let path = fixture("gain.mrc");
+        let err = with_gain(oriented_gain(read_image(&path).unwrap(), 90, None), &path);
+        assert!(
+            err.contains("is 20x16 but the frames of")
+                && err.ends_with("are 16x20; turned a quarter it would fit (see --gain-rotate)"),
+            "{err}"
+        );
         let err = read_image(&fixture("movie_mode2.mrc")).unwrap_err();
         assert!(format!("{err:#}").contains("expected a single image, found 3 frames"));
     }
