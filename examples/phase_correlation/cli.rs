@@ -72,6 +72,10 @@ pub struct Args {
     /// `$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`.
     #[arg(long, allow_hyphen_values = true, value_name = "K/N")]
     pub shard: Option<Shard>,
+    /// The pixel size in Å written into the aligned sum's MRC header [default: the movie's MRC
+    /// header's, else 1].
+    #[arg(long, allow_hyphen_values = true, value_name = "ANGSTROM", value_parser = pixel_size)]
+    pub pixel_size: Option<f32>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
@@ -177,6 +181,15 @@ fn gain_rotation(s: &str) -> Result<u16, String> {
         s,
         |d| [0, 90, 180, 270].contains(d),
         "0, 90, 180 or 270 (degrees: MotionCor2's -RotGain 1 is 90)",
+    )
+}
+
+/// `--pixel-size`: Å.
+fn pixel_size(s: &str) -> Result<f32, String> {
+    number_in(
+        s,
+        |p: &f32| p.is_finite() && *p > 0.0,
+        "a finite number of Å > 0",
     )
 }
 
@@ -352,7 +365,12 @@ mod tests {
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 13] = [
+        let cases: [(&[&str], &[&str]); 15] = [
+            (&["--pixel-size", "0"], &["'0'", "a finite number of Å > 0"]),
+            (
+                &["--pixel-size", "inf"],
+                &["'inf'", "a finite number of Å > 0"],
+            ),
             (&["--taper", "0.9"], &["'0.9'", "0..=0.5"]),
             (
                 &["--gain-rotate", "1", "--gain", "g.mrc"],

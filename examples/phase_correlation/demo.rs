@@ -53,6 +53,7 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             movie: movie_name.clone(),
             report_name: movie_name,
             gain: None,
+            pixel_size: None,
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

@@ -162,6 +162,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                         flip: format!("{:?}", args.gain_flip).to_lowercase(),
                     }),
                     title: name.clone(),
+                    pixel_size: args.pixel_size.or(movie.pixel_size()),
                 };
                 let mut source = Ticking {
                     movie: &mut movie,
@@ -336,6 +337,8 @@ pub struct MovieMeta {
     /// The gain reference, by its canonical path as the movie, and how it was turned.
     pub gain: Option<GainReport>,
     pub title: String,
+    /// Å, as `--pixel-size` or the movie's header gives it (unknown: 1 in the sum's header).
+    pub pixel_size: Option<f32>,
 }
 
 /// The gain reference as the report names it.
@@ -355,6 +358,8 @@ struct Report<'a> {
     version: &'static str,
     movie: &'a str,
     gain: Option<&'a GainReport>,
+    /// Å, if known.
+    pixel_size: Option<f32>,
     frames: usize,
     frame_shape: [usize; 2],
     /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
@@ -427,7 +432,8 @@ pub fn align_and_write(
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
     staging.write(&outputs.mrc, |w| {
         let label = format!("ufunc phase_correlation: aligned sum of {n} frames");
-        crate::io::mrc::write_mrc(w, alignment.sum.view(), 1.0, &label)
+        let pixel_size = meta.pixel_size.unwrap_or(1.0);
+        crate::io::mrc::write_mrc(w, alignment.sum.view(), pixel_size, &label)
     })?;
     staging.write(&outputs.png, |w| write_preview(w, alignment.sum.view()))?;
     staging.write(&outputs.drift, |w| {
@@ -449,6 +455,7 @@ pub fn align_and_write(
         version: env!("CARGO_PKG_VERSION"),
         movie: &meta.report_name,
         gain: meta.gain.as_ref(),
+        pixel_size: meta.pixel_size,
         frames: n,
         frame_shape: [ny, nx],
         alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
@@ -1123,6 +1130,37 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The aligned sum's MRC header carries the movie's pixel size (an MRC header's, written
+    /// by mrcfile), or `--pixel-size`'s; unknown (an npy movie), it says 1 and the JSON null.
+    #[test]
+    fn the_sum_carries_the_movies_pixel_size() {
+        let dir = temp_dir("pixel-size");
+        let pixel = |out: &Path, movie: &str, extra: &[&str]| {
+            let flags = [&["--upsample", "1", "--iterations", "1"], extra].concat();
+            assert_eq!(run_with(out, &[fixture(movie)], &flags).done(), 1);
+            let stem = movie.split('.').next().unwrap();
+            let sum = crate::io::Movie::open(&out.join(format!("{stem}.aligned.mrc"))).unwrap();
+            let report = std::fs::read_to_string(out.join(format!("{stem}.shifts.json"))).unwrap();
+            let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+            (sum.pixel_size(), report["pixel_size"].as_f64())
+        };
+        // mrcfile stores 1.06 as CELLA 21.2 over MX 20: 1.0600001 in f32.
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-6);
+        for (out, extra, want) in [("a", &[][..], 1.06), ("b", &["--pixel-size", "0.83"], 0.83)] {
+            let (header, json) = pixel(&dir.join(out), "movie_stack.mrcs", extra);
+            let header = header.map(f64::from);
+            assert!(
+                near(header, want) && near(json, want),
+                "{header:?} {json:?}"
+            );
+        }
+        assert_eq!(
+            pixel(&dir.join("c"), "movie_u16.npy", &[]),
+            (Some(1.0), None)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A blank frame and passes that did not settle are said in the log line and the JSON.
     #[test]
     fn unregistered_frames_and_unsettled_passes_are_reported() {
@@ -1142,6 +1180,7 @@ mod tests {
             report_name: "blank.npy".into(),
             gain: None,
             title: "blank".into(),
+            pixel_size: None,
         };
         let outputs = OutputPaths::new(&out, "blank");
         let align = |max_iterations| {

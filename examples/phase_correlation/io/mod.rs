@@ -18,6 +18,10 @@ pub trait FrameReader: Send {
     fn len(&self) -> usize;
     /// Reads frame `index` (< `len`) into `out`, of `frame_shape`.
     fn read_frame(&mut self, index: usize, out: ArrayViewMut2<'_, f32>) -> Result<()>;
+    /// The pixel size in Å that the file states, if it states one.
+    fn pixel_size(&self) -> Option<f32> {
+        None
+    }
 }
 
 /// An open movie: its reader, and the gain reference its frames are multiplied by.
@@ -68,6 +72,11 @@ impl Movie {
         }
         self.gain = Some(gain);
         Ok(self)
+    }
+
+    /// The pixel size in Å the file states (an MRC header's), if any.
+    pub fn pixel_size(&self) -> Option<f32> {
+        self.reader.pixel_size()
     }
 
     /// `(rows, cols)` of every frame.

@@ -26,6 +26,8 @@ pub struct MrcReader {
     sample: Sample,
     little: bool,
     buffer: Vec<u8>,
+    /// CELLA's x over MX, where both are positive (mrcfile's `voxel_size.x`; 0 is unset).
+    pixel_size: Option<f32>,
 }
 
 impl MrcReader {
@@ -62,6 +64,9 @@ impl MrcReader {
             }
         };
         let (nx, ny, nz, mode, nsymbt) = (word(0), word(1), word(2), word(3), word(23));
+        let cell_x = f32::from_bits(word(10) as u32);
+        let pixel_size = Some(cell_x / word(7) as f32)
+            .filter(|p| word(7) > 0 && cell_x > 0.0 && p.is_finite() && *p > 0.0);
         let sample = match mode {
             0 => Sample::I8,
             1 => Sample::I16,
@@ -94,6 +99,7 @@ impl MrcReader {
             sample,
             little,
             buffer: Vec::new(),
+            pixel_size,
         })
     }
 }
@@ -104,6 +110,9 @@ impl FrameReader for MrcReader {
     }
     fn len(&self) -> usize {
         self.frames
+    }
+    fn pixel_size(&self) -> Option<f32> {
+        self.pixel_size
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
         let (offset, frame_bytes) = frame_span(self.data_offset, index, self.shape, self.sample)?;
