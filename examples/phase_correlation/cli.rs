@@ -72,6 +72,10 @@ pub struct Args {
     /// `$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`.
     #[arg(long, allow_hyphen_values = true, value_name = "K/N")]
     pub shard: Option<Shard>,
+    /// Fourier-crop the aligned sum by this factor (MotionCor2's -FtBin), e.g. 2 for a
+    /// super-resolution movie; its sides stay even and its pixel size grows by as much.
+    #[arg(long, allow_hyphen_values = true, value_name = "FACTOR", default_value_t = 1.0, value_parser = bin_factor)]
+    pub bin: f64,
     /// The pixel size in Å written into the aligned sum's MRC header [default: the movie's MRC
     /// header's, else 1].
     #[arg(long, allow_hyphen_values = true, value_name = "ANGSTROM", value_parser = pixel_size)]
@@ -181,6 +185,15 @@ fn gain_rotation(s: &str) -> Result<u16, String> {
         s,
         |d| [0, 90, 180, 270].contains(d),
         "0, 90, 180 or 270 (degrees: MotionCor2's -RotGain 1 is 90)",
+    )
+}
+
+/// `--bin`: a factor >= 1.
+fn bin_factor(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |f: &f64| f.is_finite() && *f >= 1.0,
+        "a finite factor >= 1 (1: no binning)",
     )
 }
 
@@ -365,7 +378,12 @@ mod tests {
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 15] = [
+        let cases: [(&[&str], &[&str]); 17] = [
+            (
+                &["--bin", "0.5"],
+                &["'0.5'", "a finite factor >= 1 (1: no binning)"],
+            ),
+            (&["--bin", "nan"], &["'nan'", "a finite factor >= 1"]),
             (&["--pixel-size", "0"], &["'0'", "a finite number of Å > 0"]),
             (
                 &["--pixel-size", "inf"],

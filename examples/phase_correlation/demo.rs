@@ -53,7 +53,8 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             movie: movie_name.clone(),
             report_name: movie_name,
             gain: None,
-            pixel_size: None,
+            pixel_size: args.pixel_size,
+            bin: args.bin,
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

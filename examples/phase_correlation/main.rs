@@ -3,6 +3,7 @@
 //! `cargo run --release --example phase_correlation -- --help`; with no movie it runs on a
 //! built-in synthetic movie.
 
+mod binning;
 mod cli;
 mod demo;
 mod io;

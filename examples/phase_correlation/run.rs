@@ -2,6 +2,7 @@
 //! its results, skipping finished ones unless `--force`, keeping on after a failing movie, with
 //! progress on the terminal (or log lines), and returns the summary.
 
+use crate::binning::{binned_len, fourier_crop};
 use crate::cli::Args;
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{frame_rows, write_csv, write_json, write_preview, OutputPaths, Staging};
@@ -163,6 +164,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                     }),
                     title: name.clone(),
                     pixel_size: args.pixel_size.or(movie.pixel_size()),
+                    bin: args.bin,
                 };
                 let mut source = Ticking {
                     movie: &mut movie,
@@ -339,6 +341,8 @@ pub struct MovieMeta {
     pub title: String,
     /// Å, as `--pixel-size` or the movie's header gives it (unknown: 1 in the sum's header).
     pub pixel_size: Option<f32>,
+    /// `--bin`: the sum Fourier-cropped by this factor.
+    pub bin: f64,
 }
 
 /// The gain reference as the report names it.
@@ -358,8 +362,12 @@ struct Report<'a> {
     version: &'static str,
     movie: &'a str,
     gain: Option<&'a GainReport>,
-    /// Å, if known.
+    /// The movie's pixel size in Å, if known.
     pixel_size: Option<f32>,
+    /// `--bin`, the sum's shape and its pixel size (Å, if known).
+    bin: f64,
+    sum_shape: [usize; 2],
+    sum_pixel_size: Option<f32>,
     frames: usize,
     frame_shape: [usize; 2],
     /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
@@ -430,12 +438,15 @@ pub fn align_and_write(
     let written = Instant::now();
     let mut staging = Staging::default();
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
+    let sum_shape = (binned_len(ny, meta.bin), binned_len(nx, meta.bin));
+    let sum = fourier_crop(alignment.sum.view(), sum_shape)?;
+    // The binned pixel's size: the frame's width over the sum's.
+    let pixel_size = meta.pixel_size.map(|p| p * nx as f32 / sum_shape.1 as f32);
     staging.write(&outputs.mrc, |w| {
         let label = format!("ufunc phase_correlation: aligned sum of {n} frames");
-        let pixel_size = meta.pixel_size.unwrap_or(1.0);
-        crate::io::mrc::write_mrc(w, alignment.sum.view(), pixel_size, &label)
+        crate::io::mrc::write_mrc(w, sum.view(), pixel_size.unwrap_or(1.0), &label)
     })?;
-    staging.write(&outputs.png, |w| write_preview(w, alignment.sum.view()))?;
+    staging.write(&outputs.png, |w| write_preview(w, sum.view()))?;
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -456,6 +467,9 @@ pub fn align_and_write(
         movie: &meta.report_name,
         gain: meta.gain.as_ref(),
         pixel_size: meta.pixel_size,
+        bin: meta.bin,
+        sum_shape: [sum_shape.0, sum_shape.1],
+        sum_pixel_size: pixel_size,
         frames: n,
         frame_shape: [ny, nx],
         alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
@@ -1161,6 +1175,43 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--bin 2` writes the sum Fourier-cropped to half its sides (16x20 to 8x10), its mean
+    /// kept and its pixel twice as large, and the JSON says so; the shifts are unchanged.
+    #[test]
+    fn a_binned_sum_is_half_the_size_with_twice_the_pixel() {
+        let dir = temp_dir("bin");
+        let movie = [fixture("movie_stack.mrcs")];
+        let base = ["--upsample", "4", "--iterations", "2"];
+        let (one, two) = (dir.join("one"), dir.join("two"));
+        assert_eq!(run_with(&one, &movie, &base).done(), 1);
+        assert_eq!(
+            run_with(&two, &movie, &[&base[..], &["--bin", "2"]].concat()).done(),
+            1
+        );
+        let sum = |out: &Path| {
+            let mut sum = crate::io::Movie::open(&out.join("movie_stack.aligned.mrc")).unwrap();
+            let pixel = sum.pixel_size().unwrap();
+            (sum.read_all().unwrap(), pixel)
+        };
+        let ((full, full_pixel), (binned, binned_pixel)) = (sum(&one), sum(&two));
+        assert_eq!((full.dim(), binned.dim()), ((1, 16, 20), (1, 8, 10)));
+        assert!(
+            (binned_pixel - 2.0 * full_pixel).abs() < 1e-5,
+            "{binned_pixel}"
+        );
+        let mean = |a: &ndarray::Array3<f32>| a.mean().unwrap();
+        assert!((mean(&full) - mean(&binned)).abs() < 1e-3 * mean(&full).abs());
+        let csv = |out: &Path| std::fs::read(out.join("movie_stack.shifts.csv")).unwrap();
+        assert!(csv(&one) == csv(&two));
+        let report = std::fs::read_to_string(two.join("movie_stack.shifts.json")).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(
+            (&report["bin"], &report["sum_shape"]),
+            (&2.0.into(), &serde_json::json!([8, 10]))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A blank frame and passes that did not settle are said in the log line and the JSON.
     #[test]
     fn unregistered_frames_and_unsettled_passes_are_reported() {
@@ -1181,6 +1232,7 @@ mod tests {
             gain: None,
             title: "blank".into(),
             pixel_size: None,
+            bin: 1.0,
         };
         let outputs = OutputPaths::new(&out, "blank");
         let align = |max_iterations| {

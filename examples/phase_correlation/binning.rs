@@ -1,0 +1,111 @@
+//! `--bin`: the aligned sum Fourier-cropped by a factor (MotionCor2's `-FtBin`), as a
+//! super-resolution movie's sum is brought to the detector's physical pixels: the frequencies
+//! below the new Nyquist are kept exactly, nothing above them aliases back, and the mean is
+//! unchanged.
+
+use anyhow::{Context, Result};
+use ndarray::{s, Array2, ArrayView2};
+use ufunc::fft::{self, FftOptions};
+use ufunc::num_complex::Complex32;
+
+/// The side of a frame of `n` pixels binned by `factor` (>= 1): even, as MotionCor2 makes it,
+/// at least 2, and never more than `n` (an axis too short to bin is kept).
+pub fn binned_len(n: usize, factor: f64) -> usize {
+    if factor == 1.0 {
+        return n;
+    }
+    let even = 2 * (n as f64 / factor / 2.0).round().max(1.0) as usize;
+    even.min(n)
+}
+
+/// `image` Fourier-cropped to `shape` (each side at most the image's): the spectrum's
+/// frequencies that `shape` holds, transformed back, scaled so that the mean is kept.
+pub fn fourier_crop(image: ArrayView2<'_, f32>, shape: (usize, usize)) -> Result<Array2<f32>> {
+    let (ny, nx) = image.dim();
+    if shape == (ny, nx) {
+        return Ok(image.to_owned());
+    }
+    let (my, mx) = shape;
+    let spectrum = fft::rfft2(&image).context("cannot transform the sum to bin it")?;
+    let mut cropped = Array2::<Complex32>::zeros((my, mx / 2 + 1));
+    // The non-negative frequencies of each axis, then (along the rows) the negative ones; an
+    // even side's Nyquist is the negative half's first.
+    let (positive, negative) = (my.div_ceil(2), my / 2);
+    let columns = mx / 2 + 1;
+    cropped
+        .slice_mut(s![..positive, ..])
+        .assign(&spectrum.slice(s![..positive, ..columns]));
+    cropped
+        .slice_mut(s![positive.., ..])
+        .assign(&spectrum.slice(s![ny - negative.., ..columns]));
+    let mut binned = fft::irfft2_with(&cropped, &FftOptions::new().s(&[my, mx]))
+        .context("cannot transform the binned sum back")?;
+    // Backward normalisation divided by the new size, the forward sum was over the old one.
+    binned *= (my * mx) as f32 / (ny * nx) as f32;
+    Ok(binned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f64::consts::TAU;
+
+    #[test]
+    fn sides_are_even_and_never_grow() {
+        assert_eq!(binned_len(11520, 2.0), 5760);
+        assert_eq!(binned_len(8184, 2.0), 4092);
+        assert_eq!(binned_len(4096, 1.5), 2730);
+        assert_eq!(binned_len(21, 1.0), 21);
+        assert_eq!(binned_len(21, 2.0), 10);
+        assert_eq!(binned_len(3, 4.0), 2);
+        assert_eq!(binned_len(1, 2.0), 1);
+    }
+
+    /// A band-limited image (cosines below the new Nyquist, and a constant) binned is the same
+    /// cosines sampled on the coarser grid: exact but for rounding, odd and even sides alike.
+    #[test]
+    fn frequencies_below_the_new_nyquist_are_kept_exactly() {
+        for ((ny, nx), (my, mx)) in [((64, 48), (32, 24)), ((45, 50), (22, 16)), ((9, 8), (9, 4))] {
+            let waves = [
+                (0.0, 0.0, 3.0),
+                (2.0, 1.0, 1.5),
+                (-3.0, 5.0, 0.7),
+                (1.0, -7.0, 0.2),
+            ];
+            let waves: Vec<_> = waves
+                .iter()
+                .filter(|(ky, kx, _)| {
+                    2.0 * f64::abs(*ky) < my.min(ny) as f64 && 2.0 * f64::abs(*kx) < mx as f64
+                })
+                .collect();
+            let waves = &waves;
+            let image = |(ry, rx): (usize, usize)| {
+                move |(y, x): (usize, usize)| {
+                    waves
+                        .iter()
+                        .map(|&&(ky, kx, a)| {
+                            a * (TAU * (ky * y as f64 / ry as f64 + kx * x as f64 / rx as f64))
+                                .cos()
+                        })
+                        .sum::<f64>() as f32
+                }
+            };
+            let fine = Array2::from_shape_fn((ny, nx), image((ny, nx)));
+            let want = Array2::from_shape_fn((my, mx), image((my, mx)));
+            let got = fourier_crop(fine.view(), (my, mx)).unwrap();
+            let worst = (&got - &want).iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!(worst < 1e-4, "{ny}x{nx} -> {my}x{mx}: off by {worst}");
+        }
+    }
+
+    /// What lies above the new Nyquist is dropped, not folded back: a fine checkerboard bins
+    /// to its mean.
+    #[test]
+    fn frequencies_above_it_are_dropped() {
+        let fine = Array2::from_shape_fn((32, 32), |(y, x)| {
+            5.0 + if (y + x) % 2 == 0 { 1.0 } else { -1.0 }
+        });
+        let got = fourier_crop(fine.view(), (16, 16)).unwrap();
+        assert!(got.iter().all(|v| (v - 5.0).abs() < 1e-5), "{got}");
+    }
+}
