@@ -18,7 +18,7 @@ use ufunc::Target;
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png.
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
-#[derive(Parser, Debug, Clone, Default)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
 pub struct Args {
     /// Movies (.npy, .tif/.tiff, .mrc/.mrcs/.st): files, folders (every movie in them) or glob
@@ -103,6 +103,12 @@ pub enum GainFlip {
 }
 
 impl GainFlip {
+    /// The name `--gain-flip` takes.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned())
+    }
+
     /// The axis the flip reverses.
     pub fn axis(self) -> Option<ndarray::Axis> {
         match self {

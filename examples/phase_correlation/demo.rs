@@ -4,7 +4,7 @@
 
 use crate::cli::Args;
 use crate::output::OutputPaths;
-use crate::run::{align_and_write, MovieMeta, Progress};
+use crate::run::{align_and_write, MovieMeta, Progress, Settings};
 use crate::summary::{Outcome, Status, Summary};
 use crate::synth::{synth_movie, SynthOptions};
 use anyhow::{Context, Result};
@@ -52,9 +52,8 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
         let meta = MovieMeta {
             movie: movie_name.clone(),
             report_name: movie_name,
-            gain: None,
             pixel_size: args.pixel_size,
-            bin: args.bin,
+            settings: Settings::of(args),
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

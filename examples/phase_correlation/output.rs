@@ -43,18 +43,27 @@ impl OutputPaths {
         self.all().iter().all(|p| p.is_file())
     }
 
-    /// The movie these results are of: the `movie` of the JSON report (the movie's canonical
-    /// path; older versions wrote the path as their run was given it).
+    /// The movie these results are of (see [`report_movie`]).
+    #[cfg(test)]
     pub fn movie(&self) -> Result<String> {
+        report_movie(&self.report()?, self)
+    }
+
+    /// The JSON report of these results.
+    pub fn report(&self) -> Result<serde_json::Value> {
         let json = self.json.display();
         let text =
             std::fs::read_to_string(&self.json).with_context(|| format!("cannot read {json}"))?;
-        let report: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{json} is not a JSON report: {e}"))?;
-        match report.get("movie").and_then(|m| m.as_str()) {
-            Some(movie) => Ok(movie.to_owned()),
-            None => anyhow::bail!("{json} names no movie"),
-        }
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{json} is not a JSON report: {e}"))
+    }
+}
+
+/// The movie a report (of `outputs`) is of: its `movie` (the movie's canonical path; older
+/// versions wrote the path as their run was given it).
+pub fn report_movie(report: &serde_json::Value, outputs: &OutputPaths) -> Result<String> {
+    match report.get("movie").and_then(|m| m.as_str()) {
+        Some(movie) => Ok(movie.to_owned()),
+        None => anyhow::bail!("{} names no movie", outputs.json.display()),
     }
 }
 

@@ -5,7 +5,9 @@
 use crate::binning::{binned_len, fourier_crop};
 use crate::cli::Args;
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
-use crate::output::{frame_rows, write_csv, write_json, write_preview, OutputPaths, Staging};
+use crate::output::{
+    frame_rows, report_movie, write_csv, write_json, write_preview, OutputPaths, Staging,
+};
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
 use anyhow::{bail, Context, Result};
@@ -80,6 +82,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         None => None,
     };
     let options = args.align_options();
+    let settings = Settings::of(args);
+    let wanted = depends_on(&serde_json::json!({
+        "options": options_report(&options),
+        "settings": &settings,
+    }));
     let bars = MultiProgress::with_draw_target(match progress {
         Progress::Bars => ProgressDrawTarget::stderr(),
         _ => ProgressDrawTarget::hidden(),
@@ -115,12 +122,21 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             // Finished: by this movie, or by another of the same name (`a.npy` and `a.mrc`, or
             // `one/a.npy` and `two/a.npy`, run one at a time into one `--out`), whose results
             // are neither this one's to skip on nor to overwrite unasked.
-            let owner = outputs
-                .movie()
-                .and_then(|theirs| Ok((same_movie(&theirs, path)?, theirs)));
+            let owner = outputs.report().and_then(|report| {
+                let theirs = report_movie(&report, &outputs)?;
+                Ok((same_movie(&theirs, path)?, theirs, report))
+            });
             match owner {
-                Ok((true, _)) => Status::Skipped,
-                Ok((false, theirs)) => Status::Failed(format!(
+                Ok((true, _, report)) => match differences(&depends_on(&report), &wanted) {
+                    None => Status::Skipped,
+                    Some(differences) => Status::Failed(format!(
+                        "{}: its results {name}.* in {} were made with other settings \
+                         ({differences}); they are left as they are (--force redoes them)",
+                        path.display(),
+                        out_dir.display()
+                    )),
+                },
+                Ok((false, theirs, _)) => Status::Failed(format!(
                     "{}: the results {name}.* in {} are those of another movie, {theirs}; \
                      they are left as they are (--force overwrites them, or choose another --out)",
                     path.display(),
@@ -157,14 +173,9 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let meta = MovieMeta {
                     movie: path.display().to_string(),
                     report_name: canonical(path).display().to_string(),
-                    gain: args.gain.as_ref().map(|g| GainReport {
-                        path: canonical(g).display().to_string(),
-                        rotate: args.gain_rotate,
-                        flip: format!("{:?}", args.gain_flip).to_lowercase(),
-                    }),
                     title: name.clone(),
                     pixel_size: args.pixel_size.or(movie.pixel_size()),
-                    bin: args.bin,
+                    settings: settings.clone(),
                 };
                 let mut source = Ticking {
                     movie: &mut movie,
@@ -336,13 +347,42 @@ pub struct MovieMeta {
     /// The movie as the report names it: a file by its canonical path, which a rerun from any
     /// folder, however it spells the path, tells from another movie ([`same_movie`]).
     pub report_name: String,
-    /// The gain reference, by its canonical path as the movie, and how it was turned.
-    pub gain: Option<GainReport>,
     pub title: String,
     /// Å, as `--pixel-size` or the movie's header gives it (unknown: 1 in the sum's header).
     pub pixel_size: Option<f32>,
+    pub settings: Settings,
+}
+
+/// What a movie's results depend on besides the movie and the alignment's options: a rerun
+/// skips a finished movie only if its report has the same (and the same options but the
+/// target and the memory limit, which change how the results are made, not what they are).
+#[derive(Serialize, Clone)]
+pub struct Settings {
+    /// How frames are laid out: TIFF rows bottom-up, as MRC's (results of earlier versions,
+    /// which recorded no settings, read TIFFs top-down).
+    pub frame_rows: &'static str,
+    /// The gain reference, by its canonical path as the movie, and how it was turned.
+    pub gain: Option<GainReport>,
     /// `--bin`: the sum Fourier-cropped by this factor.
     pub bin: f64,
+    /// `--pixel-size`, if given.
+    pub pixel_size: Option<f32>,
+}
+
+impl Settings {
+    /// The settings `args` ask for.
+    pub fn of(args: &Args) -> Settings {
+        Settings {
+            frame_rows: "bottom-up",
+            gain: args.gain.as_ref().map(|g| GainReport {
+                path: canonical(g).display().to_string(),
+                rotate: args.gain_rotate,
+                flip: args.gain_flip.name().to_owned(),
+            }),
+            bin: args.bin,
+            pixel_size: args.pixel_size,
+        }
+    }
 }
 
 /// The gain reference as the report names it.
@@ -361,11 +401,10 @@ struct Report<'a> {
     program: &'static str,
     version: &'static str,
     movie: &'a str,
-    gain: Option<&'a GainReport>,
+    settings: &'a Settings,
     /// The movie's pixel size in Å, if known.
     pixel_size: Option<f32>,
-    /// `--bin`, the sum's shape and its pixel size (Å, if known).
-    bin: f64,
+    /// The sum's shape (binned by `settings.bin`) and its pixel size (Å, if known).
     sum_shape: [usize; 2],
     sum_pixel_size: Option<f32>,
     frames: usize,
@@ -383,6 +422,66 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     rms_error_px: Option<f64>,
     shifts: &'a [crate::output::FrameRow],
+}
+
+/// The options as the report gives them.
+fn options_report(options: &AlignOptions) -> OptionsReport {
+    OptionsReport {
+        reference: format!("{:?}", options.reference).to_lowercase(),
+        upsample_factor: options.upsample_factor,
+        normalization: format!("{:?}", options.normalization).to_lowercase(),
+        bfactor: options.bfactor,
+        max_iterations: options.max_iterations,
+        tolerance: options.tolerance,
+        max_size: options.max_size,
+        memory_limit: options.memory_limit,
+        taper: options.taper,
+        target: options.target.name().to_owned(),
+    }
+}
+
+/// What a report's results depend on: its options but the target and the memory limit, and
+/// its settings (null in an earlier version's report).
+fn depends_on(report: &serde_json::Value) -> serde_json::Value {
+    let mut options = report.get("options").cloned().unwrap_or_default();
+    if let Some(options) = options.as_object_mut() {
+        options.remove("target");
+        options.remove("memory_limit");
+    }
+    let settings = report.get("settings").cloned().unwrap_or_default();
+    serde_json::json!({ "options": options, "settings": settings })
+}
+
+/// The values in which `theirs` differs from `ours` (both [`depends_on`]'s), as
+/// `options.upsample_factor 20 (now 10)`, or none.
+fn differences(theirs: &serde_json::Value, ours: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    fn walk(key: &str, theirs: &Value, ours: &Value, out: &mut Vec<String>) {
+        match (theirs, ours) {
+            (Value::Object(a), Value::Object(b)) => {
+                let keys: std::collections::BTreeSet<_> = a.keys().chain(b.keys()).collect();
+                for k in keys {
+                    let (a, b) = (&a.get(k), &b.get(k));
+                    let null = Value::Null;
+                    walk(
+                        &format!("{key}.{k}"),
+                        a.unwrap_or(&null),
+                        b.unwrap_or(&null),
+                        out,
+                    );
+                }
+            }
+            (Value::Null, Value::Object(_)) => out.push(format!(
+                "{} none recorded, by an earlier version",
+                &key[1..]
+            )),
+            _ if theirs != ours => out.push(format!("{} {theirs} (now {ours})", &key[1..])),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", theirs, ours, &mut out);
+    (!out.is_empty()).then(|| out.join(", "))
 }
 
 #[derive(Serialize)]
@@ -438,7 +537,10 @@ pub fn align_and_write(
     let written = Instant::now();
     let mut staging = Staging::default();
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
-    let sum_shape = (binned_len(ny, meta.bin), binned_len(nx, meta.bin));
+    let sum_shape = (
+        binned_len(ny, meta.settings.bin),
+        binned_len(nx, meta.settings.bin),
+    );
     let sum = fourier_crop(alignment.sum.view(), sum_shape)?;
     // The binned pixel's size: the frame's width over the sum's.
     let pixel_size = meta.pixel_size.map(|p| p * nx as f32 / sum_shape.1 as f32);
@@ -465,26 +567,14 @@ pub fn align_and_write(
         program: "ufunc phase_correlation",
         version: env!("CARGO_PKG_VERSION"),
         movie: &meta.report_name,
-        gain: meta.gain.as_ref(),
+        settings: &meta.settings,
         pixel_size: meta.pixel_size,
-        bin: meta.bin,
         sum_shape: [sum_shape.0, sum_shape.1],
         sum_pixel_size: pixel_size,
         frames: n,
         frame_shape: [ny, nx],
         alignment_shape: [alignment.alignment_shape.0, alignment.alignment_shape.1],
-        options: OptionsReport {
-            reference: format!("{:?}", options.reference).to_lowercase(),
-            upsample_factor: options.upsample_factor,
-            normalization: format!("{:?}", options.normalization).to_lowercase(),
-            bfactor: options.bfactor,
-            max_iterations: options.max_iterations,
-            tolerance: options.tolerance,
-            max_size: options.max_size,
-            memory_limit: options.memory_limit,
-            taper: options.taper,
-            target: options.target.name().to_owned(),
-        },
+        options: options_report(options),
         iterations: alignment.iterations,
         converged: alignment.converged,
         unregistered_frames: &unregistered_frames,
@@ -661,13 +751,46 @@ mod tests {
         // A rerun skips the finished movies (their files untouched) and fails the bad one again.
         let csv_path = out.join("movie_u16.shifts.csv");
         std::fs::write(&csv_path, "kept\n").unwrap();
-        let again = run_with(&out, &movies, &[]);
+        let again = run_with(&out, &movies, &["--upsample", "10"]);
         assert_eq!(
             statuses(&again).iter().map(|s| s.1).collect::<Vec<_>>(),
             ["skipped", "failed", "skipped", "skipped"]
         );
         assert_eq!(std::fs::read_to_string(&csv_path).unwrap(), "kept\n");
         assert_eq!((again.done(), again.skipped(), again.failed()), (0, 3, 1));
+        // A rerun with other settings does not skip on these results, nor overwrite them: it
+        // fails saying what differs (it skipped, its results then not what it was asked for).
+        // The target and the memory limit change how results are made, not what they are.
+        let other = run_with(&out, &movies, &["--bin", "2", "--memory-limit", "1"]);
+        assert_eq!((other.done(), other.skipped(), other.failed()), (0, 0, 4));
+        let Status::Failed(error) = &other.outcomes[0].status else {
+            unreachable!()
+        };
+        assert!(
+            error.contains("its results movie_u16.* in ",)
+                && error.contains(
+                    " were made with other settings (options.upsample_factor 10 (now 20), \
+                 settings.bin 1.0 (now 2.0)); they are left as they are (--force redoes them)"
+                ),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&csv_path).unwrap(), "kept\n");
+        let cpu = run_with(&out, &movies, &["--upsample", "10", "--target", "cpu"]);
+        assert_eq!(cpu.skipped(), 3);
+        // An earlier version's report, which recorded no settings (and read TIFFs top-down).
+        let json_path = out.join("movie_u16.shifts.json");
+        let mut report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        report.as_object_mut().unwrap().remove("settings");
+        std::fs::write(&json_path, report.to_string()).unwrap();
+        let old = run_with(&out, &movies[..1], &["--upsample", "10"]);
+        let Status::Failed(error) = &old.outcomes[0].status else {
+            unreachable!()
+        };
+        assert!(
+            error.contains("other settings (settings none recorded, by an earlier version)"),
+            "{error}"
+        );
 
         // --force rewrites them.
         let forced = run_with(&out, &movies, &["--force"]);
@@ -818,15 +941,18 @@ mod tests {
         assert_eq!(owner(), canonical(&npy).display().to_string());
         assert_eq!(std::fs::read(out.join("a.shifts.csv")).unwrap(), shifts);
         // The movie that wrote them is skipped, spelled as then or otherwise.
-        assert_eq!(alone(&npy, &[]), "skipped");
+        assert_eq!(alone(&npy, &["--upsample", "1"]), "skipped");
         assert_eq!(
-            alone(&one.join("..").join("one").join("a.npy"), &[]),
+            alone(
+                &one.join("..").join("one").join("a.npy"),
+                &["--upsample", "1"]
+            ),
             "skipped"
         );
         // --force overwrites them, and they are the other movie's then.
         assert_eq!(alone(&mrc, &["--force", "--upsample", "1"]), "done");
         assert_eq!(owner(), canonical(&mrc).display().to_string());
-        assert_eq!(alone(&mrc, &[]), "skipped");
+        assert_eq!(alone(&mrc, &["--upsample", "1"]), "skipped");
         // Results whose report names no movie are not skipped on either.
         std::fs::write(out.join("a.shifts.json"), "{}\n").unwrap();
         let error = alone(&mrc, &[]);
@@ -896,7 +1022,7 @@ mod tests {
         let other = fixture("movie_u16.npy");
         assert!(!same_movie(&owner, Path::new(&other)).unwrap());
         assert_eq!(
-            run_with(&out, &[movie.display().to_string()], &[]).skipped(),
+            run_with(&out, &[movie.display().to_string()], &["--upsample", "1"]).skipped(),
             1
         );
         std::fs::remove_dir_all(&dir).unwrap();
@@ -919,7 +1045,7 @@ mod tests {
         assert!(owner.contains('\u{fffd}'), "{owner}");
         assert!(same_movie(&owner, &movie).unwrap());
         assert!(!same_movie(&owner, Path::new(&fixture("movie_u16.npy"))).unwrap());
-        assert_eq!(run_with(&out, &folder, &[]).skipped(), 1);
+        assert_eq!(run_with(&out, &folder, &["--upsample", "1"]).skipped(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -970,9 +1096,15 @@ mod tests {
         let report = std::fs::read_to_string(dir.join("movie_u16.shifts.json")).unwrap();
         let report: serde_json::Value = serde_json::from_str(&report).unwrap();
         let canonical_gain = dir.join("gain.mrc").canonicalize().unwrap();
-        assert_eq!(report["gain"]["path"], canonical_gain.display().to_string());
         assert_eq!(
-            (&report["gain"]["rotate"], &report["gain"]["flip"]),
+            report["settings"]["gain"]["path"],
+            canonical_gain.display().to_string()
+        );
+        assert_eq!(
+            (
+                &report["settings"]["gain"]["rotate"],
+                &report["settings"]["gain"]["flip"]
+            ),
             (&0.into(), &"none".into())
         );
         assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
@@ -1123,7 +1255,10 @@ mod tests {
         let report = std::fs::read_to_string(two.join("movie_u16.shifts.json")).unwrap();
         let report: serde_json::Value = serde_json::from_str(&report).unwrap();
         assert_eq!(
-            (&report["gain"]["rotate"], &report["gain"]["flip"]),
+            (
+                &report["settings"]["gain"]["rotate"],
+                &report["settings"]["gain"]["flip"]
+            ),
             (&90.into(), &"updown".into())
         );
         // Without `--gain-rotate` the turned gain does not fit, and the error says what would.
@@ -1132,7 +1267,7 @@ mod tests {
             panic!("not failed")
         };
         assert!(
-            error.contains("turned a quarter it would fit (see --gain-rotate)"),
+            error.contains("a quarter turn more or less (--gain-rotate) would fit it"),
             "{error}"
         );
         // Either flag without a gain is refused.
@@ -1206,7 +1341,7 @@ mod tests {
         let report = std::fs::read_to_string(two.join("movie_stack.shifts.json")).unwrap();
         let report: serde_json::Value = serde_json::from_str(&report).unwrap();
         assert_eq!(
-            (&report["bin"], &report["sum_shape"]),
+            (&report["settings"]["bin"], &report["sum_shape"]),
             (&2.0.into(), &serde_json::json!([8, 10]))
         );
         std::fs::remove_dir_all(&dir).unwrap();
@@ -1229,10 +1364,9 @@ mod tests {
         let meta = MovieMeta {
             movie: "blank.npy".into(),
             report_name: "blank.npy".into(),
-            gain: None,
             title: "blank".into(),
             pixel_size: None,
-            bin: 1.0,
+            settings: Settings::of(&Args::parse_from(["phase_correlation"])),
         };
         let outputs = OutputPaths::new(&out, "blank");
         let align = |max_iterations| {

@@ -58,7 +58,7 @@ impl Movie {
         let (ny, nx) = self.frame_shape();
         if gain.dim() != (ny, nx) {
             let turned = if gain.dim() == (nx, ny) {
-                "; turned a quarter it would fit (see --gain-rotate)"
+                "; a quarter turn more or less (--gain-rotate) would fit it"
             } else {
                 ""
             };
@@ -429,6 +429,7 @@ mod tests {
             .filter(|name| name.starts_with("movie_") && name != "movie_times_gain.npy")
             .collect();
         names.sort();
+        // Update the count with a fixture added by the script.
         assert_eq!(names.len(), 29, "{names:?}");
         for name in &names {
             let frames = read(name);
@@ -524,7 +525,9 @@ mod tests {
         let err = with_gain(oriented_gain(read_image(&path).unwrap(), 90, None), &path);
         assert!(
             err.contains("is 20x16 but the frames of")
-                && err.ends_with("are 16x20; turned a quarter it would fit (see --gain-rotate)"),
+                && err.ends_with(
+                    "are 16x20; a quarter turn more or less (--gain-rotate) would fit it"
+                ),
             "{err}"
         );
         let err = read_image(&fixture("movie_mode2.mrc")).unwrap_err();

@@ -5,7 +5,8 @@
 //! as such, with the sizes, rather than by the crate's end-of-file error). An ImageJ stack of
 //! more images than page directories (one, as ImageJ writes stacks over 4 GiB) is read as its
 //! images stored one after the other, as tifffile reads it; an ImageJ hyperstack of more than
-//! one of channels, slices and frames is refused.
+//! one of channels, slices and frames is refused. Rows are read bottom-up (see
+//! `read_frame`), whatever the Orientation tag says, as IMOD and RELION do.
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{anyhow, bail, Context, Result};
@@ -137,8 +138,9 @@ impl ImageJ {
         let count = |key: &str| {
             description
                 .lines()
-                .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
-                .and_then(|n| n.trim().parse().ok())
+                .filter_map(|line| line.split_once('='))
+                .find(|(k, _)| k.trim() == key)
+                .and_then(|(_, n)| n.trim().parse().ok())
                 .unwrap_or(1)
         };
         Some(ImageJ {
@@ -739,20 +741,17 @@ mod tests {
             err.contains("truncated: an ImageJ stack of 3 images of 4x8 uint16"),
             "{err}"
         );
-        // One image, or no ImageJ description: the one page.
-        let one = "ImageJ=1.11a\nimages=1\n";
-        assert_eq!(
-            read("imagej-one", &u16_tiff(1, Some(one), &data, 64))
-                .unwrap()
-                .dim(),
-            (1, 4, 8)
-        );
-        assert_eq!(
-            read("plain", &u16_tiff(1, Some("images=3"), &data, 64))
-                .unwrap()
-                .dim(),
-            (1, 4, 8)
-        );
+        // Spaces around `=` are read as tifffile reads them; one image, or no ImageJ
+        // description, is the one page.
+        for (description, frames) in [
+            ("ImageJ=1.11a\nimages = 3\n", 3),
+            ("ImageJ=1.11a\nimages=1\n", 1),
+            ("images=3", 1),
+        ] {
+            let bytes = u16_tiff(1, Some(description), &data, 64);
+            let read = read("imagej-count", &bytes).unwrap();
+            assert_eq!(read.dim(), (frames, 4, 8), "{description:?}");
+        }
         // A description that is no UTF-8 (Latin-1's µ) is no ImageJ one: the page opens.
         let mut latin1 = u16_tiff(1, Some("1.0 um"), &data, 64);
         let at = latin1.windows(6).position(|w| w == b"1.0 um").unwrap();
