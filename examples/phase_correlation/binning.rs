@@ -18,6 +18,24 @@ pub fn binned_len(n: usize, factor: f64) -> usize {
     even.min(n)
 }
 
+/// The shape of a `(rows, cols)` frame's sum binned by `factor` ([`binned_len`] of each side),
+/// refused where the two sides would shrink by different factors: the sum's pixels would not
+/// be square (as RELION refuses).
+pub fn binned_shape((ny, nx): (usize, usize), factor: f64) -> Result<(usize, usize)> {
+    let shape = (binned_len(ny, factor), binned_len(nx, factor));
+    let (fy, fx) = (ny as f64 / shape.0 as f64, nx as f64 / shape.1 as f64);
+    if (fy - fx).abs() > 1e-3 * fx {
+        anyhow::bail!(
+            "--bin {factor} makes the {ny}x{nx} frames' sum {}x{}: its pixels would be {fy:.4} by \
+             {fx:.4} of the frames', not square; choose a factor that makes both sides even and \
+             shrinks them alike",
+            shape.0,
+            shape.1
+        );
+    }
+    Ok(shape)
+}
+
 /// `image` Fourier-cropped to `shape` (each side at most the image's): the spectrum's
 /// frequencies that `shape` holds, transformed back, scaled so that the mean is kept.
 pub fn fourier_crop(image: ArrayView2<'_, f32>, shape: (usize, usize)) -> Result<Array2<f32>> {
@@ -38,6 +56,15 @@ pub fn fourier_crop(image: ArrayView2<'_, f32>, shape: (usize, usize)) -> Result
     cropped
         .slice_mut(s![positive.., ..])
         .assign(&spectrum.slice(s![ny - negative.., ..columns]));
+    // An even side's new Nyquist row holds both the waves at +my/2 and at -my/2 (as irfft's
+    // Nyquist column keeps both, through its real part): the two rows' mean, so that the crop
+    // commutes with turning and mirroring the image.
+    if my % 2 == 0 && my < ny {
+        let plus = spectrum.slice(s![my / 2, ..columns]);
+        let mut nyquist = cropped.row_mut(my / 2);
+        nyquist += &plus;
+        nyquist *= Complex32::new(0.5, 0.0);
+    }
     let mut binned = fft::irfft2_with(&cropped, &FftOptions::new().s(&[my, mx]))
         .context("cannot transform the binned sum back")?;
     // Backward normalisation divided by the new size, the forward sum was over the old one.
@@ -96,6 +123,62 @@ mod tests {
             let worst = (&got - &want).iter().fold(0f32, |m, v| m.max(v.abs()));
             assert!(worst < 1e-4, "{ny}x{nx} -> {my}x{mx}: off by {worst}");
         }
+    }
+
+    /// The crop commutes with turning and mirroring the image (the new Nyquist row and column
+    /// keep the same waves), on noise, even and odd sides.
+    #[test]
+    fn the_crop_commutes_with_turns_and_mirrors() {
+        let mut state = 12345u64;
+        let mut noise = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        for (n, m) in [(32, 16), (33, 16), (31, 10)] {
+            let image = Array2::from_shape_fn((n, n), |_| noise());
+            let crop = |a: ArrayView2<'_, f32>| fourier_crop(a, (m, m)).unwrap();
+            let turned_after = crop(image.view()).reversed_axes();
+            let turned_before = crop(image.view().reversed_axes());
+            let mirrored_after = crop(image.view()).slice(s![..;-1, ..]).to_owned();
+            // A mirror moves the wave at row frequency k to -k, and the pixel at 0 to n-1:
+            // mirror about pixel 0 (the crop's origin), that is reversed and rolled by one.
+            let mut mirrored = image.slice(s![..;-1, ..]).to_owned();
+            for mut column in mirrored.columns_mut() {
+                let last = column[n - 1];
+                for i in (1..n).rev() {
+                    column[i] = column[i - 1];
+                }
+                column[0] = last;
+            }
+            let mut mirrored_before = crop(mirrored.view());
+            for mut column in mirrored_before.columns_mut() {
+                let first = column[0];
+                for i in 0..m - 1 {
+                    column[i] = column[i + 1];
+                }
+                column[m - 1] = first;
+            }
+            for (a, b, what) in [
+                (&turned_after, &turned_before, "turned"),
+                (&mirrored_after, &mirrored_before, "mirrored"),
+            ] {
+                let worst = (a - b).iter().fold(0f32, |w, v| w.max(v.abs()));
+                assert!(worst < 1e-5, "{n} -> {m}, {what}: off by {worst}");
+            }
+        }
+    }
+
+    #[test]
+    fn non_square_binned_pixels_are_refused() {
+        assert_eq!(binned_shape((8184, 11520), 2.0).unwrap(), (4092, 5760));
+        assert_eq!(binned_shape((21, 21), 2.0).unwrap(), (10, 10));
+        let err = binned_shape((21, 20), 2.0).unwrap_err().to_string();
+        assert!(
+            err.contains("the 21x20 frames' sum 10x10: its pixels would be 2.1000 by 2.0000"),
+            "{err}"
+        );
     }
 
     /// What lies above the new Nyquist is dropped, not folded back: a fine checkerboard bins

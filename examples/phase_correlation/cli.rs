@@ -73,11 +73,12 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "K/N")]
     pub shard: Option<Shard>,
     /// Fourier-crop the aligned sum by this factor (MotionCor2's -FtBin), e.g. 2 for a
-    /// super-resolution movie; its sides stay even and its pixel size grows by as much.
+    /// super-resolution movie; its sides stay even, shrink alike (else refused) and its pixel
+    /// size grows by as much.
     #[arg(long, allow_hyphen_values = true, value_name = "FACTOR", default_value_t = 1.0, value_parser = bin_factor)]
     pub bin: f64,
-    /// The pixel size in Å written into the aligned sum's MRC header [default: the movie's MRC
-    /// header's, else 1].
+    /// The movie's pixel size in Å, which the aligned sum's MRC header gives (times the --bin
+    /// factor) [default: the movie's MRC header's; unknown, the header says 1].
     #[arg(long, allow_hyphen_values = true, value_name = "ANGSTROM", value_parser = pixel_size)]
     pub pixel_size: Option<f32>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.

@@ -53,7 +53,11 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             movie: movie_name.clone(),
             report_name: movie_name,
             pixel_size: args.pixel_size,
-            settings: Settings::of(args),
+            // The demo's movie has no gain.
+            settings: Settings {
+                gain: None,
+                ..Settings::of(args)
+            },
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

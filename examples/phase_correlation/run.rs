@@ -2,7 +2,7 @@
 //! its results, skipping finished ones unless `--force`, keeping on after a failing movie, with
 //! progress on the terminal (or log lines), and returns the summary.
 
-use crate::binning::{binned_len, fourier_crop};
+use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::Args;
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
@@ -477,10 +477,9 @@ fn differences(theirs: &serde_json::Value, ours: &serde_json::Value) -> Option<S
                     );
                 }
             }
-            (Value::Null, Value::Object(_)) => out.push(format!(
-                "{} none recorded, by an earlier version",
-                &key[1..]
-            )),
+            (Value::Null, Value::Object(_)) if key == ".settings" => {
+                out.push("settings none recorded, by an earlier version".to_owned())
+            }
             _ if theirs != ours => out.push(format!("{} {theirs} (now {ours})", &key[1..])),
             _ => {}
         }
@@ -527,6 +526,7 @@ pub fn align_and_write(
 ) -> Result<Done> {
     let (ny, nx) = source.frame_shape();
     let n = source.len();
+    let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
     let start = Instant::now();
     let mut source = TimedReads {
         source,
@@ -543,10 +543,6 @@ pub fn align_and_write(
     let written = Instant::now();
     let mut staging = Staging::default();
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
-    let sum_shape = (
-        binned_len(ny, meta.settings.bin),
-        binned_len(nx, meta.settings.bin),
-    );
     let sum = fourier_crop(alignment.sum.view(), sum_shape)?;
     // The binned pixel's size: the frame's width over the sum's.
     let pixel_size = meta.pixel_size.map(|p| p * nx as f32 / sum_shape.1 as f32);
@@ -1334,7 +1330,7 @@ mod tests {
             "--pixel-size",
             "1.0600001",
             "--bin",
-            "1.7",
+            "1.999999",
             "--taper",
             "0.1",
         ];
@@ -1344,6 +1340,13 @@ mod tests {
             panic!("{e}");
         }
         assert_eq!(again.skipped(), 1);
+        // A gain given on the rerun is a setting that differs, said as such.
+        let gain = fixture("gain.mrc");
+        let with_gain = run_with(&dir, &movie, &[&flags[..], &["--gain", &gain]].concat());
+        let Status::Failed(error) = &with_gain.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(error.contains("(settings.gain null (now {"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
