@@ -45,17 +45,9 @@ pub fn fourier_crop(image: ArrayView2<'_, f32>, shape: (usize, usize)) -> Result
     }
     let (my, mx) = shape;
     let spectrum = fft::rfft2(&image).context("cannot transform the sum to bin it")?;
-    let mut cropped = Array2::<Complex32>::zeros((my, mx / 2 + 1));
-    // The non-negative frequencies of each axis, then (along the rows) the negative ones; an
-    // even side's Nyquist is the negative half's first.
-    let (positive, negative) = (my.div_ceil(2), my / 2);
+    let mut cropped =
+        fft::crop_half_spectrum(&spectrum, shape).context("cannot crop the sum's spectrum")?;
     let columns = mx / 2 + 1;
-    cropped
-        .slice_mut(s![..positive, ..])
-        .assign(&spectrum.slice(s![..positive, ..columns]));
-    cropped
-        .slice_mut(s![positive.., ..])
-        .assign(&spectrum.slice(s![ny - negative.., ..columns]));
     // An even side's new Nyquist row holds both the waves at +my/2 and at -my/2 (as irfft's
     // Nyquist column keeps both, through its real part): the two rows' mean, so that the crop
     // commutes with turning and mirroring the image.

@@ -3,7 +3,7 @@
 
 use super::FftReal;
 use crate::error::{Error, Result};
-use ndarray::{Array, Array1, ArrayBase, Data, Dimension, Slice};
+use ndarray::{Array, Array1, Array2, ArrayBase, Data, Dimension, Ix2, Slice};
 
 /// The sample frequencies of an `n`-point transform with sample spacing `d` (NumPy's
 /// `fftfreq`): `[0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n)`.
@@ -141,6 +141,51 @@ fn roll_halves<A: Clone, S: Data<Elem = A>, D: Dimension>(
     out
 }
 
+/// Fourier cropping: the half spectrum (as [`rfft2`](super::rfft2) gives it) of a `(rows,
+/// cols)` image made of the frequencies that it holds of a larger image's half `spectrum`.
+/// Each axis keeps its `ceil(n / 2)` non-negative and `floor(n / 2)` negative frequencies, so
+/// an even side's Nyquist row is the larger one's row at `-rows / 2`. Amplitudes are not
+/// rescaled: [`irfft2`](super::irfft2) of the result is the band-limited image times
+/// `rows * cols` over the larger image's size.
+///
+/// An error if `shape` is larger than the spectrum's image on either axis.
+///
+/// ```
+/// use ndarray::Array2;
+/// use ufunc_runtime::fft::{crop_half_spectrum, rfft2};
+/// let image = Array2::from_shape_fn((8, 8), |(y, x)| (y * 8 + x) as f64);
+/// let cropped = crop_half_spectrum(&rfft2(&image)?, (4, 6))?;
+/// assert_eq!(cropped.dim(), (4, 4));
+/// # Ok::<(), ufunc_runtime::Error>(())
+/// ```
+pub fn crop_half_spectrum<A: Clone, S: Data<Elem = A>>(
+    spectrum: &ArrayBase<S, Ix2>,
+    (rows, cols): (usize, usize),
+) -> Result<Array2<A>> {
+    let (ny, half) = spectrum.dim();
+    let columns = cols / 2 + 1;
+    if rows > ny || columns > half || rows == 0 || cols == 0 {
+        return Err(Error::InvalidArgument {
+            name: "shape",
+            message: format!(
+                "a {rows}x{cols} image's half spectrum ({rows}x{columns}) cannot be cropped \
+                 from a {ny}x{half} one"
+            ),
+        });
+    }
+    // Row r < ceil(rows / 2) is frequency r; the others are the negative frequencies r - rows.
+    let source_row = |r: usize| {
+        if r < rows.div_ceil(2) {
+            r
+        } else {
+            ny - (rows - r)
+        }
+    };
+    Ok(Array2::from_shape_fn((rows, columns), |(r, c)| {
+        spectrum[[source_row(r), c]].clone()
+    }))
+}
+
 /// The smallest length at least `target` whose complex transform is fast: a product of 2, 3,
 /// 5, 7 and 11 (SciPy's `next_fast_len(target, real=False)`). `None` if none fits in `usize`.
 ///
@@ -191,4 +236,70 @@ fn smooth_at_least(target: usize, primes: &[usize]) -> Option<usize> {
     }
     walk(1, primes, target, &mut best);
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::rfft2;
+    use num_complex::Complex64;
+    use std::f64::consts::TAU;
+
+    /// A band-limited image's cropped spectrum is the spectrum of the same waves sampled on the
+    /// smaller grid, scaled by the ratio of sizes; odd and even sides, square or not.
+    #[test]
+    fn a_cropped_spectrum_is_the_smaller_grids_spectrum() {
+        let waves = [
+            (0.0, 0.0, 2.0),
+            (1.0, 2.0, 1.0),
+            (-2.0, 1.0, 0.5),
+            (2.0, -3.0, 0.25),
+        ];
+        let image = |(ny, nx): (usize, usize)| {
+            Array2::from_shape_fn((ny, nx), |(y, x)| {
+                waves
+                    .iter()
+                    .map(|&(ky, kx, a)| {
+                        a * (TAU * (ky * y as f64 / ny as f64 + kx * x as f64 / nx as f64)).cos()
+                    })
+                    .sum::<f64>()
+            })
+        };
+        for (big, small) in [((16, 12), (8, 8)), ((15, 17), (7, 9)), ((10, 9), (10, 8))] {
+            let cropped = crop_half_spectrum(&rfft2(&image(big)).unwrap(), small).unwrap();
+            let scale = (small.0 * small.1) as f64 / (big.0 * big.1) as f64;
+            let want = rfft2(&image(small)).unwrap();
+            assert_eq!(cropped.dim(), want.dim());
+            for (got, want) in cropped.iter().zip(&want) {
+                assert!((got * scale - want).norm() < 1e-9, "{big:?} -> {small:?}");
+            }
+        }
+    }
+
+    /// Which rows and columns are kept: an even side's Nyquist row is the negative one.
+    #[test]
+    fn the_kept_frequencies_are_numpys() {
+        let spectrum = Array2::from_shape_fn((6, 4), |(r, c)| Complex64::new(r as f64, c as f64));
+        let cropped = crop_half_spectrum(&spectrum, (4, 4)).unwrap();
+        let rows: Vec<f64> = cropped.column(0).iter().map(|v| v.re).collect();
+        assert_eq!(rows, [0.0, 1.0, 4.0, 5.0]);
+        let cropped = crop_half_spectrum(&spectrum, (3, 2)).unwrap();
+        assert_eq!(cropped.dim(), (3, 2));
+        assert_eq!(cropped[[2, 1]], Complex64::new(5.0, 1.0));
+    }
+
+    #[test]
+    fn a_larger_shape_is_refused_naming_both() {
+        let spectrum = Array2::<Complex64>::zeros((6, 4));
+        for shape in [(7, 6), (6, 8), (0, 4)] {
+            let message = crop_half_spectrum(&spectrum, shape)
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains("6x4"), "{message}");
+            assert!(
+                message.contains(&format!("{}x{}", shape.0, shape.1)),
+                "{message}"
+            );
+        }
+    }
 }

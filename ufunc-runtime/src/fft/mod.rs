@@ -74,8 +74,8 @@ mod transpose;
 
 pub use element::{FftElement, FftReal};
 pub use freq::{
-    fftfreq, fftshift, fftshift_axes, ifftshift, ifftshift_axes, next_fast_len, next_fast_len_real,
-    rfftfreq,
+    crop_half_spectrum, fftfreq, fftshift, fftshift_axes, ifftshift, ifftshift_axes, next_fast_len,
+    next_fast_len_real, rfftfreq,
 };
 pub use options::{FftOptions, Norm};
 pub use plan::FftPlan;

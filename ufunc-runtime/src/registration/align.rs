@@ -549,16 +549,6 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
     }
 }
 
-/// The half spectrum of a `(cy, cx)` image made of the low frequencies of a larger one's
-/// (amplitudes are not rescaled: the correlation does not need it).
-fn crop_half(spectrum: &Array2<Complex<f32>>, (cy, cx): (usize, usize)) -> Array2<Complex<f32>> {
-    let ny = spectrum.nrows();
-    Array2::from_shape_fn((cy, cx / 2 + 1), |(r, c)| {
-        let source_row = if r < cy.div_ceil(2) { r } else { ny - (cy - r) };
-        spectrum[[source_row, c]]
-    })
-}
-
 /// Reads every frame again, moves it by its shift and adds it: the full-size aligned sum
 /// with one frame's spectrum in memory per thread.
 fn streamed_sum<S: FrameSource + ?Sized>(
@@ -691,7 +681,7 @@ fn transform(
     Ok(if crop == (ny, nx) {
         s
     } else {
-        crop_half(&s, crop)
+        crate::fft::crop_half_spectrum(&s, crop)?
     })
 }
 
