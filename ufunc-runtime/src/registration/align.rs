@@ -3,6 +3,7 @@
 //! as currently aligned, as MotionCor2 does, with a B-factor weighting of the cross-power
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
+use super::dose::{DoseWeighting, FrameWeights};
 use super::pcc::{half_product_peak, normalise, row_power, threads_of, ImagePlan, ScratchPool};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
@@ -304,7 +305,7 @@ pub fn align_movie<S: FrameSource + ?Sized>(
             sum
         }
         // Aligned on cropped or tapered spectra: the sum is made from the frames read again.
-        _ => streamed_sum(spectra.into_frames(), &shifts, &full, threads)?,
+        _ => streamed_sum(spectra.into_frames(), &shifts, &full, threads, None)?,
     };
     Ok(Alignment {
         shifts,
@@ -521,7 +522,7 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
                 Threads::All => spectra.par_iter().enumerate().map(one).collect(),
             };
             for (s, r) in spectra.iter().zip(found?) {
-                add_shifted(&mut total, s, shift_of(&r), width, threads);
+                add_shifted(&mut total, s, shift_of(&r), width, threads, None);
                 results.push(r);
             }
             Ok(())
@@ -549,22 +550,27 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
     }
 }
 
-/// Reads every frame again, moves it by its shift and adds it: the full-size aligned sum
-/// with one frame's spectrum in memory per thread.
-fn streamed_sum<S: FrameSource + ?Sized>(
+/// Reads every frame again, moves it by its shift and adds it (weighted by its exposure with
+/// `dose`): the full-size aligned sum with one frame's spectrum in memory per thread.
+pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],
     plan: &ImagePlan<f32>,
     threads: Threads,
+    dose: Option<&DoseWeighting>,
 ) -> Result<Array2<f32>> {
     let (ny, nx) = (plan.height(), plan.width());
     let mut total = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut spectrum = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
+    let mut weights = dose.map(|d| FrameWeights::new(d, (ny, nx))).transpose()?;
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
-        add_shifted(&mut total, &spectrum, shift, nx, threads);
+        add_shifted(&mut total, &spectrum, shift, nx, threads, weights.as_mut());
+    }
+    if let Some(weights) = &weights {
+        weights.normalise(&mut total);
     }
     let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
     plan.inverse(&total, &mut sum, threads)?;
@@ -613,16 +619,8 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
 }
 
 pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions) -> Result<()> {
+    check_frames(frames)?;
     let (ny, nx) = frames.frame_shape();
-    if frames.is_empty() || ny == 0 || nx == 0 {
-        return Err(Error::InvalidArgument {
-            name: "frames",
-            message: format!(
-                "a movie needs at least one frame of at least 1x1 pixels, got {} frames of {ny}x{nx}",
-                frames.len()
-            ),
-        });
-    }
     let aligned = [ny.min(options.max_size), nx.min(options.max_size)];
     super::pcc::check_upsample(options.upsample_factor, &aligned)?;
     if options.max_size < 2 {
@@ -659,6 +657,21 @@ pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions)
         return Err(Error::InvalidArgument {
             name: "max_iterations",
             message: "must be at least 1, got 0".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An error unless there is at least one frame of at least 1x1 pixels.
+pub(super) fn check_frames<S: FrameSource + ?Sized>(frames: &S) -> Result<()> {
+    let (ny, nx) = frames.frame_shape();
+    if frames.is_empty() || ny == 0 || nx == 0 {
+        return Err(Error::InvalidArgument {
+            name: "frames",
+            message: format!(
+                "a movie needs at least one frame of at least 1x1 pixels, got {} frames of {ny}x{nx}",
+                frames.len()
+            ),
         });
     }
     Ok(())
@@ -957,34 +970,42 @@ fn move_by(spectrum: &mut Spectrum, shift: [f64; 2], nx: usize) {
 
 type RowPair<'a> = (&'a mut [Complex<f32>], &'a [Complex<f32>]);
 
-/// `total += spectrum` moved by `shift` = (dy, dx), rows split across threads.
+/// `total += spectrum` moved by `shift` = (dy, dx), rows split across threads; with
+/// `weights`, each frequency weighted by the frame's (and the weights moved on to the next
+/// frame's).
 fn add_shifted(
     total: &mut Spectrum,
     spectrum: &Spectrum,
     shift: [f64; 2],
     nx: usize,
     threads: Threads,
+    weights: Option<&mut FrameWeights>,
 ) {
     let (py, px) = shift_phases(shift, spectrum.dim(), nx);
     let cols = spectrum.ncols().max(1);
     let total = total.as_slice_mut().expect("a standard-layout spectrum");
     let spectrum = spectrum.as_slice().expect("a standard-layout spectrum");
-    let row = |(ky, (t, s)): (usize, RowPair<'_>)| {
-        for ((t, &s), &p) in t.iter_mut().zip(s).zip(&px) {
-            *t += s * (py[ky] * p);
-        }
+    // With one thread the rows are not split: all are added on the calling thread.
+    let min_rows = match threads {
+        Threads::One => usize::MAX,
+        Threads::All => 1,
     };
-    match threads {
-        Threads::One => total
-            .chunks_mut(cols)
-            .zip(spectrum.chunks(cols))
-            .enumerate()
-            .for_each(row),
-        Threads::All => total
-            .par_chunks_mut(cols)
-            .zip(spectrum.par_chunks(cols))
-            .enumerate()
-            .for_each(row),
+    let rows = total
+        .par_chunks_mut(cols)
+        .zip(spectrum.par_chunks(cols))
+        .enumerate();
+    match weights {
+        None => rows
+            .with_min_len(min_rows)
+            .for_each(|(ky, (t, s)): (usize, RowPair<'_>)| {
+                for ((t, &s), &p) in t.iter_mut().zip(s).zip(&px) {
+                    *t += s * (py[ky] * p);
+                }
+            }),
+        Some(weights) => rows
+            .zip(weights.par_rows())
+            .with_min_len(min_rows)
+            .for_each(|((ky, (t, s)), w)| w.add(t, s, py[ky], &px)),
     }
 }
 

@@ -8,6 +8,9 @@
 //! upsampled matrix-multiply DFT of Guizar-Sicairos, Thurman and Fienup (2008), so the result is
 //! quantised to `1/U`; `error` and `phasediff` use their formulas.
 //!
+//! [`align_movie`] aligns the frames of a movie and sums them; [`dose_weighted_sum`] sums them
+//! again weighted by the exposure each frame's electrons had left the specimen.
+//!
 //! ```
 //! use ndarray::Array2;
 //! use ufunc_runtime::registration::{phase_cross_correlation, PccOptions};
@@ -25,10 +28,12 @@
 mod align;
 mod device;
 mod disambiguate;
+mod dose;
 mod pcc;
 mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
+pub use dose::{dose_weighted_sum, DoseWeighting};
 pub use pcc::{phase_cross_correlation, Correlator};
 
 use crate::fft::FftReal;
