@@ -16,7 +16,8 @@ use ufunc::Target;
 
 /// Drift correction of electron-microscopy movies by phase correlation: every frame is
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
-/// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png.
+/// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
+/// (and NAME.aligned_DW.mrc with --dose-per-frame).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -81,6 +82,18 @@ pub struct Args {
     /// factor) [default: the movie's MRC header's; unknown, the header says 1].
     #[arg(long, allow_hyphen_values = true, value_name = "ANGSTROM", value_parser = pixel_size)]
     pub pixel_size: Option<f32>,
+    /// Also write NAME.aligned_DW.mrc, the sum weighted by exposure (Grant & Grigorieff 2015,
+    /// as MotionCor2's -FmDose and RELION's --dose_per_frame): electrons per Å² in each frame.
+    /// Needs the pixel size (the movie's header's, or --pixel-size).
+    #[arg(long, allow_hyphen_values = true, value_name = "E_PER_A2", value_parser = exposure)]
+    pub dose_per_frame: Option<f64>,
+    /// Electrons per Å² before the first frame, for --dose-per-frame (it lowers every frame's
+    /// weights alike, so it changes the weighted sum only where they underflow) [default: 0].
+    #[arg(long, allow_hyphen_values = true, value_name = "E_PER_A2", value_parser = pre_exposure, requires = "dose_per_frame")]
+    pub pre_exposure: Option<f64>,
+    /// The microscope's voltage for --dose-per-frame: 300 or 200 kV [default: 300].
+    #[arg(long, allow_hyphen_values = true, value_name = "KV", value_parser = voltage, requires = "dose_per_frame")]
+    pub voltage: Option<f64>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
@@ -213,6 +226,33 @@ fn pixel_size(s: &str) -> Result<f32, String> {
     )
 }
 
+/// `--dose-per-frame`: e/Å², > 0.
+fn exposure(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |e: &f64| e.is_finite() && *e > 0.0,
+        "a finite number of e/Å² > 0",
+    )
+}
+
+/// `--pre-exposure`: e/Å², >= 0.
+fn pre_exposure(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |e: &f64| e.is_finite() && *e >= 0.0,
+        "a finite number of e/Å² >= 0",
+    )
+}
+
+/// `--voltage`: where the exposure model is known.
+fn voltage(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |&kv: &f64| kv == 300.0 || kv == 200.0,
+        "300 or 200 (kV: the exposure model is known at those)",
+    )
+}
+
 /// `--align-size`: what `AlignOptions::max_size` allows.
 fn align_size(s: &str) -> Result<usize, String> {
     number_in(s, |&n| n >= 2, "a whole number of pixels >= 2")
@@ -256,6 +296,9 @@ const FLAGS: &[(&str, &str)] = &[
     ("max_size", "--align-size"),
     ("memory_limit", "--memory-limit"),
     ("taper", "--taper"),
+    ("exposure_per_frame", "--dose-per-frame"),
+    ("pre_exposure", "--pre-exposure"),
+    ("voltage_kv", "--voltage"),
 ];
 
 /// The alignment's error as the program's user knows it: an option the library refuses (such

@@ -17,6 +17,8 @@ pub struct OutputPaths {
     pub mrc: PathBuf,
     pub png: PathBuf,
     pub drift: PathBuf,
+    /// The exposure-weighted sum, written with `--dose-per-frame`.
+    pub mrc_dw: PathBuf,
 }
 
 impl OutputPaths {
@@ -30,10 +32,22 @@ impl OutputPaths {
             mrc: at("aligned.mrc"),
             png: at("aligned.png"),
             drift: at("drift.png"),
+            mrc_dw: at("aligned_DW.mrc"),
         }
     }
 
-    /// All five paths.
+    /// Removes the exposure-weighted sum of an earlier run, which results made without
+    /// `--dose-per-frame` would otherwise leave beside them, of other shifts.
+    pub fn remove_stale_dose_weighted(&self) -> Result<()> {
+        match std::fs::remove_file(&self.mrc_dw) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove the stale {}", self.mrc_dw.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The five paths every run writes.
     pub fn all(&self) -> [&Path; 5] {
         [&self.csv, &self.json, &self.mrc, &self.png, &self.drift]
     }

@@ -17,7 +17,9 @@ use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use ufunc::registration::{align_movie, AlignOptions, FrameSource};
+use ufunc::registration::{
+    align_movie, dose_weighted_sum, AlignOptions, DoseWeighting, FrameSource,
+};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +136,15 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             });
             match owner {
                 Ok((true, _, report)) => match differences(&depends_on(&report), &wanted) {
+                    None if settings.dose.is_some() && !outputs.mrc_dw.is_file() => {
+                        Status::Failed(format!(
+                            "{}: its results {name}.* in {} lack {}; the others are left as \
+                             they are (--force redoes them)",
+                            path.display(),
+                            out_dir.display(),
+                            outputs.mrc_dw.display()
+                        ))
+                    }
                     None => Status::Skipped,
                     Some(differences) => Status::Failed(format!(
                         "{}: its results {name}.* in {} were made with other settings \
@@ -260,13 +271,15 @@ fn is_movie(path: &Path) -> bool {
     EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
 }
 
-/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`): with the default
+/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`, or
+/// `NAME.aligned_DW.mrc`): with the default
 /// output folder, beside the movies, a rerun over the folder (or a glob such as `*.mrc`, or a
 /// shard listing it after other jobs wrote there) would take it for a movie.
 fn is_result(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.to_ascii_lowercase().ends_with(".aligned.mrc"))
+        .map(|n| n.to_ascii_lowercase())
+        .is_some_and(|n| n.ends_with(".aligned.mrc") || n.ends_with(".aligned_dw.mrc"))
 }
 
 /// Whether `theirs`, the movie a results report names ([`MovieMeta::report_name`]: its
@@ -373,6 +386,8 @@ pub struct Settings {
     pub bin: f64,
     /// `--pixel-size`, if given.
     pub pixel_size: Option<f32>,
+    /// `--dose-per-frame` and its companions: the exposure-weighted sum is written too.
+    pub dose: Option<DoseReport>,
 }
 
 impl Settings {
@@ -387,6 +402,33 @@ impl Settings {
             }),
             bin: args.bin,
             pixel_size: args.pixel_size,
+            dose: args.dose_per_frame.map(|per_frame| DoseReport {
+                per_frame,
+                pre_exposure: args.pre_exposure.unwrap_or(0.0),
+                voltage_kv: args.voltage.unwrap_or(300.0),
+            }),
+        }
+    }
+}
+
+/// How the movies were exposed, as `--dose-per-frame`, `--pre-exposure` and `--voltage` say.
+#[derive(Serialize, Clone)]
+pub struct DoseReport {
+    /// e/Å² per frame.
+    pub per_frame: f64,
+    /// e/Å² before the first frame.
+    pub pre_exposure: f64,
+    pub voltage_kv: f64,
+}
+
+impl DoseReport {
+    /// The weighting of frames of `pixel_size` Å.
+    fn weighting(&self, pixel_size: f32) -> DoseWeighting {
+        DoseWeighting {
+            exposure_per_frame: self.per_frame,
+            pre_exposure: self.pre_exposure,
+            voltage_kv: self.voltage_kv,
+            pixel_size: pixel_size as f64,
         }
     }
 }
@@ -511,6 +553,9 @@ struct Timing {
     read_s: f64,
     /// The same per frame, milliseconds.
     per_frame_ms: f64,
+    /// Reading the frames again and summing them weighted by their exposure, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dose_weighting_s: Option<f64>,
     /// Writing the results, seconds.
     write_s: f64,
 }
@@ -527,6 +572,16 @@ pub fn align_and_write(
     let (ny, nx) = source.frame_shape();
     let n = source.len();
     let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
+    // Known before aligning, so that a movie that cannot be weighted fails at once.
+    let dose = match (&meta.settings.dose, meta.pixel_size) {
+        (None, _) => None,
+        (Some(dose), Some(pixel_size)) => Some(dose.weighting(pixel_size)),
+        (Some(_), None) => bail!(
+            "{}: --dose-per-frame needs the frames' pixel size, which the movie's header does \
+             not give: pass --pixel-size",
+            meta.movie
+        ),
+    };
     let start = Instant::now();
     let mut source = TimedReads {
         source,
@@ -551,6 +606,21 @@ pub fn align_and_write(
         crate::io::mrc::write_mrc(w, sum.view(), pixel_size.unwrap_or(1.0), &label)
     })?;
     staging.write(&outputs.png, |w| write_preview(w, sum.view()))?;
+    let dose_weighting_s = match &dose {
+        Some(dose) => {
+            let weighting = Instant::now();
+            let weighted = dose_weighted_sum(&mut source, &alignment.shifts, dose, options.target)
+                .map_err(crate::cli::name_the_flag)
+                .with_context(|| format!("{}: dose weighting failed", meta.movie))?;
+            let weighted = fourier_crop(weighted.view(), sum_shape)?;
+            staging.write(&outputs.mrc_dw, |w| {
+                let label = format!("ufunc phase_correlation: dose-weighted sum of {n} frames");
+                crate::io::mrc::write_mrc(w, weighted.view(), pixel_size.unwrap_or(1.0), &label)
+            })?;
+            Some(weighting.elapsed().as_secs_f64())
+        }
+        None => None,
+    };
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -563,6 +633,7 @@ pub fn align_and_write(
         align_s,
         read_s,
         per_frame_ms: 1e3 * align_s / n as f64,
+        dose_weighting_s,
         write_s,
     };
     let report = Report {
@@ -580,12 +651,15 @@ pub fn align_and_write(
         iterations: alignment.iterations,
         converged: alignment.converged,
         unregistered_frames: &unregistered_frames,
-        timing: timing(written.elapsed().as_secs_f64()),
+        timing: timing(written.elapsed().as_secs_f64() - dose_weighting_s.unwrap_or(0.0)),
         rms_error_px: rms_error,
         shifts: &rows,
     };
     staging.write(&outputs.json, |w| write_json(w, &report))?;
     staging.commit()?;
+    if dose.is_none() {
+        outputs.remove_stale_dose_weighted()?;
+    }
     let max_shift = alignment
         .shifts
         .iter()
@@ -1384,6 +1458,120 @@ mod tests {
             (&report["settings"]["bin"], &report["sum_shape"]),
             (&2.0.into(), &serde_json::json!([8, 10]))
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--dose-per-frame` writes `NAME.aligned_DW.mrc` beside the plain sum: at a vanishing
+    /// exposure every weight is 1 and it is the plain sum over sqrt(frames) (the same shifts
+    /// applied); at a real one its mean is still that (zero frequency is never weighted down)
+    /// but its fine detail is weaker. The JSON records the exposure; results made without it,
+    /// or missing the weighted sum, are not skipped on; a forced rerun without it removes it.
+    #[test]
+    fn dose_weighting_writes_a_weighted_sum() {
+        let dir = temp_dir("dose");
+        let movie = [fixture("movie_stack.mrcs")];
+        let base = ["--upsample", "4", "--iterations", "2"];
+        let read = |path: PathBuf| crate::io::Movie::open(&path).unwrap().read_all().unwrap();
+        let sums = |out: &Path| {
+            let plain = read(out.join("movie_stack.aligned.mrc"));
+            let frames = crate::io::Movie::open(Path::new(&movie[0])).unwrap().len();
+            (
+                plain / (frames as f32).sqrt(),
+                read(out.join("movie_stack.aligned_DW.mrc")),
+            )
+        };
+        let (faint, real) = (dir.join("faint"), dir.join("real"));
+        let faint_flags = [&base[..], &["--dose-per-frame", "1e-6"]].concat();
+        assert_eq!(run_with(&faint, &movie, &faint_flags).done(), 1);
+        let (plain, weighted) = sums(&faint);
+        let scale = plain.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = (&plain - &weighted)
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()));
+        assert!(worst < 1e-4 * scale, "{worst} of {scale}");
+
+        let real_flags = [
+            &base[..],
+            &[
+                "--dose-per-frame",
+                "20",
+                "--pre-exposure",
+                "3",
+                "--voltage",
+                "200",
+            ],
+        ]
+        .concat();
+        assert_eq!(run_with(&real, &movie, &real_flags).done(), 1);
+        let (plain, weighted) = sums(&real);
+        let mean = |a: &ndarray::Array3<f32>| a.mean().unwrap();
+        assert!((mean(&plain) - mean(&weighted)).abs() < 1e-4 * mean(&plain).abs());
+        let spread = |a: &ndarray::Array3<f32>| a.std(0.0);
+        assert!(
+            spread(&weighted) < 0.95 * spread(&plain),
+            "{} {}",
+            spread(&weighted),
+            spread(&plain)
+        );
+        let report = std::fs::read_to_string(real.join("movie_stack.shifts.json")).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(
+            report["settings"]["dose"],
+            serde_json::json!({"per_frame": 20.0, "pre_exposure": 3.0, "voltage_kv": 200.0})
+        );
+        assert!(report["timing"]["dose_weighting_s"].as_f64().is_some());
+        let dw = real.join("movie_stack.aligned_DW.mrc");
+        assert!(is_result(&dw));
+
+        // Without the exposure, a rerun names it as a setting that differs.
+        let without = run_with(&real, &movie, &base);
+        let Status::Failed(error) = &without.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(error.contains("settings.dose"), "{error}");
+        // With it but the weighted sum removed, the results are not taken as finished.
+        std::fs::remove_file(&dw).unwrap();
+        let lacking = run_with(&real, &movie, &real_flags);
+        let Status::Failed(error) = &lacking.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(
+            error.contains("lack") && error.contains("aligned_DW.mrc"),
+            "{error}"
+        );
+        assert_eq!(
+            run_with(&real, &movie, &[&real_flags[..], &["--force"]].concat()).done(),
+            1
+        );
+        assert!(dw.is_file());
+        // Redone without it, the weighted sum of the other run is removed.
+        assert_eq!(
+            run_with(&real, &movie, &[&base[..], &["--force"]].concat()).done(),
+            1
+        );
+        assert!(!dw.exists());
+
+        // A movie without a pixel size needs --pixel-size.
+        let npy = [fixture("movie_u16.npy")];
+        let failed = run_with(&dir.join("npy"), &npy, &faint_flags);
+        let Status::Failed(error) = &failed.outcomes[0].status else {
+            panic!("not failed")
+        };
+        assert!(error.contains("pass --pixel-size"), "{error}");
+        let given = [&faint_flags[..], &["--pixel-size", "1.2"]].concat();
+        assert_eq!(run_with(&dir.join("npy"), &npy, &given).done(), 1);
+
+        // The flags' values and companions are checked before any movie is read.
+        for (flags, says) in [
+            (&["--dose-per-frame", "0"][..], "--dose-per-frame"),
+            (&["--dose-per-frame", "1", "--voltage", "120"], "300 or 200"),
+            (&["--pre-exposure", "2"], "--dose-per-frame"),
+            (&["--voltage", "300"], "--dose-per-frame"),
+        ] {
+            let argv = [&["phase_correlation", "m.mrc"][..], flags].concat();
+            let err = Args::try_parse_from(argv).unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
