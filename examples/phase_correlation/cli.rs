@@ -84,14 +84,15 @@ pub struct Args {
     pub pixel_size: Option<f32>,
     /// Also write NAME.aligned_DW.mrc, the sum weighted by exposure (Grant & Grigorieff 2015,
     /// as MotionCor2's -FmDose and RELION's --dose_per_frame): electrons per Å² in each frame.
-    /// Needs the pixel size (the movie's header's, or --pixel-size).
+    /// Needs the pixel size (the movie's header's, or --pixel-size where it says none or 1 Å).
     #[arg(long, allow_hyphen_values = true, value_name = "E_PER_A2", value_parser = exposure)]
     pub dose_per_frame: Option<f64>,
-    /// Electrons per Å² before the first frame, for --dose-per-frame (it lowers every frame's
-    /// weights alike, so it changes the weighted sum only where they underflow) [default: 0].
+    /// Electrons per Å² before the first frame, for --dose-per-frame: recorded, but it changes
+    /// nothing in the weighted sum (it lowers every frame's weights alike) [default: 0].
     #[arg(long, allow_hyphen_values = true, value_name = "E_PER_A2", value_parser = pre_exposure, requires = "dose_per_frame")]
     pub pre_exposure: Option<f64>,
-    /// The microscope's voltage for --dose-per-frame: 300 or 200 kV [default: 300].
+    /// The microscope's voltage for --dose-per-frame: 300 or 200 kV (the tools disagree on
+    /// lower ones) [default: 300].
     #[arg(long, allow_hyphen_values = true, value_name = "KV", value_parser = voltage, requires = "dose_per_frame")]
     pub voltage: Option<f64>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.

@@ -575,6 +575,12 @@ pub fn align_and_write(
     // Known before aligning, so that a movie that cannot be weighted fails at once.
     let dose = match (&meta.settings.dose, meta.pixel_size) {
         (None, _) => None,
+        // Writers that know no pixel size put 1 Å in an MRC header.
+        (Some(_), Some(1.0)) if meta.settings.pixel_size.is_none() => bail!(
+            "{}: --dose-per-frame needs the frames' pixel size, and the movie's header says \
+             1 Å, which writers put where they know none: pass --pixel-size (1 if it is)",
+            meta.movie
+        ),
         (Some(dose), Some(pixel_size)) => Some(dose.weighting(pixel_size)),
         (Some(_), None) => bail!(
             "{}: --dose-per-frame needs the frames' pixel size, which the movie's header does \
@@ -656,10 +662,12 @@ pub fn align_and_write(
         shifts: &rows,
     };
     staging.write(&outputs.json, |w| write_json(w, &report))?;
-    staging.commit()?;
+    // Before the new results replace the old: a weighted sum left beside them would be of
+    // other shifts, and a rerun without the exposure would skip on them.
     if dose.is_none() {
         outputs.remove_stale_dose_weighted()?;
     }
+    staging.commit()?;
     let max_shift = alignment
         .shifts
         .iter()
@@ -742,6 +750,14 @@ mod tests {
         argv.extend(movies.iter().cloned());
         argv.extend(extra.iter().map(|s| s.to_string()));
         run(&Args::parse_from(argv), Progress::Quiet).unwrap()
+    }
+
+    /// The error of the first movie of `summary`, which must have failed.
+    fn failure(summary: &Summary) -> String {
+        match &summary.outcomes[0].status {
+            Status::Failed(error) => error.clone(),
+            _ => panic!("not failed"),
+        }
     }
 
     fn statuses(summary: &Summary) -> Vec<(String, &'static str)> {
@@ -1524,17 +1540,11 @@ mod tests {
         assert!(is_result(&dw));
 
         // Without the exposure, a rerun names it as a setting that differs.
-        let without = run_with(&real, &movie, &base);
-        let Status::Failed(error) = &without.outcomes[0].status else {
-            panic!("not failed")
-        };
+        let error = failure(&run_with(&real, &movie, &base));
         assert!(error.contains("settings.dose"), "{error}");
         // With it but the weighted sum removed, the results are not taken as finished.
         std::fs::remove_file(&dw).unwrap();
-        let lacking = run_with(&real, &movie, &real_flags);
-        let Status::Failed(error) = &lacking.outcomes[0].status else {
-            panic!("not failed")
-        };
+        let error = failure(&run_with(&real, &movie, &real_flags));
         assert!(
             error.contains("lack") && error.contains("aligned_DW.mrc"),
             "{error}"
@@ -1553,13 +1563,20 @@ mod tests {
 
         // A movie without a pixel size needs --pixel-size.
         let npy = [fixture("movie_u16.npy")];
-        let failed = run_with(&dir.join("npy"), &npy, &faint_flags);
-        let Status::Failed(error) = &failed.outcomes[0].status else {
-            panic!("not failed")
-        };
+        let error = failure(&run_with(&dir.join("npy"), &npy, &faint_flags));
         assert!(error.contains("pass --pixel-size"), "{error}");
         let given = [&faint_flags[..], &["--pixel-size", "1.2"]].concat();
         assert_eq!(run_with(&dir.join("npy"), &npy, &given).done(), 1);
+        // Nor one whose header says 1 Å, which may mean none.
+        let one_angstrom = dir.join("one_angstrom.mrc");
+        let frame = ndarray::Array2::from_shape_fn((16, 20), |(y, x)| (y * x) as f32);
+        let mut file = std::fs::File::create(&one_angstrom).unwrap();
+        crate::io::mrc::write_mrc(&mut file, frame.view(), 1.0, "1 A").unwrap();
+        let one = [one_angstrom.display().to_string()];
+        let error = failure(&run_with(&dir.join("one"), &one, &faint_flags));
+        assert!(error.contains("header says 1 Å"), "{error}");
+        let confirmed = [&faint_flags[..], &["--pixel-size", "1"]].concat();
+        assert_eq!(run_with(&dir.join("one"), &one, &confirmed).done(), 1);
 
         // The flags' values and companions are checked before any movie is read.
         for (flags, says) in [

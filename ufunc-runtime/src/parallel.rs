@@ -24,6 +24,15 @@ impl Threads {
             Threads::All => rayon::current_num_threads(),
         }
     }
+
+    /// The fewest items a piece of a rayon iterator may hold (`with_min_len`): with `One` it is
+    /// never split, so all of it runs on the calling thread.
+    pub(crate) fn min_len(self) -> usize {
+        match self {
+            Threads::One => usize::MAX,
+            Threads::All => 1,
+        }
+    }
 }
 
 /// How a kind of work is cut.

@@ -563,14 +563,16 @@ pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     let mut total = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut spectrum = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
-    let mut weights = dose.map(|d| FrameWeights::new(d, (ny, nx))).transpose()?;
+    let mut weights = dose
+        .map(|d| FrameWeights::new(d, (ny, nx), threads))
+        .transpose()?;
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
         add_shifted(&mut total, &spectrum, shift, nx, threads, weights.as_mut());
     }
     if let Some(weights) = &weights {
-        weights.normalise(&mut total);
+        weights.normalise(&mut total, threads);
     }
     let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
     plan.inverse(&total, &mut sum, threads)?;
@@ -985,11 +987,7 @@ fn add_shifted(
     let cols = spectrum.ncols().max(1);
     let total = total.as_slice_mut().expect("a standard-layout spectrum");
     let spectrum = spectrum.as_slice().expect("a standard-layout spectrum");
-    // With one thread the rows are not split: all are added on the calling thread.
-    let min_rows = match threads {
-        Threads::One => usize::MAX,
-        Threads::All => 1,
-    };
+    let min_rows = threads.min_len();
     let rows = total
         .par_chunks_mut(cols)
         .zip(spectrum.par_chunks(cols))

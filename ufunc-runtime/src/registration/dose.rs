@@ -19,10 +19,14 @@ use rayon::prelude::*;
 pub struct DoseWeighting {
     /// Electrons per Å² in each frame (> 0).
     pub exposure_per_frame: f64,
-    /// Electrons per Å² the specimen received before the first frame (default 0).
+    /// Electrons per Å² the specimen received before the first frame (default 0). It lowers
+    /// every frame's weights by the same factor, which the sum's normalisation cancels: it is
+    /// kept for the record and checked, and changes no sum.
     pub pre_exposure: f64,
     /// The microscope's accelerating voltage in kV: 300 (the measured model) or 200 (its
-    /// exposures count 1/0.8 as much, as RELION counts them).
+    /// exposures count 1/0.8 as much, as RELION and cisTEM count them). Lower voltages are
+    /// refused: the tools scale them differently (at 100 kV RELION by 1/0.64, cisTEM by
+    /// 1/0.532; MotionCor3 at 120 kV by 1/0.45).
     pub voltage_kv: f64,
     /// The frames' pixel size in Å.
     pub pixel_size: f64,
@@ -51,25 +55,30 @@ impl DoseWeighting {
         0.245 * frequency.powf(-1.665) + 2.81
     }
 
-    /// The 300-kV-equivalent exposure at the end of frame `frame` (from 0), e/Å².
-    pub fn exposure_after(&self, frame: usize) -> f64 {
-        let exposure = self.pre_exposure + self.exposure_per_frame * (frame + 1) as f64;
-        exposure / self.voltage_factor()
+    /// The 300-kV-equivalent exposure at the end of frame `frame` (from 0), e/Å²; an error
+    /// where the weighting's values are not ones it can weigh by.
+    pub fn exposure_after(&self, frame: usize) -> Result<f64> {
+        self.check()?;
+        Ok(self.equivalent_exposure(frame))
     }
 
     /// Frame `frame`'s weight at spatial frequency `frequency` (1/Å): `exp(-N / (2 Ne))`,
     /// `N` its [`exposure_after`](Self::exposure_after).
-    pub fn weight(&self, frame: usize, frequency: f64) -> f64 {
-        (-self.exposure_after(frame) / (2.0 * Self::critical_exposure(frequency))).exp()
+    pub fn weight(&self, frame: usize, frequency: f64) -> Result<f64> {
+        let exposure = self.exposure_after(frame)?;
+        Ok((-exposure / (2.0 * Self::critical_exposure(frequency))).exp())
     }
 
-    /// How much less a 300 kV electron damages than one of this voltage's.
-    fn voltage_factor(&self) -> f64 {
-        if (self.voltage_kv - 200.0).abs() <= 2.0 {
+    /// [`exposure_after`](Self::exposure_after) of checked values.
+    fn equivalent_exposure(&self, frame: usize) -> f64 {
+        let exposure = self.pre_exposure + self.exposure_per_frame * (frame + 1) as f64;
+        // At 200 kV an electron damages as 1/0.8 of one at 300 kV (RELION's and cisTEM's).
+        let voltage_factor = if (self.voltage_kv - 200.0).abs() <= 2.0 {
             0.8
         } else {
             1.0
-        }
+        };
+        exposure / voltage_factor
     }
 
     fn check(&self) -> Result<()> {
@@ -97,7 +106,8 @@ impl DoseWeighting {
             return bad(
                 "voltage_kv",
                 format!(
-                    "the exposure model is known at 300 kV and 200 kV only, got {voltage_kv} kV"
+                    "must be 300 or 200 kV, where the tools agree on the exposure model, got \
+                     {voltage_kv} kV"
                 ),
             );
         }
@@ -170,30 +180,38 @@ pub(super) struct FrameWeights {
 }
 
 impl FrameWeights {
-    /// The weights of frame 0 of a `(ny, nx)` movie, for its half spectra.
-    pub(super) fn new(dose: &DoseWeighting, (ny, nx): (usize, usize)) -> Result<FrameWeights> {
+    /// The weights of frame 0 of a `(ny, nx)` movie, for its half spectra, of checked
+    /// `dose`. Every frame's weights are scaled so that frame 0's are 1 (a factor common to
+    /// all frames, which the normalisation cancels): the first frame's own, after a large
+    /// pre-exposure, would underflow in f32 at high frequencies, and their squares with them.
+    pub(super) fn new(
+        dose: &DoseWeighting,
+        (ny, nx): (usize, usize),
+        threads: Threads,
+    ) -> Result<FrameWeights> {
         let shape = Ix2(ny, nx / 2 + 1);
         let mut weights = FrameWeights {
             weight: try_zeroed_fft(&shape)?,
             step: try_zeroed_fft(&shape)?,
             squares: try_zeroed_fft(&shape)?,
         };
-        let (first, step) = (
-            dose.exposure_after(0),
-            dose.exposure_after(1) - dose.exposure_after(0),
-        );
+        let step = dose.equivalent_exposure(1) - dose.equivalent_exposure(0);
         let pixel = dose.pixel_size;
-        weights.par_rows().enumerate().for_each(|(ky, row)| {
-            let fy = signed_bin(ky, ny) / ny as f64;
-            for (kx, (w, s)) in row.weight.iter_mut().zip(row.step.iter_mut()).enumerate() {
-                let fx = kx as f64 / nx as f64;
-                let frequency = fy.hypot(fx) / pixel;
-                // 1 / (2 Ne): 0 at zero frequency, where Ne is infinite.
-                let rate = 0.5 / DoseWeighting::critical_exposure(frequency);
-                *w = (-first * rate).exp() as f32;
-                *s = (-step * rate).exp() as f32;
-            }
-        });
+        weights
+            .par_rows()
+            .enumerate()
+            .with_min_len(threads.min_len())
+            .for_each(|(ky, row)| {
+                let fy = signed_bin(ky, ny) / ny as f64;
+                row.weight.fill(1.0);
+                for (kx, s) in row.step.iter_mut().enumerate() {
+                    let fx = kx as f64 / nx as f64;
+                    let frequency = fy.hypot(fx) / pixel;
+                    // 1 / (2 Ne): 0 at zero frequency, where Ne is infinite.
+                    let rate = 0.5 / DoseWeighting::critical_exposure(frequency);
+                    *s = (-step * rate).exp() as f32;
+                }
+            });
         Ok(weights)
     }
 
@@ -215,21 +233,19 @@ impl FrameWeights {
             })
     }
 
-    /// Divides every frequency of `total` by the root of its squared weights.
-    pub(super) fn normalise(&self, total: &mut Array2<Complex<f32>>) {
+    /// Divides every frequency of `total` by the root of its squared weights (at least 1:
+    /// frame 0's).
+    pub(super) fn normalise(&self, total: &mut Array2<Complex<f32>>, threads: Threads) {
         let total = total.as_slice_mut().expect("a standard-layout spectrum");
         let squares = self
             .squares
             .as_slice()
             .expect("weights made in standard layout");
-        total.par_iter_mut().zip(squares).for_each(|(t, &q)| {
-            // Weights that all underflowed leave nothing to scale.
-            *t = if q > 0.0 {
-                *t / q.sqrt()
-            } else {
-                Complex::new(0.0, 0.0)
-            };
-        });
+        total
+            .par_iter_mut()
+            .zip(squares)
+            .with_min_len(threads.min_len())
+            .for_each(|(t, &q)| *t /= q.sqrt());
     }
 }
 
@@ -296,7 +312,7 @@ mod tests {
                     signed_bin(ky, ny) / ny as f64,
                     signed_bin(kx, nx) / nx as f64,
                 );
-                let q = dose.weight(i, fy.hypot(fx) / dose.pixel_size);
+                let q = dose.weight(i, fy.hypot(fx) / dose.pixel_size).unwrap();
                 let ramp =
                     Complex64::from_polar(1.0, -2.0 * PI * (fy * shifts[i][0] + fx * shifts[i][1]));
                 total[[ky, kx]] += z * ramp * q;
@@ -387,7 +403,7 @@ mod tests {
         };
         let dose = DoseWeighting::new(2.0, 1.0);
         let (first, last) = (amplitude(0), amplitude(9));
-        let want = dose.weight(9, 0.25) / dose.weight(0, 0.25);
+        let want = dose.weight(9, 0.25).unwrap() / dose.weight(0, 0.25).unwrap();
         assert!(
             ((last / first) - want).abs() < 1e-4,
             "{last} / {first}, not {want}"
@@ -403,15 +419,46 @@ mod tests {
             voltage_kv: 200.0,
             pixel_size: 1.0,
         };
-        assert!((dose.exposure_after(0) - 3.5 / 0.8).abs() < 1e-12);
-        assert!((dose.exposure_after(3) - 8.0 / 0.8).abs() < 1e-12);
-        assert_eq!(dose.weight(5, 0.0), 1.0);
+        let exposure = |d: &DoseWeighting, frame| d.exposure_after(frame).unwrap();
+        let weight = |d: &DoseWeighting, frame, k| d.weight(frame, k).unwrap();
+        assert!((exposure(&dose, 0) - 3.5 / 0.8).abs() < 1e-12);
+        assert!((exposure(&dose, 3) - 8.0 / 0.8).abs() < 1e-12);
+        assert_eq!(weight(&dose, 5, 0.0), 1.0);
         let at_300 = DoseWeighting {
             voltage_kv: 300.0,
             ..dose
         };
-        assert!((at_300.exposure_after(3) - 8.0).abs() < 1e-12);
-        assert!(dose.weight(3, 0.3) < at_300.weight(3, 0.3));
+        assert!((exposure(&at_300, 3) - 8.0).abs() < 1e-12);
+        assert!(weight(&dose, 3, 0.3) < weight(&at_300, 3, 0.3));
+        // Values the weighting cannot weigh by are errors here too, not a 300 kV weight.
+        let at_120 = DoseWeighting {
+            voltage_kv: 120.0,
+            ..dose
+        };
+        assert!(at_120
+            .weight(0, 0.1)
+            .unwrap_err()
+            .to_string()
+            .contains("120 kV"));
+    }
+
+    /// A pre-exposure scales every frame's weights alike, which the normalisation cancels:
+    /// however large (a late tilt of a tomogram), it leaves the sum as it is, though the
+    /// first frame's own weight at high frequencies underflows in f32.
+    #[test]
+    fn a_large_pre_exposure_changes_nothing() {
+        let mut movie = noise_movie(5, (24, 24), 11);
+        let shifts = [[0.0, 0.0], [1.0, 2.0], [-1.0, 0.0], [2.0, -3.0], [0.0, 1.0]];
+        let fresh = DoseWeighting::new(3.0, 0.5);
+        let late = DoseWeighting {
+            pre_exposure: 2000.0,
+            ..fresh
+        };
+        assert_eq!(late.weight(0, 1.0).unwrap() as f32, 0.0);
+        let mut sum = |dose| dose_weighted_sum(&mut movie, &shifts, &dose, Target::Cpu).unwrap();
+        let (a, b) = (sum(fresh), sum(late));
+        let worst = (&a - &b).iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(worst < 1e-5, "{worst}");
     }
 
     #[test]
