@@ -17,7 +17,7 @@ use ufunc::Target;
 /// Drift correction of electron-microscopy movies by phase correlation: every frame is
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
-/// (and NAME.aligned_DW.mrc with --dose-per-frame).
+/// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -95,6 +95,10 @@ pub struct Args {
     /// lower ones) [default: 300].
     #[arg(long, allow_hyphen_values = true, value_name = "KV", value_parser = voltage, requires = "dose_per_frame")]
     pub voltage: Option<f64>,
+    /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global
+    /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
+    #[arg(long)]
+    pub relion_star: bool,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,

@@ -58,6 +58,8 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
                 gain: None,
                 ..Settings::of(args)
             },
+            // No file of it for RELION to read.
+            relion_star: false,
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

@@ -19,6 +19,8 @@ pub struct OutputPaths {
     pub drift: PathBuf,
     /// The exposure-weighted sum, written with `--dose-per-frame`.
     pub mrc_dw: PathBuf,
+    /// RELION's motion metadata, written with `--relion-star`.
+    pub star: PathBuf,
 }
 
 impl OutputPaths {
@@ -33,15 +35,17 @@ impl OutputPaths {
             png: at("aligned.png"),
             drift: at("drift.png"),
             mrc_dw: at("aligned_DW.mrc"),
+            star: dir.join(format!("{name}.star")),
         }
     }
 
-    /// Removes the exposure-weighted sum of an earlier run, which results made without
-    /// `--dose-per-frame` would otherwise leave beside them, of other shifts.
-    pub fn remove_stale_dose_weighted(&self) -> Result<()> {
-        match std::fs::remove_file(&self.mrc_dw) {
+    /// Removes `path`, a result of an earlier run that this run does not write (the weighted
+    /// sum without `--dose-per-frame`, the STAR without `--relion-star`): left beside the new
+    /// results it would be of other shifts.
+    pub fn remove_stale(path: &Path) -> Result<()> {
+        match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("cannot remove the stale {}", self.mrc_dw.display()))
+                Err(e).with_context(|| format!("cannot remove the stale {}", path.display()))
             }
             _ => Ok(()),
         }
@@ -193,6 +197,66 @@ pub fn write_csv(out: &mut impl Write, rows: &[FrameRow]) -> Result<()> {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
+
+/// What RELION's motion metadata of a movie says besides its shifts.
+pub struct StarGeneral<'a> {
+    /// `(rows, cols)` of a frame, and the number of frames.
+    pub frame_shape: (usize, usize),
+    pub frames: usize,
+    pub movie: &'a str,
+    pub gain: Option<&'a str>,
+    pub binning: f64,
+    pub pixel_size: Option<f32>,
+    /// e/Å² per frame, before the first, and kV.
+    pub dose: Option<(f64, f64, f64)>,
+}
+
+/// Writes a movie's motion as RELION's motion correction does (`Micrograph::write`): its
+/// `data_general` block, and `data_global_shift` with each frame's (1-based) shift in the
+/// movie's pixels. RELION's shift is what moves a frame onto the first (its
+/// `realSpaceInterpolation` adds the frame at `x - shift`), which is `dx`, `dy` as they are.
+pub fn write_relion_star(
+    out: &mut impl Write,
+    general: &StarGeneral<'_>,
+    rows: &[FrameRow],
+) -> Result<()> {
+    for path in std::iter::once(general.movie).chain(general.gain) {
+        if path.chars().any(char::is_whitespace) {
+            anyhow::bail!(
+                "a RELION STAR file cannot name {path:?}: its words would be read as values"
+            );
+        }
+    }
+    let (ny, nx) = general.frame_shape;
+    writeln!(out, "# version 30001\n\ndata_general\n")?;
+    writeln!(out, "_rlnImageSizeX {nx}")?;
+    writeln!(out, "_rlnImageSizeY {ny}")?;
+    writeln!(out, "_rlnImageSizeZ {}", general.frames)?;
+    writeln!(out, "_rlnMicrographMovieName {}", general.movie)?;
+    if let Some(gain) = general.gain {
+        writeln!(out, "_rlnMicrographGainName {gain}")?;
+    }
+    writeln!(out, "_rlnMicrographBinning {:.6}", general.binning)?;
+    if let Some(pixel_size) = general.pixel_size {
+        writeln!(out, "_rlnMicrographOriginalPixelSize {pixel_size:.6}")?;
+    }
+    if let Some((per_frame, pre_exposure, voltage_kv)) = general.dose {
+        writeln!(out, "_rlnMicrographDoseRate {per_frame:.6}")?;
+        writeln!(out, "_rlnMicrographPreExposure {pre_exposure:.6}")?;
+        writeln!(out, "_rlnVoltage {voltage_kv:.6}")?;
+    }
+    writeln!(out, "_rlnMicrographStartFrame 1")?;
+    writeln!(out, "_rlnMotionModelVersion 0\n")?;
+    writeln!(out, "\n# version 30001\n\ndata_global_shift\n\nloop_")?;
+    writeln!(out, "_rlnMicrographFrameNumber #1")?;
+    writeln!(out, "_rlnMicrographShiftX #2")?;
+    writeln!(out, "_rlnMicrographShiftY #3")?;
+    for r in rows {
+        writeln!(out, "{} {:.6} {:.6}", r.frame + 1, r.dx, r.dy)?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 
@@ -401,5 +465,20 @@ mod tests {
         // Row 0 (the smallest values) at the bottom.
         let bottom_left = pixels.len() - 100;
         assert_eq!((pixels[bottom_left], pixels[99]), (0, 255));
+    }
+
+    #[test]
+    fn a_star_cannot_name_a_path_with_spaces() {
+        let general = StarGeneral {
+            frame_shape: (4, 4),
+            frames: 1,
+            movie: "/data/my movie.tif",
+            gain: None,
+            binning: 1.0,
+            pixel_size: None,
+            dose: None,
+        };
+        let error = write_relion_star(&mut Vec::new(), &general, &[]).unwrap_err();
+        assert!(error.to_string().contains("my movie.tif"), "{error}");
     }
 }

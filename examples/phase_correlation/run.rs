@@ -3,10 +3,11 @@
 //! progress on the terminal (or log lines), and returns the summary.
 
 use crate::binning::{binned_shape, fourier_crop};
-use crate::cli::Args;
+use crate::cli::{Args, GainFlip};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
-    frame_rows, report_movie, write_csv, write_json, write_preview, OutputPaths, Staging,
+    frame_rows, report_movie, write_csv, write_json, write_preview, write_relion_star, OutputPaths,
+    Staging, StarGeneral,
 };
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
@@ -95,6 +96,24 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         "options": as_reported(&options_report(&options))?,
         "settings": as_reported(&settings)?,
     }));
+    // The results beyond the five that these arguments ask for, where they are missing.
+    let asked_for = |outputs: &OutputPaths| -> Vec<String> {
+        [
+            (settings.dose.is_some(), &outputs.mrc_dw),
+            (args.relion_star, &outputs.star),
+        ]
+        .into_iter()
+        .filter(|(asked, path)| *asked && !path.is_file())
+        .map(|(_, path)| path.display().to_string())
+        .collect()
+    };
+    if args.relion_star && (args.gain_rotate != 0 || args.gain_flip != GainFlip::None) {
+        bail!(
+            "--relion-star names the gain reference as a file, and RELION would read it as it \
+             is, not turned or flipped: save the gain as --gain-rotate/--gain-flip turn it and \
+             give that file instead"
+        );
+    }
     let bars = MultiProgress::with_draw_target(match progress {
         Progress::Bars => ProgressDrawTarget::stderr(),
         _ => ProgressDrawTarget::hidden(),
@@ -136,15 +155,13 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             });
             match owner {
                 Ok((true, _, report)) => match differences(&depends_on(&report), &wanted) {
-                    None if settings.dose.is_some() && !outputs.mrc_dw.is_file() => {
-                        Status::Failed(format!(
-                            "{}: its results {name}.* in {} lack {}; the others are left as \
-                             they are (--force redoes them)",
-                            path.display(),
-                            out_dir.display(),
-                            outputs.mrc_dw.display()
-                        ))
-                    }
+                    None if !asked_for(&outputs).is_empty() => Status::Failed(format!(
+                        "{}: its results {name}.* in {} lack {}; the others are left as they \
+                         are (--force redoes them)",
+                        path.display(),
+                        out_dir.display(),
+                        asked_for(&outputs).join(" and ")
+                    )),
                     None => Status::Skipped,
                     Some(differences) => Status::Failed(format!(
                         "{}: its results {name}.* in {} were made with other settings \
@@ -193,6 +210,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                     title: name.clone(),
                     pixel_size: args.pixel_size.or(movie.pixel_size()),
                     settings: settings.clone(),
+                    relion_star: args.relion_star,
                 };
                 let mut source = Ticking {
                     movie: &mut movie,
@@ -370,6 +388,8 @@ pub struct MovieMeta {
     /// Å, as `--pixel-size` or the movie's header gives it (unknown: 1 in the sum's header).
     pub pixel_size: Option<f32>,
     pub settings: Settings,
+    /// `--relion-star`: RELION's motion metadata is written too.
+    pub relion_star: bool,
 }
 
 /// What a movie's results depend on besides the movie and the alignment's options: a rerun
@@ -664,8 +684,26 @@ pub fn align_and_write(
     staging.write(&outputs.json, |w| write_json(w, &report))?;
     // Before the new results replace the old: a weighted sum left beside them would be of
     // other shifts, and a rerun without the exposure would skip on them.
+    if meta.relion_star {
+        let general = StarGeneral {
+            frame_shape: (ny, nx),
+            frames: n,
+            movie: &meta.report_name,
+            gain: meta.settings.gain.as_ref().map(|g| g.path.as_str()),
+            binning: meta.settings.bin,
+            pixel_size: meta.pixel_size,
+            dose: meta
+                .settings
+                .dose
+                .as_ref()
+                .map(|d| (d.per_frame, d.pre_exposure, d.voltage_kv)),
+        };
+        staging.write(&outputs.star, |w| write_relion_star(w, &general, &rows))?;
+    } else {
+        OutputPaths::remove_stale(&outputs.star)?;
+    }
     if dose.is_none() {
-        outputs.remove_stale_dose_weighted()?;
+        OutputPaths::remove_stale(&outputs.mrc_dw)?;
     }
     staging.commit()?;
     let max_shift = alignment
@@ -1592,6 +1630,108 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--relion-star` writes RELION's motion metadata: the general block as RELION's
+    /// `Micrograph::write` has it, and each frame's 1-based number with `dx`, `dy` of the CSV.
+    /// It is required of a rerun that asks for it, removed by one that does not, and refused
+    /// with a turned gain, which RELION would read unturned.
+    #[test]
+    fn relion_star_holds_the_shifts() {
+        let dir = temp_dir("star");
+        let movie = [fixture("movie_stack.mrcs")];
+        let gain = fixture("gain.mrc");
+        let flags = [
+            "--upsample",
+            "4",
+            "--iterations",
+            "2",
+            "--gain",
+            &gain,
+            "--dose-per-frame",
+            "1.2",
+        ];
+        let star_flags = [&flags[..], &["--relion-star"]].concat();
+        assert_eq!(run_with(&dir, &movie, &star_flags).done(), 1);
+        let star = std::fs::read_to_string(dir.join("movie_stack.star")).unwrap();
+        let value = |label: &str| {
+            let line = star
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(label));
+            line.and_then(|l| l.split_whitespace().nth(1))
+                .map(str::to_owned)
+        };
+        let canonical_movie = canonical(Path::new(&movie[0])).display().to_string();
+        let canonical_gain = canonical(Path::new(&gain)).display().to_string();
+        for (label, want) in [
+            ("_rlnImageSizeX", "20"),
+            ("_rlnImageSizeY", "16"),
+            ("_rlnImageSizeZ", "3"),
+            ("_rlnMicrographMovieName", &canonical_movie),
+            ("_rlnMicrographGainName", &canonical_gain),
+            ("_rlnMicrographBinning", "1.000000"),
+            ("_rlnMicrographOriginalPixelSize", "1.060000"),
+            ("_rlnMicrographDoseRate", "1.200000"),
+            ("_rlnVoltage", "300.000000"),
+            ("_rlnMicrographStartFrame", "1"),
+            ("_rlnMotionModelVersion", "0"),
+        ] {
+            assert_eq!(value(label).as_deref(), Some(want), "{label}");
+        }
+        let loop_rows: Vec<Vec<f64>> = star
+            .split("data_global_shift")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let v: Option<Vec<f64>> = l.split_whitespace().map(|w| w.parse().ok()).collect();
+                v.filter(|v| v.len() == 3)
+            })
+            .collect();
+        let csv = std::fs::read_to_string(dir.join("movie_stack.shifts.csv")).unwrap();
+        let csv_rows: Vec<Vec<f64>> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|w| w.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(loop_rows.len(), 3);
+        for (star_row, csv_row) in loop_rows.iter().zip(&csv_rows) {
+            // frame,dy,dx: RELION's is 1-based, x then y.
+            assert_eq!(star_row[0], csv_row[0] + 1.0);
+            assert!(
+                (star_row[1] - csv_row[2]).abs() < 1e-4 && (star_row[2] - csv_row[1]).abs() < 1e-4
+            );
+        }
+
+        // Asked for again and missing, it is not taken as finished; not asked for, it goes.
+        std::fs::remove_file(dir.join("movie_stack.star")).unwrap();
+        let error = failure(&run_with(&dir, &movie, &star_flags));
+        assert!(
+            error.contains("lack") && error.contains("movie_stack.star"),
+            "{error}"
+        );
+        assert_eq!(
+            run_with(&dir, &movie, &[&star_flags[..], &["--force"]].concat()).done(),
+            1
+        );
+        assert_eq!(
+            run_with(&dir, &movie, &[&flags[..], &["--force"]].concat()).done(),
+            1
+        );
+        assert!(!dir.join("movie_stack.star").exists());
+
+        let turned = [&star_flags[..], &["--gain-rotate", "90"]].concat();
+        let argv = [
+            &["phase_correlation", "--out", dir.to_str().unwrap()][..],
+            &movie.iter().map(String::as_str).collect::<Vec<_>>(),
+            &turned,
+        ]
+        .concat();
+        let error = run(&Args::parse_from(argv), Progress::Quiet)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--relion-star"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A blank frame and passes that did not settle are said in the log line and the JSON.
     #[test]
     fn unregistered_frames_and_unsettled_passes_are_reported() {
@@ -1612,6 +1752,7 @@ mod tests {
             title: "blank".into(),
             pixel_size: None,
             settings: Settings::of(&Args::parse_from(["phase_correlation"])),
+            relion_star: false,
         };
         let outputs = OutputPaths::new(&out, "blank");
         let align = |max_iterations| {
