@@ -99,6 +99,19 @@ pub struct Args {
     /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
     #[arg(long)]
     pub relion_star: bool,
+    /// With --relion-star, also write FILE: RELION's micrographs STAR of this run's movies
+    /// (done, or skipped as finished), as its MotionCorr job's corrected_micrographs.star: the
+    /// optics groups, and each movie's sums, NAME.star and accumulated motion, for RELION's CTF
+    /// estimation and Bayesian polishing. Needs --dose-per-frame and --cs; rewritten by each run.
+    #[arg(long, value_name = "FILE", requires_all = ["relion_star", "dose_per_frame", "cs"])]
+    pub relion_micrographs: Option<PathBuf>,
+    /// The microscope's spherical aberration in mm, for --relion-micrographs (RELION requires
+    /// it of every optics group).
+    #[arg(long, allow_hyphen_values = true, value_name = "MM", value_parser = spherical_aberration, requires = "relion_micrographs")]
+    pub cs: Option<f64>,
+    /// The amplitude contrast, for --relion-micrographs [default: 0.1, as RELION's import].
+    #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", value_parser = amplitude_contrast, requires = "relion_micrographs")]
+    pub amplitude_contrast: Option<f64>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
@@ -256,6 +269,20 @@ fn voltage(s: &str) -> Result<f64, String> {
         |&kv: &f64| kv == 300.0 || kv == 200.0,
         "300 or 200 (kV: the exposure model is known at those)",
     )
+}
+
+/// `--cs`: mm, >= 0 (0 for a corrected microscope).
+fn spherical_aberration(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |cs: &f64| cs.is_finite() && *cs >= 0.0,
+        "a finite number of mm >= 0",
+    )
+}
+
+/// `--amplitude-contrast`: a fraction.
+fn amplitude_contrast(s: &str) -> Result<f64, String> {
+    number_in(s, |q| (0.0..1.0).contains(q), "in 0..1 (a fraction)")
 }
 
 /// `--align-size`: what `AlignOptions::max_size` allows.
@@ -433,7 +460,7 @@ mod tests {
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 17] = [
+        let cases: [(&[&str], &[&str]); 19] = [
             (
                 &["--bin", "0.5"],
                 &["'0.5'", "a finite factor >= 1 (1: no binning)"],
@@ -475,6 +502,8 @@ mod tests {
             ),
             (&["--upsample", "0"], &["'0'", "0 is not in 1.."]),
             (&["--iterations", "0"], &["'0'", "0 is not in 1.."]),
+            (&["--cs=-1"], &["'-1'", "a finite number of mm >= 0"]),
+            (&["--amplitude-contrast", "1"], &["'1'", "1 is not in 0..1"]),
         ];
         for (argv, says) in cases {
             let flag = argv[0].split('=').next().unwrap();
@@ -539,5 +568,43 @@ mod tests {
         let args = Args::parse_from(["phase_correlation", "--tolerance", "0", "m.mrc", "--force"]);
         assert_eq!((args.tolerance, args.force), (Some(0.0), true));
         assert_eq!(args.movies, ["m.mrc"]);
+    }
+
+    /// The micrographs STAR needs what RELION requires of it: the movies' STARs, the exposure
+    /// and the spherical aberration; its optics flags need it.
+    #[test]
+    fn relion_micrographs_needs_the_star_the_exposure_and_cs() {
+        let full = [
+            "phase_correlation",
+            "m.mrc",
+            "--relion-micrographs",
+            "mics.star",
+            "--relion-star",
+            "--dose-per-frame",
+            "1",
+            "--cs",
+            "2.7",
+        ];
+        let args = Args::try_parse_from(full).unwrap();
+        assert_eq!((args.cs, args.amplitude_contrast), (Some(2.7), None));
+        for (left_out, named) in [
+            (&full[4..5], "--relion-star"),
+            (&full[5..7], "--dose-per-frame"),
+            (&full[7..9], "--cs"),
+        ] {
+            let argv: Vec<&str> = full
+                .iter()
+                .filter(|a| !left_out.contains(a))
+                .copied()
+                .collect();
+            let err = Args::try_parse_from(argv).unwrap_err().to_string();
+            assert!(err.contains(named), "{left_out:?}: {err}");
+        }
+        for alone in [["--cs", "2.7"], ["--amplitude-contrast", "0.07"]] {
+            let err = Args::try_parse_from(["phase_correlation", "m.mrc", alone[0], alone[1]])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--relion-micrographs"), "{err}");
+        }
     }
 }

@@ -21,10 +21,10 @@ fn main() -> ExitCode {
     match run::run(&args, run::Progress::auto()) {
         Ok(summary) => {
             let _ = summary.print(&mut std::io::stdout().lock());
-            if summary.failed() > 0 {
-                ExitCode::FAILURE
-            } else {
+            if summary.succeeded() {
                 ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
             }
         }
         Err(e) => {

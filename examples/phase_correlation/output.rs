@@ -23,6 +23,10 @@ pub struct OutputPaths {
     pub star: PathBuf,
 }
 
+/// The suffixes of the aligned sums, `NAME.aligned.mrc` and `NAME.aligned_DW.mrc`: MRC files
+/// that this program writes and never takes for a movie.
+pub const SUM_SUFFIXES: [&str; 2] = ["aligned.mrc", "aligned_DW.mrc"];
+
 impl OutputPaths {
     /// `NAME.shifts.csv`, `NAME.shifts.json`, `NAME.aligned.mrc`, `NAME.aligned.png`,
     /// `NAME.drift.png` in `dir`.
@@ -31,10 +35,10 @@ impl OutputPaths {
         OutputPaths {
             csv: at("shifts.csv"),
             json: at("shifts.json"),
-            mrc: at("aligned.mrc"),
+            mrc: at(SUM_SUFFIXES[0]),
             png: at("aligned.png"),
             drift: at("drift.png"),
-            mrc_dw: at("aligned_DW.mrc"),
+            mrc_dw: at(SUM_SUFFIXES[1]),
             star: dir.join(format!("{name}.star")),
         }
     }
@@ -178,6 +182,181 @@ pub fn frame_rows(shifts: &[[f64; 2]], peaks: &[f64], truth: Option<&[[f64; 2]]>
         .collect()
 }
 
+/// A STAR table's opening: its block `data_NAME` and its loop's column labels, numbered.
+fn write_loop_header(out: &mut impl Write, name: &str, labels: &[&str]) -> Result<()> {
+    writeln!(out, "\n# version 30001\n\ndata_{name}\n\nloop_")?;
+    for (k, label) in labels.iter().enumerate() {
+        writeln!(out, "{label} #{}", k + 1)?;
+    }
+    Ok(())
+}
+
+/// `value` as one word of a STAR file, or an error where it has none or several.
+fn star_word(value: &str) -> Result<&str> {
+    if value.is_empty() || value.chars().any(char::is_whitespace) {
+        anyhow::bail!(
+            "a RELION STAR file cannot name {value:?}: its words would be read as values"
+        );
+    }
+    Ok(value)
+}
+
+/// The optics of the microscope, which every micrograph of a RELION micrographs STAR shares
+/// but for its pixel size.
+#[derive(Debug, Clone, Copy)]
+pub struct StarOptics {
+    pub voltage_kv: f64,
+    /// Spherical aberration, mm.
+    pub cs_mm: f64,
+    pub amplitude_contrast: f64,
+}
+
+/// A movie's row of RELION's micrographs STAR (see [`write_relion_micrographs`]).
+#[derive(Debug, Clone)]
+pub struct StarMicrograph {
+    /// The exposure-weighted sum, RELION's micrograph.
+    pub sum: String,
+    /// The plain sum, RELION's micrograph without dose weighting (for CTF estimation).
+    pub plain_sum: String,
+    /// The movie's motion metadata, `NAME.star`.
+    pub metadata: String,
+    /// Å: the movie's pixel, and the sum's (binned).
+    pub pixel_size: f32,
+    pub sum_pixel_size: f32,
+    pub motion: AccumulatedMotion,
+}
+
+/// The length of a movie's drift (RELION's `rlnAccumMotionTotal`, `Early` and `Late`): the
+/// sum of the distances from each frame's shift to the previous frame's, in the movie's
+/// pixels (as RELION's motion correction sums them, whatever its labels' help says), early
+/// for the frames whose number (from 1) is at most `(4 e/Å² - pre-exposure) / exposure per
+/// frame` (RELION's `--dose_motionstats_cutoff` of 4), late for the others.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccumulatedMotion {
+    pub total: f64,
+    pub early: f64,
+    pub late: f64,
+}
+
+/// RELION's default dose (e/Å²) that tells early motion from late.
+const EARLY_MOTION_DOSE: f64 = 4.0;
+
+impl AccumulatedMotion {
+    /// Of the shifts (dy, dx) of a movie exposed `per_frame` e/Å² a frame after `pre_exposure`.
+    pub fn of(shifts: &[[f64; 2]], per_frame: f64, pre_exposure: f64) -> AccumulatedMotion {
+        let cutoff_frame = (EARLY_MOTION_DOSE - pre_exposure) / per_frame;
+        let mut motion = AccumulatedMotion {
+            total: 0.0,
+            early: 0.0,
+            late: 0.0,
+        };
+        for (i, pair) in shifts.windows(2).enumerate() {
+            let step = (pair[1][0] - pair[0][0]).hypot(pair[1][1] - pair[0][1]);
+            motion.total += step;
+            // The later frame's number from 1.
+            if (i + 2) as f64 <= cutoff_frame {
+                motion.early += step;
+            } else {
+                motion.late += step;
+            }
+        }
+        motion
+    }
+}
+
+/// The name of the optics group of `mic` under `optics`: made of the values that define it,
+/// so that RELION's `relion_star_handler --combine`, which merges optics groups by name, puts
+/// the micrographs of several runs (`--shard`) with the same optics in one group and never
+/// those of different optics.
+fn optics_group_name(optics: &StarOptics, mic: &StarMicrograph) -> String {
+    format!(
+        "px{}A_sum{}A_{}kV_Cs{}mm_AC{}",
+        mic.pixel_size,
+        mic.sum_pixel_size,
+        optics.voltage_kv,
+        optics.cs_mm,
+        optics.amplitude_contrast
+    )
+}
+
+/// Writes RELION's micrographs STAR, as its motion correction's `corrected_micrographs.star`
+/// (`ObservationModel::save`): `data_optics`, one group per pixel size (RELION requires the
+/// voltage, the spherical aberration and a pixel size of each), then `data_micrographs`, a row
+/// per movie naming its sums, its motion metadata, its optics group (from 1) and its
+/// accumulated motion. RELION's CTF estimation and Bayesian polishing take it.
+pub fn write_relion_micrographs(
+    out: &mut impl Write,
+    optics: &StarOptics,
+    mics: &[StarMicrograph],
+) -> Result<()> {
+    let mut groups: Vec<(String, &StarMicrograph)> = Vec::new();
+    let mut group_of = Vec::with_capacity(mics.len());
+    for mic in mics {
+        let name = optics_group_name(optics, mic);
+        let index = match groups.iter().position(|(n, _)| *n == name) {
+            Some(index) => index,
+            None => {
+                groups.push((name, mic));
+                groups.len() - 1
+            }
+        };
+        group_of.push(index + 1);
+    }
+    write_loop_header(
+        out,
+        "optics",
+        &[
+            "_rlnOpticsGroupName",
+            "_rlnOpticsGroup",
+            "_rlnMicrographOriginalPixelSize",
+            "_rlnVoltage",
+            "_rlnSphericalAberration",
+            "_rlnAmplitudeContrast",
+            "_rlnMicrographPixelSize",
+        ],
+    )?;
+    for (k, (name, mic)) in groups.iter().enumerate() {
+        writeln!(
+            out,
+            "{name} {} {:.6} {:.6} {:.6} {:.6} {:.6}",
+            k + 1,
+            mic.pixel_size,
+            optics.voltage_kv,
+            optics.cs_mm,
+            optics.amplitude_contrast,
+            mic.sum_pixel_size
+        )?;
+    }
+    writeln!(out)?;
+    write_loop_header(
+        out,
+        "micrographs",
+        &[
+            "_rlnMicrographNameNoDW",
+            "_rlnMicrographName",
+            "_rlnMicrographMetadata",
+            "_rlnOpticsGroup",
+            "_rlnAccumMotionTotal",
+            "_rlnAccumMotionEarly",
+            "_rlnAccumMotionLate",
+        ],
+    )?;
+    for (mic, group) in mics.iter().zip(group_of) {
+        writeln!(
+            out,
+            "{} {} {} {group} {:.6} {:.6} {:.6}",
+            star_word(&mic.plain_sum)?,
+            star_word(&mic.sum)?,
+            star_word(&mic.metadata)?,
+            mic.motion.total,
+            mic.motion.early,
+            mic.motion.late
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
 /// Writes the shifts table: a header line, then one row per frame.
 pub fn write_csv(out: &mut impl Write, rows: &[FrameRow]) -> Result<()> {
     let with_truth = rows.iter().any(|r| r.truth.is_some());
@@ -223,11 +402,7 @@ pub fn write_relion_star(
     rows: &[FrameRow],
 ) -> Result<()> {
     for path in std::iter::once(general.movie).chain(general.gain) {
-        if path.chars().any(char::is_whitespace) {
-            anyhow::bail!(
-                "a RELION STAR file cannot name {path:?}: its words would be read as values"
-            );
-        }
+        star_word(path)?;
     }
     let (ny, nx) = general.frame_shape;
     writeln!(out, "# version 30001\n\ndata_general\n")?;
@@ -249,10 +424,15 @@ pub fn write_relion_star(
     }
     writeln!(out, "_rlnMicrographStartFrame 1")?;
     writeln!(out, "_rlnMotionModelVersion 0\n")?;
-    writeln!(out, "\n# version 30001\n\ndata_global_shift\n\nloop_")?;
-    writeln!(out, "_rlnMicrographFrameNumber #1")?;
-    writeln!(out, "_rlnMicrographShiftX #2")?;
-    writeln!(out, "_rlnMicrographShiftY #3")?;
+    write_loop_header(
+        out,
+        "global_shift",
+        &[
+            "_rlnMicrographFrameNumber",
+            "_rlnMicrographShiftX",
+            "_rlnMicrographShiftY",
+        ],
+    )?;
     for r in rows {
         writeln!(out, "{} {:.6} {:.6}", r.frame + 1, r.dx, r.dy)?;
     }
@@ -480,5 +660,107 @@ mod tests {
         };
         let error = write_relion_star(&mut Vec::new(), &general, &[]).unwrap_err();
         assert!(error.to_string().contains("my movie.tif"), "{error}");
+    }
+
+    /// RELION's loop over a movie's frames (motioncorr_runner.cpp) written out: the distance
+    /// from each frame's shift to the previous frame's, early while the frame's number from 1
+    /// is at most (4 - pre-exposure) / exposure per frame.
+    #[test]
+    fn accumulated_motion_is_relions() {
+        let shifts = [
+            [0.0, 0.0],
+            [3.0, 4.0],
+            [3.0, 4.0],
+            [-3.0, -4.0],
+            [-3.0, -3.0],
+        ];
+        // Frames 2 and 3 (of exposures 2 and 3 e/Å² after 0.5) are early: 5 + 0; 4 and 5 late.
+        assert_eq!(
+            AccumulatedMotion::of(&shifts, 1.0, 0.5),
+            AccumulatedMotion {
+                total: 16.0,
+                early: 5.0,
+                late: 11.0
+            }
+        );
+        // A pre-exposure beyond the cutoff leaves no early frame; one frame has no motion.
+        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).early, 0.0);
+        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).late, 16.0);
+        assert_eq!(
+            AccumulatedMotion::of(&shifts[..1], 1.0, 0.0),
+            AccumulatedMotion {
+                total: 0.0,
+                early: 0.0,
+                late: 0.0
+            }
+        );
+    }
+
+    /// One optics group per pixel size, numbered from 1 in the order first met, each row naming
+    /// its group; a path with a space is refused.
+    #[test]
+    fn relion_micrographs_star_has_a_group_per_pixel_size() {
+        let mic = |name: &str, pixel_size: f32| StarMicrograph {
+            sum: format!("/d/{name}.aligned_DW.mrc"),
+            plain_sum: format!("/d/{name}.aligned.mrc"),
+            metadata: format!("/d/{name}.star"),
+            pixel_size,
+            sum_pixel_size: 2.0 * pixel_size,
+            motion: AccumulatedMotion {
+                total: 3.5,
+                early: 1.25,
+                late: 2.25,
+            },
+        };
+        let optics = StarOptics {
+            voltage_kv: 300.0,
+            cs_mm: 2.7,
+            amplitude_contrast: 0.1,
+        };
+        let mut text = Vec::new();
+        let mics = [mic("a", 0.83), mic("b", 1.06), mic("c", 0.83)];
+        write_relion_micrographs(&mut text, &optics, &mics).unwrap();
+        let expected = "
+# version 30001
+
+data_optics
+
+loop_
+_rlnOpticsGroupName #1
+_rlnOpticsGroup #2
+_rlnMicrographOriginalPixelSize #3
+_rlnVoltage #4
+_rlnSphericalAberration #5
+_rlnAmplitudeContrast #6
+_rlnMicrographPixelSize #7
+px0.83A_sum1.66A_300kV_Cs2.7mm_AC0.1 1 0.830000 300.000000 2.700000 0.100000 1.660000
+px1.06A_sum2.12A_300kV_Cs2.7mm_AC0.1 2 1.060000 300.000000 2.700000 0.100000 2.120000
+
+
+# version 30001
+
+data_micrographs
+
+loop_
+_rlnMicrographNameNoDW #1
+_rlnMicrographName #2
+_rlnMicrographMetadata #3
+_rlnOpticsGroup #4
+_rlnAccumMotionTotal #5
+_rlnAccumMotionEarly #6
+_rlnAccumMotionLate #7
+/d/a.aligned.mrc /d/a.aligned_DW.mrc /d/a.star 1 3.500000 1.250000 2.250000
+/d/b.aligned.mrc /d/b.aligned_DW.mrc /d/b.star 2 3.500000 1.250000 2.250000
+/d/c.aligned.mrc /d/c.aligned_DW.mrc /d/c.star 1 3.500000 1.250000 2.250000
+
+";
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+
+        let spaced = [mic("my movie", 1.0)];
+        let error = write_relion_micrographs(&mut Vec::new(), &optics, &spaced).unwrap_err();
+        assert!(
+            error.to_string().contains("/d/my movie.aligned.mrc"),
+            "{error}"
+        );
     }
 }

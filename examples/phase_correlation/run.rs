@@ -6,8 +6,9 @@ use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::{Args, GainFlip};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
-    frame_rows, report_movie, write_csv, write_json, write_preview, write_relion_star, OutputPaths,
-    Staging, StarGeneral,
+    frame_rows, report_movie, write_csv, write_json, write_preview, write_relion_micrographs,
+    write_relion_star, AccumulatedMotion, OutputPaths, Staging, StarGeneral, StarMicrograph,
+    StarOptics, SUM_SUFFIXES,
 };
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
@@ -121,6 +122,8 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     let overall = bars.add(ProgressBar::new(movies.len() as u64));
     overall.set_style(style("movies {bar:30.green/white} {pos}/{len} {wide_msg}"));
     let mut outcomes = Vec::new();
+    // The results of this run's movies that the micrographs STAR lists.
+    let mut listed = Vec::new();
     let mut names = HashSet::new();
     for (i, path) in movies.iter().enumerate() {
         let tag = format!("[{}/{}] {}", i + 1, movies.len(), path.display());
@@ -155,14 +158,16 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             });
             match owner {
                 Ok((true, _, report)) => match differences(&depends_on(&report), &wanted) {
-                    None if !asked_for(&outputs).is_empty() => Status::Failed(format!(
-                        "{}: its results {name}.* in {} lack {}; the others are left as they \
-                         are (--force redoes them)",
-                        path.display(),
-                        out_dir.display(),
-                        asked_for(&outputs).join(" and ")
-                    )),
-                    None => Status::Skipped,
+                    None => match asked_for(&outputs) {
+                        missing if missing.is_empty() => Status::Skipped,
+                        missing => Status::Failed(format!(
+                            "{}: its results {name}.* in {} lack {}; the others are left as \
+                             they are (--force redoes them)",
+                            path.display(),
+                            out_dir.display(),
+                            missing.join(" and ")
+                        )),
+                    },
                     Some(differences) => Status::Failed(format!(
                         "{}: its results {name}.* in {} were made with other settings \
                          ({differences}); they are left as they are (--force redoes them)",
@@ -226,14 +231,96 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             }
         };
         progress.log(&bars, format!("{tag}: {}", status.describe()));
+        if matches!(status, Status::Done(_) | Status::Skipped) {
+            listed.push(outputs);
+        }
         outcomes.push(Outcome {
             movie: path.clone(),
             status,
         });
         overall.inc(1);
     }
+    let mut summary = Summary::new(outcomes);
+    if let Some(file) = &args.relion_micrographs {
+        match write_micrographs_star(file, args, &settings, &listed) {
+            Ok(()) => progress.log(
+                &bars,
+                format!(
+                    "wrote {}: {} micrograph{}",
+                    file.display(),
+                    listed.len(),
+                    if listed.len() == 1 { "" } else { "s" }
+                ),
+            ),
+            Err(e) => summary.errors.push(format!("{e:#}")),
+        }
+    }
     overall.finish_and_clear();
-    Ok(Summary::new(outcomes))
+    Ok(summary)
+}
+
+/// Writes `file`, RELION's micrographs STAR of the movies whose results `listed` are (see
+/// [`write_relion_micrographs`]), by their canonical paths as their STARs name the movies.
+fn write_micrographs_star(
+    file: &Path,
+    args: &Args,
+    settings: &Settings,
+    listed: &[OutputPaths],
+) -> Result<()> {
+    let context = || format!("--relion-micrographs: cannot write {}", file.display());
+    let (Some(dose), Some(cs_mm)) = (&settings.dose, args.cs) else {
+        // The command line requires both.
+        bail!("{}: --dose-per-frame and --cs are needed", context());
+    };
+    if listed.is_empty() {
+        bail!("{}: no movie of this run has results", context());
+    }
+    let optics = StarOptics {
+        voltage_kv: dose.voltage_kv,
+        cs_mm,
+        amplitude_contrast: args.amplitude_contrast.unwrap_or(0.1),
+    };
+    let mics = listed
+        .iter()
+        .map(|outputs| star_micrograph(outputs, dose))
+        .collect::<Result<Vec<_>>>()
+        .with_context(context)?;
+    if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("cannot create {}", folder.display()))
+            .with_context(context)?;
+    }
+    let mut staging = Staging::default();
+    staging.write(file, |w| write_relion_micrographs(w, &optics, &mics))?;
+    staging.commit()
+}
+
+/// The micrographs STAR's row of the movie whose results are `outputs`, from its report.
+fn star_micrograph(outputs: &OutputPaths, dose: &DoseReport) -> Result<StarMicrograph> {
+    let report = outputs.report()?;
+    let json = outputs.json.display();
+    let number = |key: &str| {
+        report[key]
+            .as_f64()
+            .with_context(|| format!("{json} gives no {key}"))
+    };
+    let shifts = report["shifts"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .map(|row| Some([row["dy"].as_f64()?, row["dx"].as_f64()?]))
+                .collect::<Option<Vec<_>>>()
+        })
+        .with_context(|| format!("{json} gives no shifts"))?;
+    let path = |p: &Path| canonical(p).display().to_string();
+    Ok(StarMicrograph {
+        sum: path(&outputs.mrc_dw),
+        plain_sum: path(&outputs.mrc),
+        metadata: path(&outputs.star),
+        pixel_size: number("pixel_size")? as f32,
+        sum_pixel_size: number("sum_pixel_size")? as f32,
+        motion: AccumulatedMotion::of(&shifts, dose.per_frame, dose.pre_exposure),
+    })
 }
 
 /// The movies named by `inputs`: files as given (a missing one fails later, in its turn),
@@ -297,7 +384,11 @@ fn is_result(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .map(|n| n.to_ascii_lowercase())
-        .is_some_and(|n| n.ends_with(".aligned.mrc") || n.ends_with(".aligned_dw.mrc"))
+        .is_some_and(|n| {
+            SUM_SUFFIXES
+                .iter()
+                .any(|suffix| n.ends_with(&format!(".{}", suffix.to_ascii_lowercase())))
+        })
 }
 
 /// Whether `theirs`, the movie a results report names ([`MovieMeta::report_name`]: its
@@ -1729,6 +1820,131 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("--relion-star"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--relion-micrographs` lists the movies done or skipped, not those that failed, by the
+    /// canonical paths of their sums and STARs, with an optics group per pixel size and
+    /// RELION's accumulated motion; it is rewritten by a rerun that skips them, and a run that
+    /// leaves nothing to list fails saying so.
+    #[test]
+    fn relion_micrographs_lists_the_movies_with_results() {
+        let dir = temp_dir("micrographs");
+        let other = dir.join("other.mrc");
+        let mut pixels = ndarray::Array2::<f32>::zeros((16, 20));
+        pixels
+            .indexed_iter_mut()
+            .for_each(|((y, x), v)| *v = ((y * 7 + x * 13) % 11) as f32);
+        let mut file = std::fs::File::create(&other).unwrap();
+        crate::io::mrc::write_mrc(&mut file, pixels.view(), 0.5, "one frame").unwrap();
+        let movies = [
+            fixture("movie_stack.mrcs"),
+            other.display().to_string(),
+            fixture("movie_u16.npy"),
+        ];
+        let star = dir.join("relion/corrected_micrographs.star");
+        let flags = [
+            "--upsample",
+            "4",
+            "--iterations",
+            "2",
+            "--dose-per-frame",
+            "1.5",
+            "--relion-star",
+            "--relion-micrographs",
+            star.to_str().unwrap(),
+            "--cs",
+            "2.7",
+        ];
+        let out = dir.join("out");
+        let summary = run_with(&out, &movies, &flags);
+        // The .npy gives no pixel size, which the exposure needs.
+        assert_eq!((summary.done(), summary.failed()), (2, 1));
+        assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+        let rows = |text: &str, block: &str| -> Vec<Vec<String>> {
+            let block = text.split(&format!("data_{block}")).nth(1).unwrap();
+            let block = block.split("data_").next().unwrap();
+            block
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with(['_', '#']) && *l != "loop_")
+                .map(|l| l.split_whitespace().map(str::to_owned).collect())
+                .collect()
+        };
+        let text = std::fs::read_to_string(&star).unwrap();
+        let optics = rows(&text, "optics");
+        assert_eq!(optics.len(), 2);
+        assert_eq!(
+            optics[0][1..],
+            [
+                "1",
+                "1.060000",
+                "300.000000",
+                "2.700000",
+                "0.100000",
+                "1.060000"
+            ]
+        );
+        assert_eq!(
+            optics[1][1..],
+            [
+                "2",
+                "0.500000",
+                "300.000000",
+                "2.700000",
+                "0.100000",
+                "0.500000"
+            ]
+        );
+        let mics = rows(&text, "micrographs");
+        assert_eq!(mics.len(), 2);
+        for (row, name, group) in [(&mics[0], "movie_stack", "1"), (&mics[1], "other", "2")] {
+            let at = |suffix: &str| canonical(&out.join(format!("{name}.{suffix}")));
+            assert_eq!(
+                row[..4],
+                [
+                    at("aligned.mrc").display().to_string(),
+                    at("aligned_DW.mrc").display().to_string(),
+                    at("star").display().to_string(),
+                    group.to_owned(),
+                ]
+            );
+            assert!(at("aligned_DW.mrc").is_file() && at("star").is_file());
+            // The total is the drift's length: the CSV's steps.
+            let csv = std::fs::read_to_string(at("shifts.csv")).unwrap();
+            let steps: Vec<f64> = csv
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+                .collect();
+            let motion: Vec<f64> = row[4..].iter().map(|v| v.parse().unwrap()).collect();
+            // 4 e/Å² end early motion: frame 2 (at 3 e/Å²) is early, frame 3 (4.5) late.
+            let early = steps.get(1).copied().unwrap_or(0.0);
+            let want = [steps.iter().sum(), early, steps.iter().skip(2).sum::<f64>()];
+            for (got, want) in motion.iter().zip(want) {
+                assert!(
+                    (got - want).abs() < 1e-3,
+                    "{name}: {motion:?} against {want}"
+                );
+            }
+        }
+
+        // A rerun skips them and writes the list again.
+        std::fs::remove_file(&star).unwrap();
+        let summary = run_with(&out, &movies, &flags);
+        assert_eq!((summary.skipped(), summary.failed()), (2, 1));
+        assert_eq!(std::fs::read_to_string(&star).unwrap(), text);
+
+        // Nothing to list: the run fails, naming the file, and leaves the old one.
+        let summary = run_with(&out, &movies[2..], &flags);
+        assert!(!summary.succeeded());
+        assert!(
+            summary.errors.len() == 1
+                && summary.errors[0].contains(star.to_str().unwrap())
+                && summary.errors[0].contains("no movie of this run has results"),
+            "{:?}",
+            summary.errors
+        );
+        assert_eq!(std::fs::read_to_string(&star).unwrap(), text);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -99,6 +99,8 @@ pub struct Summary {
     pub outcomes: Vec<Outcome>,
     /// Peak resident memory in bytes (Linux), measured when the summary was made.
     pub peak_rss: Option<u64>,
+    /// What failed of the run's own results, beside the movies' (`--relion-micrographs`).
+    pub errors: Vec<String>,
 }
 
 impl Summary {
@@ -106,7 +108,13 @@ impl Summary {
         Summary {
             outcomes,
             peak_rss: peak_rss(),
+            errors: Vec::new(),
         }
+    }
+
+    /// Whether nothing failed: no movie, nor the run's own results.
+    pub fn succeeded(&self) -> bool {
+        self.failed() == 0 && self.errors.is_empty()
     }
 
     /// The number of movies that failed.
@@ -174,9 +182,13 @@ impl Summary {
                 out,
                 "; peak memory {:.0} MiB",
                 bytes as f64 / (1 << 20) as f64
-            ),
-            None => writeln!(out),
+            )?,
+            None => writeln!(out)?,
         }
+        for error in &self.errors {
+            writeln!(out, "FAILED: {error}")?;
+        }
+        Ok(())
     }
 }
 
