@@ -668,3 +668,110 @@ fn an_edge_taper_removes_the_pull_of_fixed_edges_on_phase_correlation() {
     assert!(tapered_sum.iter().all(|&v| v > 0.5 * frames as f32));
     assert!(plain_sum.iter().all(|&v| v > 0.5 * frames as f32));
 }
+
+/// RMS distance between the measured shifts and `truth` (registering frame i needs -truth).
+fn rms_against(shifts: &[[f64; 2]], truth: &[[f64; 2]]) -> f64 {
+    let sq: f64 = shifts
+        .iter()
+        .zip(truth)
+        .map(|(s, t)| (s[0] + t[0]).powi(2) + (s[1] + t[1]).powi(2))
+        .sum();
+    (sq / shifts.len() as f64).sqrt()
+}
+
+/// At a tenth of a count per pixel per frame a frame alone has too little signal for its
+/// peak; groups of 8 frames (MotionCor2's -Group) find a smooth drift nearly 3 times better
+/// (measured over three movies: rms 0.31 px against 0.84), on every target, and the sum adds
+/// every frame at its own interpolated shift.
+#[test]
+fn groups_of_frames_find_a_smooth_drift_at_very_low_dose() {
+    let truth: Vec<[f64; 2]> = (0..40)
+        .map(|i| {
+            let t = i as f64;
+            [0.09 * t - 0.0008 * t * t, -0.06 * t]
+        })
+        .collect();
+    let grouped_options = AlignOptions {
+        group: 8,
+        ..Default::default()
+    };
+    let (mut e_alone, mut e_grouped) = (0.0, 0.0);
+    for seed in [8, 9, 7] {
+        let mut m = common::movie_along(&truth, (128, 128), 0.1, seed);
+        let alone = align_movie(&mut m, &AlignOptions::default()).unwrap();
+        let grouped = align_movie(&mut m, &grouped_options).unwrap();
+        e_alone += rms_against(&alone.shifts, &truth) / 3.0;
+        e_grouped += rms_against(&grouped.shifts, &truth) / 3.0;
+    }
+    println!("0.1 counts/px/frame: mean rms error alone {e_alone:.3} px, in groups of 8 {e_grouped:.3} px");
+    assert!(e_grouped < 0.4, "groups of 8: rms error {e_grouped}");
+    assert!(
+        2.0 * e_grouped <= e_alone,
+        "grouped {e_grouped} vs alone {e_alone}"
+    );
+
+    let mut m = common::movie_along(&truth, (128, 128), 0.1, 7);
+    let grouped = align_movie(&mut m, &grouped_options).unwrap();
+    assert_eq!(grouped.shifts.len(), 40);
+    assert_eq!(grouped.shifts[0], [0.0, 0.0]);
+    // Each frame carries its group's peak.
+    assert!(grouped
+        .peaks
+        .chunks(8)
+        .all(|g| g.iter().all(|&p| p == g[0] && p > 0.0)));
+    // The sum is every frame moved by its own shift: a sum made from those shifts.
+    let at_shifts = ufunc::registration::dose_weighted_sum(
+        &mut m,
+        &grouped.shifts,
+        &ufunc::registration::DoseWeighting::new(1e-9, 1.0),
+        Target::Parallel,
+    )
+    .unwrap();
+    // (An exposure that weighs nothing, over sqrt(frames).)
+    let scale = (40f32).sqrt();
+    let worst = grouped
+        .sum
+        .iter()
+        .zip(&at_shifts)
+        .map(|(a, b)| (a - b * scale).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst < 1e-3,
+        "the grouped sum differs from the frames' by {worst}"
+    );
+    for target in [Target::Cpu, Target::Parallel] {
+        let again = align_movie(
+            &mut m,
+            &AlignOptions {
+                target,
+                ..grouped_options
+            },
+        )
+        .unwrap();
+        assert_eq!(again.shifts, grouped.shifts, "{target:?}");
+    }
+}
+
+/// A frame of a group that cannot be read is named itself, not by its group; too few frames
+/// for two groups, and a group of 0, are errors naming `group`.
+#[test]
+fn grouping_errors_name_the_frame_and_the_group() {
+    let grouped = |group| AlignOptions {
+        group,
+        ..Default::default()
+    };
+    let e = align_movie(&mut Broken(Array3::zeros((6, 8, 8)), false), &grouped(2)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid `frames`: frame 2 could not be read: movie.tif: frame 2: truncated file: \
+         frame 2 ends at byte 4096"
+    );
+    let mut m = Array3::<f32>::ones((7, 8, 8));
+    for (group, says) in [(4, "a movie of 7 frames"), (0, "got 0")] {
+        let e = align_movie(&mut m, &grouped(group)).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument { name: "group", message } if message.contains(says)),
+            "{e}"
+        );
+    }
+}

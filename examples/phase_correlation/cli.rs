@@ -63,6 +63,11 @@ pub struct Args {
     /// (illumination gradients), which otherwise pull the shifts towards zero [default: 0].
     #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", value_parser = taper)]
     pub taper: Option<f64>,
+    /// Add this many consecutive frames before registering them (MotionCor2's -Group), and
+    /// interpolate each frame's shift between the groups': for movies of too few counts per
+    /// frame (fine frame rates, EER). The drift must be smooth over a group [default: 1].
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub group: Option<u32>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
     pub target: TargetArg,
@@ -328,6 +333,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("max_size", "--align-size"),
     ("memory_limit", "--memory-limit"),
     ("taper", "--taper"),
+    ("group", "--group"),
     ("exposure_per_frame", "--dose-per-frame"),
     ("pre_exposure", "--pre-exposure"),
     ("voltage_kv", "--voltage"),
@@ -370,6 +376,7 @@ impl Args {
             tolerance: self.tolerance.unwrap_or(defaults.tolerance),
             max_size: self.align_size.unwrap_or(defaults.max_size),
             taper: self.taper.unwrap_or(defaults.taper),
+            group: self.group.map_or(defaults.group, |n| n as usize),
             memory_limit: self
                 .memory_limit
                 .map_or(defaults.memory_limit, |mib| mib.saturating_mul(1 << 20)),

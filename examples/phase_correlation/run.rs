@@ -595,6 +595,7 @@ fn options_report(options: &AlignOptions) -> OptionsReport {
         max_size: options.max_size,
         memory_limit: options.memory_limit,
         taper: options.taper,
+        group: options.group,
         target: options.target.name().to_owned(),
     }
 }
@@ -653,7 +654,14 @@ struct OptionsReport {
     max_size: usize,
     memory_limit: usize,
     taper: f64,
+    /// Left out at 1, as reports written before it existed have it.
+    #[serde(skip_serializing_if = "is_one")]
+    group: usize,
     target: String,
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 #[derive(Serialize)]
@@ -2018,6 +2026,51 @@ mod tests {
         );
         let sum = crate::io::Movie::open(&out.join("movie_u16.aligned.mrc")).unwrap();
         assert_eq!((sum.len(), sum.frame_shape()), (1, (16, 20)));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// `--group N` aligns groups of frames, is recorded in the report (not at 1, as reports
+    /// from before it have it) and is named where a movie has too few frames for it.
+    #[test]
+    fn frame_groups_are_recorded_and_named_by_their_flag() {
+        let out = temp_dir("group");
+        let argv = [
+            "phase_correlation",
+            "--out",
+            out.to_str().unwrap(),
+            "--group",
+            "3",
+        ];
+        let synth = crate::synth::SynthOptions {
+            frames: 12,
+            shape: (64, 64),
+            ..Default::default()
+        };
+        let summary =
+            crate::demo::run_synthetic(&Args::parse_from(argv), Progress::Quiet, &synth).unwrap();
+        assert_eq!(summary.done(), 2);
+        let report = |name: &str| -> serde_json::Value {
+            let text = std::fs::read_to_string(out.join(format!("{name}.shifts.json"))).unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
+        let grouped = report("synthetic_sum");
+        assert_eq!(grouped["options"]["group"], 3);
+        assert_eq!(grouped["shifts"].as_array().unwrap().len(), 12);
+        // (The demo's drift settles within the first groups, which a group's line cannot
+        // follow: no accuracy is asked of it here; tests/align.rs measures it.)
+        assert!(grouped["rms_error_px"].as_f64().unwrap().is_finite());
+        let summary =
+            crate::demo::run_synthetic(&Args::parse_from(&argv[..3]), Progress::Quiet, &synth)
+                .unwrap();
+        assert_eq!(summary.done(), 2);
+        assert!(report("synthetic_sum")["options"].get("group").is_none());
+
+        let summary = run_with(&out, &[fixture("movie_u16.npy")], &["--group", "2"]);
+        let error = failure(&summary);
+        assert!(
+            error.contains("invalid --group") && error.contains("a movie of 3 frames"),
+            "{error}"
+        );
         std::fs::remove_dir_all(&out).unwrap();
     }
 

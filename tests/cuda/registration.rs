@@ -297,6 +297,13 @@ fn align_movie_on_cuda_matches_parallel() {
                     ..Default::default()
                 },
             ),
+            (
+                "sum, groups of 2",
+                AlignOptions {
+                    group: 2,
+                    ..Default::default()
+                },
+            ),
         ] {
             let on = |target| {
                 let options = AlignOptions { target, ..options };

@@ -75,6 +75,16 @@ pub struct AlignOptions {
     /// transforms the frames again, so that memory stays bounded by a few frames per thread
     /// however long the movie (default 2 GiB).
     pub memory_limit: usize,
+    /// Frames added per registration (MotionCor2's `-Group`; default 1, each frame alone):
+    /// consecutive frames are added into groups of this many (the last groups one more
+    /// where the frames do not divide evenly, as RELION's motion correction splits them), the
+    /// groups are aligned as frames, and each frame's shift is interpolated linearly between
+    /// the shifts of the groups' middle frames (extrapolated past the first and last). For
+    /// movies whose frames hold too few counts each for a peak; the drift must be smooth over a
+    /// group. The sum adds the frames at their own shifts, read once more (on the host's cores
+    /// with `Target::Cuda`); [`Alignment::peaks`] gives each frame its group's. At least two
+    /// groups are needed.
+    pub group: usize,
 }
 
 impl Default for AlignOptions {
@@ -90,6 +100,7 @@ impl Default for AlignOptions {
             target: Target::Parallel,
             memory_limit: 2 << 30,
             taper: 0.0,
+            group: 1,
         }
     }
 }
@@ -235,6 +246,17 @@ impl FrameSource for Array3<f32> {
 /// # }
 /// ```
 pub fn align_movie<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    options: &AlignOptions,
+) -> Result<Alignment> {
+    if options.group > 1 {
+        return super::group::align_grouped(frames, options);
+    }
+    align_each_frame(frames, options)
+}
+
+/// [`align_movie`] of every frame on its own (`options.group` is not read).
+pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
     frames: &mut S,
     options: &AlignOptions,
 ) -> Result<Alignment> {
@@ -602,9 +624,13 @@ pub(super) fn read_one<S: FrameSource + ?Sized>(
 ) -> Result<()> {
     frames
         .read_frame(index, image.view_mut())
-        .map_err(|e| Error::InvalidArgument {
-            name: "frames",
-            message: format!("frame {index} could not be read: {}", with_causes(&*e)),
+        .map_err(|e| match e.downcast::<super::group::GroupMemberError>() {
+            // A group's frame, which names itself.
+            Ok(member) => member.0,
+            Err(e) => Error::InvalidArgument {
+                name: "frames",
+                message: format!("frame {index} could not be read: {}", with_causes(&*e)),
+            },
         })?;
     // An infinity would make every correlation NaN, and the whole alignment with it.
     let found = match super::contains_non_finite(image.view()) {
@@ -632,6 +658,12 @@ pub(super) fn check<S: FrameSource + ?Sized>(frames: &S, options: &AlignOptions)
                 "frames cannot be aligned at fewer than 2 pixels, got {}",
                 options.max_size
             ),
+        });
+    }
+    if options.group == 0 {
+        return Err(Error::InvalidArgument {
+            name: "group",
+            message: "frames are added in groups of at least 1 (1: each frame alone), got 0".into(),
         });
     }
     if !(0.0..=0.5).contains(&options.taper) {

@@ -29,6 +29,7 @@ mod align;
 mod device;
 mod disambiguate;
 mod dose;
+mod group;
 mod pcc;
 mod upsample;
 
