@@ -683,6 +683,23 @@ mod tests {
                 late: 11.0
             }
         );
+        // At 1 e/Å² a frame, frame 4 ends at 4 e/Å²: still early, as RELION's `<=` has it.
+        let steps = [
+            [0.0, 0.0],
+            [1.0, 0.0],
+            [3.0, 0.0],
+            [6.0, 0.0],
+            [10.0, 0.0],
+            [15.0, 0.0],
+        ];
+        assert_eq!(
+            AccumulatedMotion::of(&steps, 1.0, 0.0),
+            AccumulatedMotion {
+                total: 15.0,
+                early: 6.0,
+                late: 9.0
+            }
+        );
         // A pre-exposure beyond the cutoff leaves no early frame; one frame has no motion.
         assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).early, 0.0);
         assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).late, 16.0);

@@ -76,14 +76,14 @@ pub struct AlignOptions {
     /// however long the movie (default 2 GiB).
     pub memory_limit: usize,
     /// Frames added per registration (MotionCor2's `-Group`; default 1, each frame alone):
-    /// consecutive frames are added into groups of this many (the last groups one more
-    /// where the frames do not divide evenly, as RELION's motion correction splits them), the
+    /// consecutive frames are added into groups of this many (the frames left over handed
+    /// to the later groups, as RELION's motion correction hands them), the
     /// groups are aligned as frames, and each frame's shift is interpolated linearly between
     /// the shifts of the groups' middle frames (extrapolated past the first and last). For
     /// movies whose frames hold too few counts each for a peak; the drift must be smooth over a
     /// group. The sum adds the frames at their own shifts, read once more (on the host's cores
-    /// with `Target::Cuda`); [`Alignment::peaks`] gives each frame its group's. At least two
-    /// groups are needed.
+    /// with `Target::Cuda`); [`Alignment::peaks`] gives each frame its group's (a blank frame
+    /// in a group that is not blank is aligned as its group). At least two groups are needed.
     pub group: usize,
 }
 

@@ -13,8 +13,9 @@ use crate::Target;
 use ndarray::{Array2, ArrayViewMut2};
 
 /// Consecutive frames split into groups of `group` frames, as RELION's motion correction
-/// splits them: where the frames do not divide evenly, the last groups take one more each
-/// (the first, where the drift is fastest, keeps `group`).
+/// splits them: where the frames do not divide evenly, the frames left over are handed out
+/// one at a time from the last group back to the second, and again, so that the first group,
+/// where the drift is fastest, keeps `group`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Groups {
     /// The first frame of each group, and the frames in it.
@@ -39,9 +40,10 @@ impl Groups {
             });
         }
         let mut sizes = vec![group; count];
-        for size in sizes.iter_mut().rev().take(frames % group) {
-            *size += 1;
+        for k in 0..frames % group {
+            sizes[count - 1 - k % (count - 1)] += 1;
         }
+        debug_assert_eq!(sizes.iter().sum::<usize>(), frames);
         let starts = sizes
             .iter()
             .scan(0, |start, &size| {
@@ -218,6 +220,17 @@ mod tests {
             (g.starts.as_slice(), g.sizes.as_slice()),
             (&[0, 3, 7][..], &[3, 4, 4][..])
         );
+        // More frames left over than groups after the first: handed out again.
+        for (frames, group, sizes) in [
+            (11, 4, &[4, 7][..]),
+            (10, 4, &[4, 6][..]),
+            (31, 8, &[8, 11, 12][..]),
+            (40, 12, &[12, 14, 14][..]),
+        ] {
+            let g = Groups::new(frames, group).unwrap();
+            assert_eq!(g.sizes, sizes, "{frames} in groups of {group}");
+            assert_eq!(g.starts[g.len() - 1] + g.sizes[g.len() - 1], frames);
+        }
         let g = Groups::new(8, 4).unwrap();
         assert_eq!(
             (g.starts.as_slice(), g.sizes.as_slice()),
