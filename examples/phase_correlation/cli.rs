@@ -117,6 +117,18 @@ pub struct Args {
     /// The amplitude contrast, for --relion-micrographs [default: 0.1, as RELION's import].
     #[arg(long, allow_hyphen_values = true, value_name = "FRACTION", value_parser = amplitude_contrast, requires = "relion_micrographs")]
     pub amplitude_contrast: Option<f64>,
+    /// Replace hot pixels in every frame: those of the movie's unaligned sum above its mean by
+    /// more than SIGMA standard deviations (RELION's motion correction uses 6), each by a good
+    /// neighbour's value, as RELION does; with --gain, the pixels the gain zeroes too. They
+    /// would pull the shifts towards zero. The movie is read once more to find them.
+    #[arg(long, allow_hyphen_values = true, value_name = "SIGMA", value_parser = hot_pixel_sigma)]
+    pub hot_pixels: Option<f64>,
+    /// Replace the pixels FILE lists in every frame, as --hot-pixels does: a defect map (MRC or
+    /// TIFF of the frames' size, read as they are; not 0: a defect) or MotionCor2's defect file
+    /// (.txt, a line `x y w h` per rectangle, x the column and y the row of the frames as read);
+    /// with --gain, the pixels the gain zeroes too.
+    #[arg(long, value_name = "FILE")]
+    pub defects: Option<PathBuf>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
@@ -273,6 +285,15 @@ fn voltage(s: &str) -> Result<f64, String> {
         s,
         |&kv: &f64| kv == 300.0 || kv == 200.0,
         "300 or 200 (kV: the exposure model is known at those)",
+    )
+}
+
+/// `--hot-pixels`: standard deviations, > 0.
+fn hot_pixel_sigma(s: &str) -> Result<f64, String> {
+    number_in(
+        s,
+        |v: &f64| v.is_finite() && *v > 0.0,
+        "a finite number of standard deviations > 0 (RELION uses 6)",
     )
 }
 
@@ -467,7 +488,7 @@ mod tests {
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 19] = [
+        let cases: [(&[&str], &[&str]); 20] = [
             (
                 &["--bin", "0.5"],
                 &["'0.5'", "a finite factor >= 1 (1: no binning)"],
@@ -510,6 +531,7 @@ mod tests {
             (&["--upsample", "0"], &["'0'", "0 is not in 1.."]),
             (&["--iterations", "0"], &["'0'", "0 is not in 1.."]),
             (&["--cs=-1"], &["'-1'", "a finite number of mm >= 0"]),
+            (&["--hot-pixels", "0"], &["'0'", "standard deviations > 0"]),
             (&["--amplitude-contrast", "1"], &["'1'", "1 is not in 0..1"]),
         ];
         for (argv, says) in cases {

@@ -56,10 +56,13 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             // The demo's movie has no gain.
             settings: Settings {
                 gain: None,
+                defects: None,
                 ..Settings::of(args)
             },
             // No file of it for RELION to read.
             relion_star: false,
+            // Nor a detector.
+            defects: None,
             title: format!(
                 "synthetic movie, {name} reference",
                 name = format!("{reference:?}").to_lowercase()

@@ -5,6 +5,7 @@
 
 mod binning;
 mod cli;
+mod defects;
 mod demo;
 mod io;
 mod output;

@@ -6,6 +6,7 @@ pub mod mrc;
 pub mod npy;
 pub mod tiff;
 
+use crate::defects::Defects;
 use anyhow::{bail, Context, Result};
 use ndarray::{Array2, ArrayViewMut2, Axis};
 use std::path::{Path, PathBuf};
@@ -24,11 +25,13 @@ pub trait FrameReader: Send {
     }
 }
 
-/// An open movie: its reader, and the gain reference its frames are multiplied by.
+/// An open movie: its reader, the gain reference its frames are multiplied by, and the
+/// detector's defects replaced in them.
 pub struct Movie {
     path: PathBuf,
     reader: Box<dyn FrameReader>,
     gain: Option<Array2<f32>>,
+    defects: Option<Defects>,
 }
 
 /// The file extensions [`Movie::open`] reads.
@@ -50,7 +53,14 @@ impl Movie {
             path: path.to_owned(),
             reader,
             gain: None,
+            defects: None,
         })
+    }
+
+    /// Replaces `defects` in every frame, after the gain (see [`Defects::fix`]).
+    pub fn with_defects(mut self, defects: Defects) -> Movie {
+        self.defects = Some(defects).filter(|d| !d.is_empty());
+        self
     }
 
     /// Multiplies every frame by `gain`, a single frame of the same shape read from `gain_path`.
@@ -110,6 +120,9 @@ impl Movie {
         self.reader.read_frame(index, out.view_mut())?;
         if let Some(gain) = &self.gain {
             out *= gain;
+        }
+        if let Some(defects) = &self.defects {
+            defects.fix(out, index);
         }
         Ok(())
     }
