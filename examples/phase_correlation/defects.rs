@@ -15,6 +15,9 @@ pub struct Defects {
     bad: Array2<bool>,
     /// `(row, col)` of each bad pixel.
     pixels: Vec<(usize, usize)>,
+    /// `(row, col)` of the hot pixels among them (RELION's motion metadata lists these; the
+    /// others it finds again from the defect file and the gain).
+    pub hot: Vec<(usize, usize)>,
     pub counts: DefectCounts,
 }
 
@@ -41,6 +44,7 @@ impl Defects {
         Defects {
             bad: Array2::from_elem(shape, false),
             pixels: Vec::new(),
+            hot: Vec::new(),
             counts: DefectCounts::default(),
         }
     }
@@ -58,62 +62,42 @@ impl Defects {
         was_good
     }
 
-    /// The pixels `file` lists: a defect map (an MRC or TIFF image of the frames' size, read as
-    /// the frames are, a pixel bad where it is not 0), or MotionCor2's defect file (`.txt`, a
-    /// line `x y w h` per rectangle of `w x h` pixels from column `x`, row `y` of the frames as
-    /// read; parts beyond the frame are left out, a rectangle wholly beyond it is an error).
-    pub fn add_listed(&mut self, file: &Path) -> Result<()> {
+    /// The pixels `list` (read from `--defects`) names in frames of this shape: a rectangle
+    /// partly beyond the frame is cut at its edge, one wholly beyond it is an error, as is a
+    /// map of another shape.
+    pub fn add_listed(&mut self, list: &DefectList) -> Result<()> {
         let (ny, nx) = self.bad.dim();
-        let is_text = file
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("txt"));
         let before = self.pixels.len();
-        if is_text {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the defect file {}", file.display()))?;
-            for (line_index, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let numbers: Option<Vec<usize>> =
-                    line.split_whitespace().map(|w| w.parse().ok()).collect();
-                let Some([x, y, w, h]) = numbers.and_then(|n| <[usize; 4]>::try_from(n).ok())
-                else {
-                    bail!(
-                        "{} line {}: expected MotionCor2's `x y w h` (four whole numbers), got \
-                         {line:?} (a SerialEM defect file converts to a defect map with IMOD's \
-                         `clip defect`)",
-                        file.display(),
-                        line_index + 1
-                    );
-                };
-                if x >= nx || y >= ny || w == 0 || h == 0 {
-                    bail!(
-                        "{} line {}: the rectangle `{line}` holds no pixel of the frames of \
-                         {ny}x{nx} (rows x columns)",
-                        file.display(),
-                        line_index + 1
-                    );
-                }
-                for row in y..(y.saturating_add(h)).min(ny) {
-                    for col in x..(x.saturating_add(w)).min(nx) {
-                        self.mark(row, col);
+        match list {
+            DefectList::Rectangles { file, rectangles } => {
+                for &(line, [x, y, w, h]) in rectangles {
+                    if x >= nx || y >= ny {
+                        bail!(
+                            "{} line {line}: the rectangle `{x} {y} {w} {h}` holds no pixel of \
+                             the frames of {ny}x{nx} (rows x columns)",
+                            file.display()
+                        );
+                    }
+                    for row in y..(y.saturating_add(h)).min(ny) {
+                        for col in x..(x.saturating_add(w)).min(nx) {
+                            self.mark(row, col);
+                        }
                     }
                 }
             }
-        } else {
-            let map = crate::io::read_image(file).context("cannot read the defect map")?;
-            if map.dim() != (ny, nx) {
-                bail!(
-                    "the defect map {} is {}x{} but the frames are {ny}x{nx}",
-                    file.display(),
-                    map.nrows(),
-                    map.ncols()
-                );
-            }
-            for ((y, x), &v) in map.indexed_iter() {
-                if v != 0.0 {
-                    self.mark(y, x);
+            DefectList::Map { file, map } => {
+                if map.dim() != (ny, nx) {
+                    bail!(
+                        "the defect map {} is {}x{} but the frames are {ny}x{nx}",
+                        file.display(),
+                        map.nrows(),
+                        map.ncols()
+                    );
+                }
+                for ((y, x), &v) in map.indexed_iter() {
+                    if v != 0.0 {
+                        self.mark(y, x);
+                    }
                 }
             }
         }
@@ -132,14 +116,18 @@ impl Defects {
 
     /// The pixels of `sum` (the frames added unaligned) above its mean by more than `sigma`
     /// standard deviations (RELION's test, at its 6), the mean and deviation over every pixel.
+    /// A pixel that is NaN or infinite in some frame is hot too (the statistics are of the
+    /// others).
     pub fn add_hot(&mut self, sum: ArrayView2<'_, f64>, sigma: f64) {
-        let n = sum.len().max(1) as f64;
-        let mean = sum.sum() / n;
-        let std = (sum.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let finite = || sum.iter().filter(|v| v.is_finite());
+        let n = finite().count().max(1) as f64;
+        let mean = finite().sum::<f64>() / n;
+        let std = (finite().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
         let threshold = mean + sigma * std;
         for ((y, x), &v) in sum.indexed_iter() {
-            if v > threshold && self.mark(y, x) {
+            if (v > threshold || !v.is_finite()) && self.mark(y, x) {
                 self.counts.hot += 1;
+                self.hot.push((y, x));
             }
         }
     }
@@ -193,6 +181,77 @@ impl Defects {
     }
 }
 
+/// The defects `--defects` lists, read once for every movie.
+#[derive(Debug, Clone)]
+pub enum DefectList {
+    /// MotionCor2's defect file (`.txt`): per line, `x y w h`, a rectangle of `w x h` pixels
+    /// from column `x`, row `y` of the frames as read (RELION's reading), with its line number.
+    Rectangles {
+        file: std::path::PathBuf,
+        rectangles: Vec<(usize, [usize; 4])>,
+    },
+    /// A defect map: an image of the frames' size, read as they are, bad where not 0.
+    Map {
+        file: std::path::PathBuf,
+        map: Array2<f32>,
+    },
+}
+
+impl DefectList {
+    /// Reads `file`: MotionCor2's defect file if its name ends in `.txt` (lowercase, as RELION
+    /// tells them, so that RELION reads the file named in the motion metadata as we did), a
+    /// defect map (MRC or TIFF) otherwise.
+    pub fn read(file: &Path) -> Result<DefectList> {
+        let extension = file
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        if extension == "txt" {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the defect file {}", file.display()))?;
+            let mut rectangles = Vec::new();
+            for (index, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let numbers: Option<Vec<usize>> =
+                    line.split_whitespace().map(|w| w.parse().ok()).collect();
+                match numbers.and_then(|n| <[usize; 4]>::try_from(n).ok()) {
+                    Some(r) if r[2] > 0 && r[3] > 0 => rectangles.push((index + 1, r)),
+                    _ => bail!(
+                        "{} line {}: expected MotionCor2's `x y w h` (four whole numbers, w and \
+                         h at least 1), got {line:?} (a SerialEM defect file converts to a \
+                         defect map with IMOD's `clip defect`)",
+                        file.display(),
+                        index + 1
+                    ),
+                }
+            }
+            if rectangles.is_empty() {
+                bail!("the defect file {} lists no rectangle", file.display());
+            }
+            return Ok(DefectList::Rectangles {
+                file: file.to_owned(),
+                rectangles,
+            });
+        }
+        if !crate::io::EXTENSIONS.contains(&extension.to_ascii_lowercase().as_str())
+            || extension.eq_ignore_ascii_case("txt")
+        {
+            bail!(
+                "{}: --defects takes a defect map (an MRC or TIFF image) or MotionCor2's defect \
+                 file, whose name ends in .txt (lowercase, as RELION tells them)",
+                file.display()
+            );
+        }
+        let map = crate::io::read_image(file).context("cannot read the defect map")?;
+        Ok(DefectList::Map {
+            file: file.to_owned(),
+            map,
+        })
+    }
+}
+
 /// A well-mixed 64-bit hash of a frame and a pixel (SplitMix64's finaliser).
 fn mix(index: usize, y: usize, x: usize) -> u64 {
     let mut z = (index as u64) << 42 ^ (y as u64) << 21 ^ x as u64;
@@ -206,8 +265,12 @@ fn mix(index: usize, y: usize, x: usize) -> u64 {
 mod tests {
     use super::*;
 
+    /// `text` in a file `name` of this process's folder for these tests (under `target/`,
+    /// which `cargo clean` removes).
     fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("ufunc-defects-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("defects-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -215,36 +278,80 @@ mod tests {
     }
 
     /// MotionCor2's rectangles, clipped at the frame's edge; lines that are not four whole
-    /// numbers, and rectangles wholly outside, are errors naming the file and the line.
+    /// numbers, empty files, rectangles wholly outside, and names that are neither `.txt` nor
+    /// an image are errors naming the file (and the line).
     #[test]
     fn a_defect_file_lists_rectangles() {
         let file = temp_file("defects.txt", "1 2 3 1\n\n9 0 5 2\n");
         let mut d = Defects::new((4, 10));
-        d.add_listed(&file).unwrap();
+        d.add_listed(&DefectList::read(&file).unwrap()).unwrap();
         let mut pixels = d.pixels.clone();
         pixels.sort();
         assert_eq!(pixels, [(0, 9), (1, 9), (2, 1), (2, 2), (2, 3)]);
         assert_eq!(d.counts.listed, 5);
-        for (text, says) in [
-            ("1 2 3\n", "line 1: expected MotionCor2's `x y w h`"),
-            ("0 0 1 1\nBadPixels 3\n", "line 2: expected"),
-            ("1 -2 3 4\n", "line 1: expected"),
+        for (name, text, says) in [
             (
-                "10 0 1 1\n",
-                "line 1: the rectangle `10 0 1 1` holds no pixel of the frames of 4x10",
+                "bad.txt",
+                "1 2 3\n",
+                "bad.txt line 1: expected MotionCor2's `x y w h`",
             ),
-            ("0 0 0 1\n", "holds no pixel"),
+            (
+                "bad.txt",
+                "0 0 1 1\nBadPixels 3\n",
+                "bad.txt line 2: expected",
+            ),
+            ("bad.txt", "1 -2 3 4\n", "bad.txt line 1: expected"),
+            ("bad.txt", "0 0 0 1\n", "bad.txt line 1: expected"),
+            ("bad.txt", "\n\n", "bad.txt lists no rectangle"),
+            (
+                "bad.TXT",
+                "0 0 1 1\n",
+                "bad.TXT: --defects takes a defect map",
+            ),
+            ("bad.dat", "0 0 1 1\n", "bad.dat: --defects takes"),
         ] {
-            let file = temp_file("bad.txt", text);
-            let error = Defects::new((4, 10))
-                .add_listed(&file)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                error.contains("bad.txt") && error.contains(says),
-                "{text:?}: {error}"
-            );
+            let file = temp_file(name, text);
+            let error = DefectList::read(&file).unwrap_err().to_string();
+            assert!(error.contains(says), "{text:?}: {error}");
         }
+        let outside = DefectList::read(&temp_file("outside.txt", "10 0 1 1\n")).unwrap();
+        let error = Defects::new((4, 10))
+            .add_listed(&outside)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(
+                "outside.txt line 1: the rectangle `10 0 1 1` holds no pixel of the \
+                 frames of 4x10"
+            ),
+            "{error}"
+        );
+    }
+
+    /// A defect map marks its pixels that are not 0, as read (an MRC's row 0 is the frames'
+    /// row 0); one of another shape is an error naming both shapes.
+    #[test]
+    fn a_defect_map_marks_its_nonzero_pixels() {
+        let mut map = Array2::<f32>::zeros((4, 6));
+        map[[0, 5]] = 1.0;
+        map[[3, 1]] = -2.0;
+        let file = temp_file("map.mrc", "");
+        let mut out = std::fs::File::create(&file).unwrap();
+        crate::io::mrc::write_mrc(&mut out, map.view(), 1.0, "defects").unwrap();
+        let list = DefectList::read(&file).unwrap();
+        let mut d = Defects::new((4, 6));
+        d.add_listed(&list).unwrap();
+        let mut pixels = d.pixels.clone();
+        pixels.sort();
+        assert_eq!(pixels, [(0, 5), (3, 1)]);
+        let error = Defects::new((6, 4))
+            .add_listed(&list)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("map.mrc is 4x6 but the frames are 6x4"),
+            "{error}"
+        );
     }
 
     /// Hot pixels stand out of the unaligned sum; a pixel already listed is not counted
@@ -271,6 +378,13 @@ mod tests {
         );
         assert!(d.bad[[20, 30]] && d.bad[[3, 4]] && d.bad[[0, 0]]);
         d.check("m.tif").unwrap();
+        // A pixel that is not finite is hot; the others' statistics stay finite.
+        sum[[10, 10]] = f64::NAN;
+        sum[[11, 11]] = f64::INFINITY;
+        let mut d = Defects::new((32, 32));
+        d.add_hot(sum.view(), 6.0);
+        assert_eq!(d.counts.hot, 4);
+        assert!(d.bad[[10, 10]] && d.bad[[11, 11]] && d.bad[[3, 4]] && d.bad[[20, 30]]);
         let mut many = Defects::new((4, 4));
         many.add_zero_gain(Array2::<f32>::zeros((4, 4)).view());
         let error = many.check("m.tif").unwrap_err().to_string();
@@ -325,6 +439,23 @@ mod tests {
                 assert_eq!(fixed[p], v);
             }
         }
+        // Exactly 7 good neighbours take one of them; exactly 6, the mean.
+        let mut edge = Defects::new((8, 9));
+        // (0, 8), a corner: 8 pixels in reach, (1, 7) bad too leaves 7 good.
+        edge.mark(0, 8);
+        edge.mark(1, 7);
+        let mut f = frame.clone();
+        edge.fix(f.view_mut(), 0);
+        let near: Vec<f32> = [(0, 6), (0, 7), (1, 6), (1, 8), (2, 6), (2, 7), (2, 8)]
+            .iter()
+            .map(|&p| frame[p])
+            .collect();
+        assert!(near.contains(&f[[0, 8]]), "{}", f[[0, 8]]);
+        edge.mark(2, 8);
+        let mut f = frame.clone();
+        edge.fix(f.view_mut(), 0);
+        let good_mean = edge.good_mean(frame.view());
+        assert_eq!(f[[0, 8]], good_mean);
         // Other frames choose other neighbours (with 23 to choose from, 20 frames agree on
         // one by chance with odds of about 1 in 23^19).
         let choices: std::collections::HashSet<u32> = (0..20)

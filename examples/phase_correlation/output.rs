@@ -386,6 +386,10 @@ pub struct StarGeneral<'a> {
     pub frames: usize,
     pub movie: &'a str,
     pub gain: Option<&'a str>,
+    /// `--defects`, which RELION reads again to replace the pixels it lists.
+    pub defect_file: Option<&'a str>,
+    /// `(row, col)` of the hot pixels replaced, which RELION's `data_hot_pixels` lists.
+    pub hot_pixels: &'a [(usize, usize)],
     pub binning: f64,
     pub pixel_size: Option<f32>,
     /// e/Å² per frame, before the first, and kV.
@@ -401,7 +405,10 @@ pub fn write_relion_star(
     general: &StarGeneral<'_>,
     rows: &[FrameRow],
 ) -> Result<()> {
-    for path in std::iter::once(general.movie).chain(general.gain) {
+    for path in [Some(general.movie), general.gain, general.defect_file]
+        .into_iter()
+        .flatten()
+    {
         star_word(path)?;
     }
     let (ny, nx) = general.frame_shape;
@@ -412,6 +419,9 @@ pub fn write_relion_star(
     writeln!(out, "_rlnMicrographMovieName {}", general.movie)?;
     if let Some(gain) = general.gain {
         writeln!(out, "_rlnMicrographGainName {gain}")?;
+    }
+    if let Some(defects) = general.defect_file {
+        writeln!(out, "_rlnMicrographDefectFile {defects}")?;
     }
     writeln!(out, "_rlnMicrographBinning {:.6}", general.binning)?;
     if let Some(pixel_size) = general.pixel_size {
@@ -435,6 +445,13 @@ pub fn write_relion_star(
     )?;
     for r in rows {
         writeln!(out, "{} {:.6} {:.6}", r.frame + 1, r.dx, r.dy)?;
+    }
+    if !general.hot_pixels.is_empty() {
+        writeln!(out)?;
+        write_loop_header(out, "hot_pixels", &["_rlnCoordinateX", "_rlnCoordinateY"])?;
+        for &(y, x) in general.hot_pixels {
+            writeln!(out, "{:.6} {:.6}", x as f64, y as f64)?;
+        }
     }
     writeln!(out)?;
     Ok(())
@@ -654,6 +671,8 @@ mod tests {
             frames: 1,
             movie: "/data/my movie.tif",
             gain: None,
+            defect_file: None,
+            hot_pixels: &[],
             binning: 1.0,
             pixel_size: None,
             dose: None,

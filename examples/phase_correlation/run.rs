@@ -4,7 +4,7 @@
 
 use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::{Args, GainFlip};
-use crate::defects::{DefectCounts, Defects};
+use crate::defects::{DefectCounts, DefectList, Defects};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
     frame_rows, report_movie, write_csv, write_json, write_preview, write_relion_micrographs,
@@ -86,6 +86,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         )),
         None => None,
     };
+    let defect_list = args.defects.as_deref().map(DefectList::read).transpose()?;
     let options = args.align_options();
     let settings = Settings::of(args);
     // As a report would hold them: written as text and read back (an f32 is written as one,
@@ -132,6 +133,20 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         Progress::Bars => ProgressDrawTarget::stderr(),
         _ => ProgressDrawTarget::hidden(),
     });
+    if let (Some((gain, path)), None) = (&gain, &settings.defects) {
+        let zeros = gain.iter().filter(|&&g| g == 0.0).count();
+        if zeros > 0 {
+            progress.log(
+                &bars,
+                format!(
+                    "WARNING: the gain reference {} is 0 at {zeros} pixels, which then read 0 \
+                     in every frame and pull the shifts towards zero: --hot-pixels 6 (or \
+                     --defects) replaces them as RELION does",
+                    path.display()
+                ),
+            );
+        }
+    }
     let overall = bars.add(ProgressBar::new(movies.len() as u64));
     overall.set_style(style("movies {bar:30.green/white} {pos}/{len} {wide_msg}"));
     let mut outcomes = Vec::new();
@@ -212,11 +227,21 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                     Some(_) => {
                         frame_bar.set_message("finding defects");
                         let started = Instant::now();
-                        let found = find_defects(&mut movie, path, args, gain.as_ref())?;
-                        let counts = found.counts;
-                        progress.log(&bars, format!("{tag}: {}", describe_defects(&counts)));
+                        let found = find_defects(
+                            &mut movie,
+                            path,
+                            args.hot_pixels,
+                            defect_list.as_ref(),
+                            gain.as_ref(),
+                        )?;
+                        progress.log(&bars, format!("{tag}: {}", describe_defects(&found.counts)));
+                        let replaced = Replaced {
+                            counts: found.counts,
+                            hot: found.hot.clone(),
+                            seconds: started.elapsed().as_secs_f64(),
+                        };
                         movie = movie.with_defects(found);
-                        Some((counts, started.elapsed().as_secs_f64()))
+                        Some(replaced)
                     }
                     None => None,
                 };
@@ -285,26 +310,27 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     Ok(summary)
 }
 
-/// The defects of `movie` (at `path`) that `args` ask to replace: the pixels `--defects`
-/// lists, those the gain zeroes, and with `--hot-pixels` those that stand out of the movie's
+/// The defects of `movie` (at `path`) to replace: the pixels `listed` (`--defects`), those
+/// the gain zeroes, and with `hot_pixels` (`--hot-pixels`) those that stand out of the movie's
 /// unaligned sum (read for it once more).
 fn find_defects(
     movie: &mut Movie,
     path: &Path,
-    args: &Args,
+    hot_pixels: Option<f64>,
+    listed: Option<&DefectList>,
     gain: Option<&(ndarray::Array2<f32>, PathBuf)>,
 ) -> Result<Defects> {
     let shape = movie.frame_shape();
     let mut defects = Defects::new(shape);
-    if let Some(file) = &args.defects {
+    if let Some(list) = listed {
         defects
-            .add_listed(file)
+            .add_listed(list)
             .with_context(|| format!("{}: --defects", path.display()))?;
     }
     if let Some((gain, _)) = gain {
         defects.add_zero_gain(gain.view());
     }
-    if let Some(sigma) = args.hot_pixels {
+    if let Some(sigma) = hot_pixels {
         let mut sum = ndarray::Array2::<f64>::zeros(shape);
         let mut frame = ndarray::Array2::<f32>::zeros(shape);
         for i in 0..movie.len() {
@@ -551,8 +577,17 @@ pub struct MovieMeta {
     pub settings: Settings,
     /// `--relion-star`: RELION's motion metadata is written too.
     pub relion_star: bool,
-    /// The defects replaced in the frames, and the seconds spent finding them.
-    pub defects: Option<(DefectCounts, f64)>,
+    /// The defects replaced in the frames.
+    pub defects: Option<Replaced>,
+}
+
+/// The defects replaced in a movie's frames, as the report and RELION's metadata give them.
+pub struct Replaced {
+    pub counts: DefectCounts,
+    /// `(row, col)` of the hot pixels.
+    pub hot: Vec<(usize, usize)>,
+    /// Finding them.
+    pub seconds: f64,
 }
 
 /// What a movie's results depend on besides the movie and the alignment's options: a rerun
@@ -857,7 +892,7 @@ pub fn align_and_write(
         read_s,
         per_frame_ms: 1e3 * align_s / n as f64,
         dose_weighting_s,
-        defects_s: meta.defects.map(|d| d.1),
+        defects_s: meta.defects.as_ref().map(|d| d.seconds),
         write_s,
     };
     let report = Report {
@@ -875,7 +910,7 @@ pub fn align_and_write(
         iterations: alignment.iterations,
         converged: alignment.converged,
         unregistered_frames: &unregistered_frames,
-        defects: meta.defects.map(|d| d.0),
+        defects: meta.defects.as_ref().map(|d| d.counts),
         timing: timing(written.elapsed().as_secs_f64() - dose_weighting_s.unwrap_or(0.0)),
         rms_error_px: rms_error,
         shifts: &rows,
@@ -889,6 +924,12 @@ pub fn align_and_write(
             frames: n,
             movie: &meta.report_name,
             gain: meta.settings.gain.as_ref().map(|g| g.path.as_str()),
+            defect_file: meta
+                .settings
+                .defects
+                .as_ref()
+                .and_then(|d| d.file.as_deref()),
+            hot_pixels: meta.defects.as_ref().map_or(&[], |d| &d.hot),
             binning: meta.settings.bin,
             pixel_size: meta.pixel_size,
             dose: meta
@@ -2192,7 +2233,10 @@ mod tests {
         let plain = dir.join("plain");
         assert_eq!(run_with(&plain, &movies, &[]).done(), 1);
         let fixed = dir.join("fixed");
-        assert_eq!(run_with(&fixed, &movies, &["--hot-pixels", "6"]).done(), 1);
+        assert_eq!(
+            run_with(&fixed, &movies, &["--hot-pixels", "6", "--relion-star"]).done(),
+            1
+        );
         // The same movie without them: what replacing them can come back to.
         let clean_movie = dir.join("clean").join("hot.npy");
         std::fs::create_dir_all(clean_movie.parent().unwrap()).unwrap();
@@ -2228,12 +2272,36 @@ mod tests {
         let lines: Vec<String> = hot.iter().map(|(y, x)| format!("{x} {y} 1 1")).collect();
         std::fs::write(&list, lines.join("\n")).unwrap();
         let listed = dir.join("listed");
-        assert_eq!(
-            run_with(&listed, &movies, &["--defects", list.to_str().unwrap()]).done(),
-            1
-        );
+        let listed_flags = ["--defects", list.to_str().unwrap(), "--relion-star"];
+        assert_eq!(run_with(&listed, &movies, &listed_flags).done(), 1);
         let csv = |out: &Path| std::fs::read_to_string(out.join("hot.shifts.csv")).unwrap();
         assert_eq!(csv(&listed), csv(&fixed));
+
+        // RELION's metadata lists the hot pixels (x, y), and names the defect file, so that
+        // polishing replaces them again when it reads the movie.
+        let star = |out: &Path| std::fs::read_to_string(out.join("hot.star")).unwrap();
+        let hot_block = star(&fixed);
+        let listed_hot: std::collections::BTreeSet<(usize, usize)> = hot_block
+            .split("data_hot_pixels")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let v: Vec<f64> = l
+                    .split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .collect();
+                (v.len() == 2).then(|| (v[1] as usize, v[0] as usize))
+            })
+            .collect();
+        assert_eq!(listed_hot, hot.iter().copied().collect());
+        assert!(!hot_block.contains("_rlnMicrographDefectFile"));
+        let named = star(&listed);
+        let defect_line = format!("_rlnMicrographDefectFile {}", canonical(&list).display());
+        assert!(
+            named.contains(&defect_line) && !named.contains("data_hot_pixels"),
+            "{named}"
+        );
 
         // Other defects: not skipped on.
         let error = failure(&run_with(&fixed, &movies, &["--hot-pixels", "5"]));
@@ -2241,6 +2309,53 @@ mod tests {
         let error = failure(&run_with(&fixed, &movies, &[]));
         assert!(error.contains("settings.defects"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Pixels the gain zeroes are replaced after the gain is applied (before, they would be
+    /// zeroed again): each reads as one of its good neighbours, never 0.
+    #[test]
+    fn zero_gain_pixels_are_replaced_after_the_gain() {
+        let path = PathBuf::from(fixture("movie_u16.npy"));
+        let mut gain = ndarray::Array2::<f32>::from_elem((16, 20), 2.0);
+        gain[[2, 3]] = 0.0;
+        gain[[10, 15]] = 0.0;
+        let gained = || {
+            Movie::open(&path)
+                .unwrap()
+                .with_gain(gain.clone(), &path)
+                .unwrap()
+        };
+        let mut movie = gained();
+        let found = find_defects(
+            &mut movie,
+            &path,
+            None,
+            None,
+            Some(&(gain.clone(), path.clone())),
+        )
+        .unwrap();
+        assert_eq!(found.counts.zero_gain, 2);
+        let mut fixed = movie.with_defects(found);
+        let (mut plain, mut frame) = (
+            ndarray::Array2::<f32>::zeros((16, 20)),
+            ndarray::Array2::<f32>::zeros((16, 20)),
+        );
+        for i in 0..3 {
+            gained().read_frame(i, plain.view_mut()).unwrap();
+            fixed.read_frame(i, frame.view_mut()).unwrap();
+            for (y, x) in [(2, 3), (10, 15)] {
+                assert_eq!(plain[[y, x]], 0.0);
+                let near: Vec<f32> = (y - 2..=y + 2)
+                    .flat_map(|r| (x - 2..=x + 2).map(move |c| (r, c)))
+                    .filter(|&p| gain[p] != 0.0)
+                    .map(|p| plain[p])
+                    .collect();
+                assert!(
+                    frame[[y, x]] != 0.0 && near.contains(&frame[[y, x]]),
+                    "frame {i}"
+                );
+            }
+        }
     }
 
     /// `--group N` aligns groups of frames, is recorded in the report (not at 1, as reports
