@@ -775,3 +775,31 @@ fn grouping_errors_name_the_frame_and_the_group() {
         );
     }
 }
+
+/// Grouped frames aligned cropped (or tapered) are read twice in all: once for the groups'
+/// spectra, kept between passes, and once for the sum at each frame's shift (no sum of the
+/// groups, which would cost another reading, is made to be thrown away).
+#[test]
+fn grouped_frames_are_read_twice() {
+    let m = movie(12, (64, 64), 5.0, 3);
+    for options in [
+        AlignOptions {
+            group: 3,
+            max_size: 32,
+            ..Default::default()
+        },
+        AlignOptions {
+            group: 3,
+            taper: 0.1,
+            ..Default::default()
+        },
+    ] {
+        let mut counted = CountingReads {
+            movie: m.clone(),
+            reads: 0,
+        };
+        let a = align_movie(&mut counted, &options).unwrap();
+        assert_eq!(counted.reads, 2 * 12, "{options:?}");
+        assert_eq!(a.sum.dim(), (64, 64));
+    }
+}

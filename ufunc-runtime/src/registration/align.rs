@@ -252,16 +252,26 @@ pub fn align_movie<S: FrameSource + ?Sized>(
     if options.group > 1 {
         return super::group::align_grouped(frames, options);
     }
-    align_each_frame(frames, options)
+    align_each_frame(frames, options, Summed::Yes)
+}
+
+/// Whether [`align_each_frame`] makes the aligned sum, or leaves [`Alignment::sum`] empty
+/// (0x0) for a caller that makes its own (frame groups: a sum of the groups would cost a
+/// reading of the movie where the frames were cropped or tapered, and be thrown away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Summed {
+    Yes,
+    No,
 }
 
 /// [`align_movie`] of every frame on its own (`options.group` is not read).
 pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
     frames: &mut S,
     options: &AlignOptions,
+    summed: Summed,
 ) -> Result<Alignment> {
     if options.target == Target::Cuda {
-        return super::device::align_on_device(frames, options);
+        return super::device::align_on_device(frames, options, summed);
     }
     let threads = threads_of(options.target)?;
     check(frames, options)?;
@@ -316,6 +326,7 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let unregistered = peaks.iter().any(|&p| nothing_registered(p));
     let sum = match (&cropped, &taper) {
+        _ if summed == Summed::No => Array2::zeros((0, 0)),
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
         // added at a shift that is now reported as none).

@@ -9,7 +9,7 @@
 
 use super::align::{
     bfactor_weights, check, copy_frame, iterate_on_sum, nothing_registered, read_one,
-    relative_to_first, shift_phases, spectra_bytes, Found, Registered, SumPasses, Taper,
+    relative_to_first, shift_phases, spectra_bytes, Found, Registered, SumPasses, Summed, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -659,6 +659,7 @@ impl DeviceCorrelator {
 pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     frames: &mut S,
     options: &AlignOptions,
+    summed: Summed,
 ) -> Result<Alignment> {
     check(frames, options)?;
     let n = frames.len();
@@ -713,7 +714,9 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     let origin = relative_to_first(&mut shifts, &peaks, options.reference, crop, (ny, nx))?;
     let stream = &movie.streams[0];
     let unregistered = peaks.iter().any(|&p| nothing_registered(p));
-    let sum = if crop == (ny, nx) && taper.is_none() && !unregistered {
+    let sum = if summed == Summed::No {
+        Array2::zeros((0, 0))
+    } else if crop == (ny, nx) && taper.is_none() && !unregistered {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
         // added at a shift that is now reported as none).

@@ -4,7 +4,9 @@
 //! high-frame-rate counting movie, an EER file rendered finely) has too little signal in one
 //! frame for its peak; a group of G frames has G times the counts.
 
-use super::align::{align_each_frame, check, read_one, streamed_sum, Alignment, FrameSource};
+use super::align::{
+    align_each_frame, check, read_one, streamed_sum, Alignment, FrameSource, Summed,
+};
 use super::pcc::ImagePlan;
 use super::AlignOptions;
 use crate::error::{Error, Result};
@@ -188,6 +190,7 @@ pub(super) fn align_grouped<S: FrameSource + ?Sized>(
             group: 1,
             ..*options
         },
+        Summed::No,
     )?;
     let (shifts, peaks) = groups.per_frame(&grouped.shifts, &grouped.peaks);
     let threads = match options.target {
