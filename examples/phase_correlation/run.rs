@@ -396,9 +396,9 @@ fn star_micrograph(outputs: &OutputPaths, dose: &DoseReport) -> Result<StarMicro
     let report = outputs.report()?;
     let json = outputs.json.display();
     let number = |key: &str| {
-        report[key]
-            .as_f64()
-            .with_context(|| format!("{json} gives no {key}"))
+        report[key].as_f64().with_context(|| {
+            format!("{json} gives no {key} (an earlier version's report: --force redoes it)")
+        })
     };
     let shifts = report["shifts"]
         .as_array()
@@ -407,7 +407,7 @@ fn star_micrograph(outputs: &OutputPaths, dose: &DoseReport) -> Result<StarMicro
                 .map(|row| Some([row["dy"].as_f64()?, row["dx"].as_f64()?]))
                 .collect::<Option<Vec<_>>>()
         })
-        .with_context(|| format!("{json} gives no shifts"))?;
+        .with_context(|| format!("{json} gives no shifts (--force redoes it)"))?;
     let path = |p: &Path| canonical(p).display().to_string();
     Ok(StarMicrograph {
         sum: path(&outputs.mrc_dw),
