@@ -192,7 +192,7 @@ fn write_loop_header(out: &mut impl Write, name: &str, labels: &[&str]) -> Resul
 }
 
 /// `value` as one word of a STAR file, or an error where it has none or several.
-fn star_word(value: &str) -> Result<&str> {
+pub fn star_word(value: &str) -> Result<&str> {
     if value.is_empty() || value.chars().any(char::is_whitespace) {
         anyhow::bail!(
             "a RELION STAR file cannot name {value:?}: its words would be read as values"
@@ -268,14 +268,20 @@ impl AccumulatedMotion {
 /// so that RELION's `relion_star_handler --combine`, which merges optics groups by name, puts
 /// the micrographs of several runs (`--shard`) with the same optics in one group and never
 /// those of different optics.
+/// The values are those the optics table writes (6 decimals, trailing zeros left out): a
+/// header's 1.0600001 and `--pixel-size 1.06` are one group.
 fn optics_group_name(optics: &StarOptics, mic: &StarMicrograph) -> String {
+    let short = |value: f64| {
+        let text = format!("{value:.6}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    };
     format!(
         "px{}A_sum{}A_{}kV_Cs{}mm_AC{}",
-        mic.pixel_size,
-        mic.sum_pixel_size,
-        optics.voltage_kv,
-        optics.cs_mm,
-        optics.amplitude_contrast
+        short(mic.pixel_size.into()),
+        short(mic.sum_pixel_size.into()),
+        short(optics.voltage_kv),
+        short(optics.cs_mm),
+        short(optics.amplitude_contrast)
     )
 }
 
@@ -791,6 +797,16 @@ _rlnAccumMotionLate #7
 
 ";
         assert_eq!(String::from_utf8(text).unwrap(), expected);
+
+        // A header's 1.0600001 and a given 1.06 are one group, as the table writes both.
+        let mut text = Vec::new();
+        write_relion_micrographs(&mut text, &optics, &[mic("a", 1.06), mic("b", 1.0600001)])
+            .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("/d/b.star 1 ") && !text.contains(" 2 1.060000"),
+            "{text}"
+        );
 
         let spaced = [mic("my movie", 1.0)];
         let error = write_relion_micrographs(&mut Vec::new(), &optics, &spaced).unwrap_err();
