@@ -7,9 +7,9 @@ use crate::cli::{Args, GainFlip};
 use crate::defects::{DefectCounts, DefectList, Defects};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
-    frame_rows, report_movie, write_csv, write_json, write_preview, write_relion_micrographs,
-    write_relion_star, AccumulatedMotion, OutputPaths, Staging, StarGeneral, StarMicrograph,
-    StarOptics, SUM_SUFFIXES,
+    frame_rows, report_movie, star_word, write_csv, write_json, write_preview,
+    write_relion_micrographs, write_relion_star, AccumulatedMotion, OutputPaths, Staging,
+    StarGeneral, StarMicrograph, StarOptics, SUM_SUFFIXES,
 };
 use crate::plot::write_drift_plot;
 use crate::summary::{Done, Outcome, Status, Summary};
@@ -114,13 +114,12 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     // aligned rather than after all are.
     if let (Some(_), Some(out)) = (&args.relion_micrographs, &args.out) {
         let out = std::path::absolute(out).unwrap_or(out.clone());
-        if out.display().to_string().chars().any(char::is_whitespace) {
-            bail!(
-                "--relion-micrographs names the results in --out {}, and a RELION STAR file \
-                 cannot name a path with spaces: choose another --out",
+        star_word(&out.display().to_string()).with_context(|| {
+            format!(
+                "--relion-micrographs names the results in --out {}: choose another --out",
                 out.display()
-            );
-        }
+            )
+        })?;
     }
     if args.relion_star && (args.gain_rotate != 0 || args.gain_flip != GainFlip::None) {
         bail!(

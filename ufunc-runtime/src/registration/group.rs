@@ -5,7 +5,8 @@
 //! frame for its peak; a group of G frames has G times the counts.
 
 use super::align::{
-    align_each_frame, check, read_one, streamed_sum, Alignment, FrameSource, Summed,
+    align_each_frame, check, nothing_registered, read_one, streamed_sum, Alignment, FrameSource,
+    Summed,
 };
 use super::pcc::ImagePlan;
 use super::AlignOptions;
@@ -81,7 +82,7 @@ impl Groups {
         peaks: &[f64],
     ) -> (Vec<[f64; 2]>, Vec<f64>) {
         let anchors: Vec<(f64, [f64; 2])> = (0..self.len())
-            .filter(|&g| !super::align::nothing_registered(peaks[g]))
+            .filter(|&g| !nothing_registered(peaks[g]))
             .map(|g| (self.middle(g), shifts[g]))
             .collect();
         let at = |frame: f64| -> [f64; 2] {
@@ -108,18 +109,15 @@ impl Groups {
         for (g, &peak) in peaks.iter().enumerate().take(self.len()) {
             for i in self.frames(g) {
                 frame_peaks[i] = peak;
-                if !super::align::nothing_registered(peak) {
+                if !nothing_registered(peak) {
                     frame_shifts[i] = at(i as f64);
                 }
             }
         }
-        if let Some(first) = frame_peaks
-            .iter()
-            .position(|&p| !super::align::nothing_registered(p))
-        {
+        if let Some(first) = frame_peaks.iter().position(|&p| !nothing_registered(p)) {
             let origin = frame_shifts[first];
             for (s, &p) in frame_shifts.iter_mut().zip(&frame_peaks) {
-                if !super::align::nothing_registered(p) {
+                if !nothing_registered(p) {
                     *s = [s[0] - origin[0], s[1] - origin[1]];
                 }
             }
