@@ -66,7 +66,10 @@ pub fn fixture_values(v: &serde_json::Value) -> (Vec<usize>, Vec<num_complex::Co
     (shape, vals)
 }
 
-// Synthetic movies (tests/align.rs, tests/cuda/registration.rs).
+// Synthetic movies (tests/align.rs, tests/patches.rs, tests/cuda/registration.rs).
+
+/// A Gaussian blob of a specimen: `(row, col, sigma, amplitude)`.
+pub type Blob = (f64, f64, f64, f64);
 
 /// A specimen of Gaussian blobs, sampled at `(y, x) - shift` (so the frame shows the specimen
 /// moved by `shift`), scaled to a mean of about `dose` counts per pixel, with shot noise.
@@ -74,23 +77,38 @@ pub fn frame(
     shape: (usize, usize),
     shift: [f64; 2],
     dose: f64,
-    blobs: &[(f64, f64, f64, f64)],
+    blobs: &[Blob],
+    rng: &mut Lcg,
+) -> ndarray::Array2<f32> {
+    warped_frame(shape, |_, _| shift, dose, blobs, rng)
+}
+
+/// [`frame`] with a shift of its own at each pixel: `shift_at(row, col)`.
+pub fn warped_frame(
+    shape: (usize, usize),
+    shift_at: impl Fn(f64, f64) -> [f64; 2],
+    dose: f64,
+    blobs: &[Blob],
     rng: &mut Lcg,
 ) -> ndarray::Array2<f32> {
     ndarray::Array2::from_shape_fn(shape, |(y, x)| {
-        let (y, x) = (y as f64 - shift[0], x as f64 - shift[1]);
-        // Periodic: each blob at its nearest image, so that a shifted frame is exactly the
-        // specimen translated (no edges that stay put while the content moves).
-        let near = |d: f64, n: usize| d - n as f64 * (d / n as f64).round();
-        let v: f64 = blobs
-            .iter()
-            .map(|&(cy, cx, s, a)| {
-                let (dy, dx) = (near(y - cy, shape.0), near(x - cx, shape.1));
-                a * (-(dy * dy + dx * dx) / (2.0 * s * s)).exp()
-            })
-            .sum();
+        let shift = shift_at(y as f64, x as f64);
+        let v = specimen(shape, blobs, y as f64 - shift[0], x as f64 - shift[1]);
         rng.poisson(dose * (0.3 + v)) as f32
     })
+}
+
+/// The blobs' sum at `(y, x)`, periodic: each blob at its nearest image, so that a shifted
+/// frame is exactly the specimen translated (no edges that stay put while the content moves).
+pub fn specimen(shape: (usize, usize), blobs: &[Blob], y: f64, x: f64) -> f64 {
+    let near = |d: f64, n: usize| d - n as f64 * (d / n as f64).round();
+    blobs
+        .iter()
+        .map(|&(cy, cx, s, a)| {
+            let (dy, dx) = (near(y - cy, shape.0), near(x - cx, shape.1));
+            a * (-(dy * dy + dx * dx) / (2.0 * s * s)).exp()
+        })
+        .sum()
 }
 
 /// A drift like beam-induced motion: fast at first, then slowing; frame 0 at the origin.
@@ -116,7 +134,18 @@ pub fn movie_along(
     seed: u64,
 ) -> ndarray::Array3<f32> {
     let mut rng = Lcg(seed);
-    let blobs: Vec<(f64, f64, f64, f64)> = (0..60)
+    let blobs = blobs(60, shape, &mut rng);
+    let mut m = ndarray::Array3::zeros((frames.len(), shape.0, shape.1));
+    for (i, &shift) in frames.iter().enumerate() {
+        m.index_axis_mut(ndarray::Axis(0), i)
+            .assign(&frame(shape, shift, dose, &blobs, &mut rng));
+    }
+    m
+}
+
+/// `count` Gaussian blobs `(row, col, sigma, amplitude)` placed at random in a frame of `shape`.
+pub fn blobs(count: usize, shape: (usize, usize), rng: &mut Lcg) -> Vec<Blob> {
+    (0..count)
         .map(|_| {
             (
                 rng.next() * shape.0 as f64,
@@ -125,13 +154,7 @@ pub fn movie_along(
                 0.5 + rng.next(),
             )
         })
-        .collect();
-    let mut m = ndarray::Array3::zeros((frames.len(), shape.0, shape.1));
-    for (i, &shift) in frames.iter().enumerate() {
-        m.index_axis_mut(ndarray::Axis(0), i)
-            .assign(&frame(shape, shift, dose, &blobs, &mut rng));
-    }
-    m
+        .collect()
 }
 
 /// A JSON list of numbers (a fixture's), as `f64`s.

@@ -10,8 +10,8 @@ use super::on_gpu;
 use ndarray::{Array2, Array3, Axis};
 use ufunc::cuda::cuda_counters;
 use ufunc::registration::{
-    align_movie, phase_cross_correlation, release_device_memory, AlignOptions, Correlator,
-    Normalization, PccOptions, Reference,
+    align_movie, align_patches, phase_cross_correlation, release_device_memory, AlignOptions,
+    Correlator, Normalization, PatchOptions, PccOptions, Reference,
 };
 use ufunc::{Error, Target};
 
@@ -258,6 +258,45 @@ fn the_next_movie_of_a_batch_reuses_the_streams_and_workspaces() {
             assert!(!release_device_memory());
         },
     );
+}
+
+/// Local alignment on `cuda` aligns the whole frames and each patch on the device (the cut,
+/// the model and the sum stay on the host): the patches' drift and the sum as on `parallel`.
+#[test]
+fn align_patches_on_cuda_matches_parallel() {
+    on_gpu("align_patches_on_cuda_matches_parallel", || {
+        let mut m = frames((96, 96), 6, 5);
+        let on = |target, m: &mut Array3<f32>| {
+            let options = PatchOptions {
+                grid: (3, 3),
+                align: AlignOptions {
+                    target,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            align_patches(m, &options).unwrap()
+        };
+        let (got, want) = (on(Target::Cuda, &mut m), on(Target::Parallel, &mut m));
+        let step = 1.0 / 20.0 + 1e-9;
+        for (i, (g, w)) in got
+            .global
+            .shifts
+            .iter()
+            .zip(&want.global.shifts)
+            .enumerate()
+        {
+            same_shift(&format!("whole frame {i}"), g, w, step);
+        }
+        assert_eq!(got.patches.len(), 9);
+        for (p, (g, w)) in got.patches.iter().zip(&want.patches).enumerate() {
+            assert_eq!(g.origin, w.origin);
+            for (i, (a, b)) in g.shifts.iter().zip(&w.shifts).enumerate() {
+                same_shift(&format!("patch {p}, frame {i}"), a, b, step);
+            }
+        }
+        same_sum("local sum", &got.sum, &want.sum);
+    });
 }
 
 #[test]

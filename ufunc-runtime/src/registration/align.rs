@@ -1006,7 +1006,7 @@ pub(super) fn shift_phases(
 }
 
 /// Moves the image of a half spectrum by `shift`.
-fn move_by(spectrum: &mut Spectrum, shift: [f64; 2], nx: usize) {
+pub(super) fn move_by(spectrum: &mut Spectrum, shift: [f64; 2], nx: usize) {
     let (py, px) = shift_phases(shift, spectrum.dim(), nx);
     for ((ky, kx), z) in spectrum.indexed_iter_mut() {
         *z *= py[ky] * px[kx];

@@ -8,8 +8,10 @@
 //! upsampled matrix-multiply DFT of Guizar-Sicairos, Thurman and Fienup (2008), so the result is
 //! quantised to `1/U`; `error` and `phasediff` use their formulas.
 //!
-//! [`align_movie`] aligns the frames of a movie and sums them; [`dose_weighted_sum`] sums them
-//! again weighted by the exposure each frame's electrons had left the specimen.
+//! [`align_movie`] aligns the frames of a movie and sums them; [`align_patches`] goes on to
+//! align patches of them and sums them moved by a model of the local drift;
+//! [`dose_weighted_sum`] sums them again weighted by the exposure each frame's electrons had
+//! left the specimen.
 //!
 //! ```
 //! use ndarray::Array2;
@@ -30,11 +32,16 @@ mod device;
 mod disambiguate;
 mod dose;
 mod group;
+mod local;
 mod pcc;
 mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
 pub use dose::{dose_weighted_sum, DoseWeighting};
+pub use local::{
+    align_patches, CorrectedFrames, LocalAlignment, LocalMotion, MotionModel, PatchOptions,
+    PatchTrack,
+};
 pub use pcc::{phase_cross_correlation, Correlator};
 
 use crate::fft::FftReal;
