@@ -256,7 +256,8 @@ fn bad_grids_and_movies_are_errors() {
     );
     assert_eq!(name, "grid");
     assert!(
-        message.contains("at least 3x3") && message.contains("2x4"),
+        message.contains("at least 3 rows and 3 columns")
+            && message.contains("2 rows and 4 columns"),
         "{message}"
     );
     let (name, message) = invalid(

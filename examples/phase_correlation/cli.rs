@@ -68,6 +68,14 @@ pub struct Args {
     /// frame (fine frame rates, EER). The drift must be smooth over a group [default: 1].
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub group: Option<u32>,
+    /// Also align patches (local motion, as MotionCor2's -Patch X Y and RELION's
+    /// --patch_x/--patch_y): after the whole-frame alignment, cut the frames into X columns by
+    /// Y rows of patches (5x5, or 5 for 5x5; at least 3 each), align each patch's frames, fit
+    /// RELION's polynomial model of the drift left at each place, and sum the frames moved
+    /// pixel by pixel by it. For specimens that bend or turn under the beam. Writes
+    /// NAME.patches.csv (each patch's drift per frame and the model's fit to it).
+    #[arg(long, allow_hyphen_values = true, value_name = "XxY", value_parser = patch_grid)]
+    pub patches: Option<PatchGrid>,
     /// Where the registration runs.
     #[arg(long, value_enum, default_value_t = TargetArg::Parallel)]
     pub target: TargetArg,
@@ -225,6 +233,22 @@ impl Shard {
     }
 }
 
+/// `--patches XxY`: patches across (columns) and down (rows) the frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatchGrid {
+    pub x: usize,
+    pub y: usize,
+}
+
+fn patch_grid(s: &str) -> Result<PatchGrid, String> {
+    let count = |n: &str| number_in(n, |n: &usize| *n >= 3, "a count of at least 3");
+    let (x, y) = match s.trim().split_once(['x', 'X']) {
+        Some((x, y)) => (count(x)?, count(y)?),
+        None => (count(s)?, count(s)?),
+    };
+    Ok(PatchGrid { x, y })
+}
+
 /// The number `s`, where `allowed` holds for it; else an error saying that it is not `range`
 /// (clap adds the flag and the value as typed).
 fn number_in<T: FromStr>(s: &str, allowed: impl Fn(&T) -> bool, range: &str) -> Result<T, String> {
@@ -355,6 +379,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("memory_limit", "--memory-limit"),
     ("taper", "--taper"),
     ("group", "--group"),
+    ("grid", "--patches"),
     ("exposure_per_frame", "--dose-per-frame"),
     ("pre_exposure", "--pre-exposure"),
     ("voltage_kv", "--voltage"),
@@ -483,12 +508,23 @@ mod tests {
         assert!(Args::try_parse_from(["phase_correlation", "--shard", "2/2"]).is_err());
     }
 
+    /// `--patches` takes X by Y, MotionCor2's order, or one count for both.
+    #[test]
+    fn patches_are_columns_by_rows() {
+        let grid =
+            |value: &str| Args::parse_from(["phase_correlation", "--patches", value]).patches;
+        assert_eq!(grid("5x7"), Some(PatchGrid { x: 5, y: 7 }));
+        assert_eq!(grid("4X3"), Some(PatchGrid { x: 4, y: 3 }));
+        assert_eq!(grid("6"), Some(PatchGrid { x: 6, y: 6 }));
+        assert_eq!(Args::parse_from(["phase_correlation"]).patches, None);
+    }
+
     /// A value outside what the registration allows is refused as the command line is parsed,
     /// naming the flag as typed, the value and what is allowed (it was refused for every movie
     /// in turn, by the library's field name: "invalid `max_size`", "invalid `taper`").
     #[test]
     fn bad_values_are_refused_naming_the_flag_the_value_and_the_range() {
-        let cases: [(&[&str], &[&str]); 20] = [
+        let cases: [(&[&str], &[&str]); 22] = [
             (
                 &["--bin", "0.5"],
                 &["'0.5'", "a finite factor >= 1 (1: no binning)"],
@@ -533,6 +569,14 @@ mod tests {
             (&["--cs=-1"], &["'-1'", "a finite number of mm >= 0"]),
             (&["--hot-pixels", "0"], &["'0'", "standard deviations > 0"]),
             (&["--amplitude-contrast", "1"], &["'1'", "1 is not in 0..1"]),
+            (
+                &["--patches", "2x5"],
+                &["'2x5'", "2 is not a count of at least 3"],
+            ),
+            (
+                &["--patches", "5by5"],
+                &["'5by5'", "5by5 is not a count of at least 3"],
+            ),
         ];
         for (argv, says) in cases {
             let flag = argv[0].split('=').next().unwrap();

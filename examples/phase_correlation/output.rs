@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use ufunc::registration::{LocalAlignment, LocalMotion};
 
 /// The five results of one movie `NAME.ext` in an output folder.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct OutputPaths {
     pub mrc_dw: PathBuf,
     /// RELION's motion metadata, written with `--relion-star`.
     pub star: PathBuf,
+    /// The patches' drift, written with `--patches`.
+    pub patches: PathBuf,
 }
 
 /// The suffixes of the aligned sums, `NAME.aligned.mrc` and `NAME.aligned_DW.mrc`: MRC files
@@ -40,6 +43,7 @@ impl OutputPaths {
             drift: at("drift.png"),
             mrc_dw: at(SUM_SUFFIXES[1]),
             star: dir.join(format!("{name}.star")),
+            patches: at("patches.csv"),
         }
     }
 
@@ -400,6 +404,9 @@ pub struct StarGeneral<'a> {
     pub pixel_size: Option<f32>,
     /// e/Å² per frame, before the first, and kV.
     pub dose: Option<(f64, f64, f64)>,
+    /// `--patches`: the local alignment, whose model (where fitted) and patches' drift RELION's
+    /// `data_local_motion_model` and `data_local_shift` give.
+    pub local: Option<&'a LocalAlignment>,
 }
 
 /// Writes a movie's motion as RELION's motion correction does (`Micrograph::write`): its
@@ -439,7 +446,12 @@ pub fn write_relion_star(
         writeln!(out, "_rlnVoltage {voltage_kv:.6}")?;
     }
     writeln!(out, "_rlnMicrographStartFrame 1")?;
-    writeln!(out, "_rlnMotionModelVersion 0\n")?;
+    let model = general.local.and_then(|l| match &l.motion {
+        LocalMotion::Fitted(model) => Some(model),
+        LocalMotion::Unfitted(_) => None,
+    });
+    // RELION's MOTION_MODEL_THIRD_ORDER_POLYNOMIAL, or MOTION_MODEL_NULL.
+    writeln!(out, "_rlnMotionModelVersion {}\n", model.is_some() as u8)?;
     write_loop_header(
         out,
         "global_shift",
@@ -452,6 +464,18 @@ pub fn write_relion_star(
     for r in rows {
         writeln!(out, "{} {:.6} {:.6}", r.frame + 1, r.dx, r.dy)?;
     }
+    if let Some(model) = model {
+        writeln!(out)?;
+        write_loop_header(
+            out,
+            "local_motion_model",
+            &["_rlnMotionModelCoeffsIdx", "_rlnMotionModelCoeff"],
+        )?;
+        let coefficients = model.coefficients_x.iter().chain(&model.coefficients_y);
+        for (k, c) in coefficients.enumerate() {
+            writeln!(out, "{k} {c:.9e}")?;
+        }
+    }
     if !general.hot_pixels.is_empty() {
         writeln!(out)?;
         write_loop_header(out, "hot_pixels", &["_rlnCoordinateX", "_rlnCoordinateY"])?;
@@ -459,7 +483,56 @@ pub fn write_relion_star(
             writeln!(out, "{:.6} {:.6}", x as f64, y as f64)?;
         }
     }
+    if let Some(local) = general.local {
+        // The drift each settled patch had left, as RELION lists the observations it fitted.
+        writeln!(out)?;
+        write_loop_header(
+            out,
+            "local_shift",
+            &[
+                "_rlnMicrographFrameNumber",
+                "_rlnCoordinateX",
+                "_rlnCoordinateY",
+                "_rlnMicrographShiftX",
+                "_rlnMicrographShiftY",
+            ],
+        )?;
+        for patch in local.patches.iter().filter(|p| p.converged) {
+            let [cy, cx] = patch.centre();
+            for (i, (s, &peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
+                if peak != 0.0 {
+                    writeln!(out, "{} {cx:.6} {cy:.6} {:.6} {:.6}", i + 1, s[1], s[0])?;
+                }
+            }
+        }
+    }
     writeln!(out)?;
+    Ok(())
+}
+
+/// Writes `NAME.patches.csv`: per patch (numbered row by row from 0) and frame, the patch's
+/// centre (row, col in the movie's pixels), the drift left after the whole-frame shift that it
+/// measured (`dy`, `dx`: what moves the patch onto frame 0's), the model's value there (empty
+/// where no model was fitted), the peak, and whether the patch settled (only those are fitted).
+pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment) -> Result<()> {
+    writeln!(out, "patch,row,col,frame,dy,dx,fit_dy,fit_dx,peak,settled")?;
+    for (p, patch) in local.patches.iter().enumerate() {
+        let [cy, cx] = patch.centre();
+        for (i, (s, peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
+            let fit = match &local.motion {
+                LocalMotion::Fitted(model) => {
+                    let [fy, fx] = model.shift_at(i as f64, cy, cx);
+                    format!("{fy:.4},{fx:.4}")
+                }
+                LocalMotion::Unfitted(_) => ",".to_owned(),
+            };
+            writeln!(
+                out,
+                "{p},{cy:.1},{cx:.1},{i},{:.4},{:.4},{fit},{peak:.6},{}",
+                s[0], s[1], patch.converged as u8
+            )?;
+        }
+    }
     Ok(())
 }
 
@@ -682,6 +755,7 @@ mod tests {
             binning: 1.0,
             pixel_size: None,
             dose: None,
+            local: None,
         };
         let error = write_relion_star(&mut Vec::new(), &general, &[]).unwrap_err();
         assert!(error.to_string().contains("my movie.tif"), "{error}");

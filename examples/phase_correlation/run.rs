@@ -7,7 +7,7 @@ use crate::cli::{Args, GainFlip};
 use crate::defects::{DefectCounts, DefectList, Defects};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
-    frame_rows, report_movie, star_word, write_csv, write_json, write_preview,
+    frame_rows, report_movie, star_word, write_csv, write_json, write_patches_csv, write_preview,
     write_relion_micrographs, write_relion_star, AccumulatedMotion, OutputPaths, Staging,
     StarGeneral, StarMicrograph, StarOptics, SUM_SUFFIXES,
 };
@@ -21,7 +21,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ufunc::registration::{
-    align_movie, dose_weighted_sum, AlignOptions, DoseWeighting, FrameSource,
+    align_movie, align_patches, dose_weighted_sum, AlignOptions, Alignment, DoseWeighting,
+    FrameSource, LocalAlignment, LocalMotion, PatchOptions,
 };
 
 /// How progress is shown.
@@ -104,6 +105,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         [
             (settings.dose.is_some(), &outputs.mrc_dw),
             (args.relion_star, &outputs.star),
+            (settings.patches.is_some(), &outputs.patches),
         ]
         .into_iter()
         .filter(|(asked, path)| *asked && !path.is_file())
@@ -609,6 +611,29 @@ pub struct Settings {
     /// existed have it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defects: Option<DefectsReport>,
+    /// `--patches`; left out without it, as reports written before it existed have it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patches: Option<PatchesReport>,
+}
+
+/// The local alignment's grid, and the taper of its patches (the library's).
+#[derive(Serialize, Clone, Copy)]
+pub struct PatchesReport {
+    /// Patches across (columns) and down (rows).
+    pub x: usize,
+    pub y: usize,
+    pub taper: f64,
+}
+
+impl PatchesReport {
+    /// The local alignment's options, with `align` for the whole frames and the patches.
+    fn options(&self, align: &AlignOptions) -> PatchOptions {
+        PatchOptions {
+            grid: (self.y, self.x),
+            taper: self.taper,
+            align: *align,
+        }
+    }
 }
 
 /// Which defects are replaced in the frames.
@@ -643,6 +668,11 @@ impl Settings {
                     .defects
                     .as_deref()
                     .map(|f| canonical(f).display().to_string()),
+            }),
+            patches: args.patches.map(|grid| PatchesReport {
+                x: grid.x,
+                y: grid.y,
+                taper: PatchOptions::default().taper,
             }),
         }
     }
@@ -706,10 +736,62 @@ struct Report<'a> {
     /// The defects replaced in every frame (`--hot-pixels`, `--defects`).
     #[serde(skip_serializing_if = "Option::is_none")]
     defects: Option<DefectCounts>,
+    /// The local alignment (`--patches`); the shifts are the whole frames'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local: Option<LocalReport>,
     timing: Timing,
     #[serde(skip_serializing_if = "Option::is_none")]
     rms_error_px: Option<f64>,
     shifts: &'a [crate::output::FrameRow],
+}
+
+/// A movie aligned whole, or whole and then patch by patch.
+enum Aligned {
+    Whole(Alignment),
+    Local(Box<LocalAlignment>),
+}
+
+/// The local alignment as the report gives it (each patch's drift is in `NAME.patches.csv`).
+#[derive(Serialize)]
+struct LocalReport {
+    /// Patches, and of them those whose passes settled (only those are fitted).
+    patches: usize,
+    settled: usize,
+    /// Whether the model was fitted (the sum follows it), or why not (the sum is the whole
+    /// frames').
+    fitted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unfitted_because: Option<String>,
+    /// RELION's third-order polynomial: the 18 coefficients of the column shift and of the
+    /// row shift, in RELION's order (`rlnMotionModelCoeff`), and the RMS of the fit's
+    /// residuals (dy, dx) in pixels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coefficients_x: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coefficients_y: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fit_rms_px: Option<[f64; 2]>,
+}
+
+impl LocalReport {
+    fn of(local: &LocalAlignment) -> LocalReport {
+        let model = match &local.motion {
+            LocalMotion::Fitted(model) => Some(model),
+            LocalMotion::Unfitted(_) => None,
+        };
+        LocalReport {
+            patches: local.patches.len(),
+            settled: local.patches.iter().filter(|p| p.converged).count(),
+            fitted: model.is_some(),
+            unfitted_because: match &local.motion {
+                LocalMotion::Unfitted(reason) => Some(reason.clone()),
+                LocalMotion::Fitted(_) => None,
+            },
+            coefficients_x: model.map(|m| m.coefficients_x.to_vec()),
+            coefficients_y: model.map(|m| m.coefficients_y.to_vec()),
+            fit_rms_px: model.map(|m| m.rms),
+        }
+    }
 }
 
 /// The options as the report gives them.
@@ -844,9 +926,17 @@ pub fn align_and_write(
         source,
         spent: Duration::ZERO,
     };
-    let alignment = align_movie(&mut source, options)
-        .map_err(crate::cli::name_the_flag)
-        .with_context(|| format!("{}: alignment failed", meta.movie))?;
+    let aligned = match &meta.settings.patches {
+        None => align_movie(&mut source, options).map(Aligned::Whole),
+        Some(patches) => align_patches(&mut source, &patches.options(options))
+            .map(|l| Aligned::Local(Box::new(l))),
+    }
+    .map_err(crate::cli::name_the_flag)
+    .with_context(|| format!("{}: alignment failed", meta.movie))?;
+    let (alignment, local, aligned_sum) = match &aligned {
+        Aligned::Whole(a) => (a, None, &a.sum),
+        Aligned::Local(l) => (&l.global, Some(&**l), &l.sum),
+    };
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
@@ -855,7 +945,10 @@ pub fn align_and_write(
     let written = Instant::now();
     let mut staging = Staging::default();
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
-    let sum = fourier_crop(alignment.sum.view(), sum_shape)?;
+    if let Some(local) = local {
+        staging.write(&outputs.patches, |w| write_patches_csv(w, local))?;
+    }
+    let sum = fourier_crop(aligned_sum.view(), sum_shape)?;
     // The binned pixel's size: the frame's width over the sum's.
     let pixel_size = meta.pixel_size.map(|p| p * nx as f32 / sum_shape.1 as f32);
     staging.write(&outputs.mrc, |w| {
@@ -866,9 +959,20 @@ pub fn align_and_write(
     let dose_weighting_s = match &dose {
         Some(dose) => {
             let weighting = Instant::now();
-            let weighted = dose_weighted_sum(&mut source, &alignment.shifts, dose, options.target)
-                .map_err(crate::cli::name_the_flag)
-                .with_context(|| format!("{}: dose weighting failed", meta.movie))?;
+            let weighted = match local {
+                None => dose_weighted_sum(&mut source, &alignment.shifts, dose, options.target),
+                // The frames moved as the local alignment moves them, and no further.
+                Some(local) => {
+                    local
+                        .corrected(&mut source, options.target)
+                        .and_then(|mut frames| {
+                            let none = vec![[0.0; 2]; n];
+                            dose_weighted_sum(&mut frames, &none, dose, options.target)
+                        })
+                }
+            }
+            .map_err(crate::cli::name_the_flag)
+            .with_context(|| format!("{}: dose weighting failed", meta.movie))?;
             let weighted = fourier_crop(weighted.view(), sum_shape)?;
             staging.write(&outputs.mrc_dw, |w| {
                 let label = format!("ufunc phase_correlation: dose-weighted sum of {n} frames");
@@ -910,6 +1014,7 @@ pub fn align_and_write(
         converged: alignment.converged,
         unregistered_frames: &unregistered_frames,
         defects: meta.defects.as_ref().map(|d| d.counts),
+        local: local.map(LocalReport::of),
         timing: timing(written.elapsed().as_secs_f64() - dose_weighting_s.unwrap_or(0.0)),
         rms_error_px: rms_error,
         shifts: &rows,
@@ -936,6 +1041,7 @@ pub fn align_and_write(
                 .dose
                 .as_ref()
                 .map(|d| (d.per_frame, d.pre_exposure, d.voltage_kv)),
+            local,
         };
         staging.write(&outputs.star, |w| write_relion_star(w, &general, &rows))?;
     } else {
@@ -943,6 +1049,9 @@ pub fn align_and_write(
     }
     if dose.is_none() {
         OutputPaths::remove_stale(&outputs.mrc_dw)?;
+    }
+    if local.is_none() {
+        OutputPaths::remove_stale(&outputs.patches)?;
     }
     staging.commit()?;
     let max_shift = alignment
@@ -960,6 +1069,19 @@ pub fn align_and_write(
         unregistered_frames,
         max_shift,
         rms_error,
+        local: local.map(|l| {
+            let settled = l.patches.iter().filter(|p| p.converged).count();
+            match &l.motion {
+                LocalMotion::Fitted(model) => Ok(format!(
+                    "local model of {settled} of {} patches settled, fit rms {:.2} px (dy), \
+                     {:.2} px (dx)",
+                    l.patches.len(),
+                    model.rms[0],
+                    model.rms[1]
+                )),
+                LocalMotion::Unfitted(reason) => Err(reason.clone()),
+            }
+        }),
     })
 }
 
@@ -2355,6 +2477,180 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `--patches XxY` aligns the patches after the whole frames: NAME.patches.csv gives each
+    /// patch's drift and the model's fit, the report the model, NAME.star RELION's model and
+    /// observations; the weighted sum is of the frames as the model moves them. The grid is
+    /// recorded (a rerun without it, or with another, is not skipped on), the patches' CSV is
+    /// required of a rerun with it and removed by one without, and a grid too fine for the
+    /// frames is named by its flag.
+    #[test]
+    fn patches_write_the_local_drift_and_relions_model() {
+        use crate::synth::{synth_movie, SynthOptions};
+        let dir = temp_dir("patches");
+        let synth = synth_movie(&SynthOptions {
+            frames: 8,
+            shape: (144, 160),
+            ..Default::default()
+        });
+        let movie = dir.join("local.npy");
+        ndarray_npy::write_npy(&movie, &synth.frames).unwrap();
+        let movies = [movie.display().to_string()];
+        let flags = [
+            "--patches",
+            "4x3",
+            "--relion-star",
+            "--pixel-size",
+            "1",
+            "--dose-per-frame",
+            "1",
+        ];
+        let summary = run_with(&dir, &movies, &flags);
+        let line = summary.outcomes[0].status.describe();
+        assert!(
+            line.contains("local model of 12 of 12 patches settled, fit rms"),
+            "{line}"
+        );
+        let text_of = |path: &Path| std::fs::read_to_string(path).unwrap();
+        let text = |suffix: &str| text_of(&dir.join(format!("local.{suffix}")));
+        let report: serde_json::Value = serde_json::from_str(&text("shifts.json")).unwrap();
+        assert_eq!(
+            report["settings"]["patches"],
+            serde_json::json!({ "x": 4, "y": 3, "taper": 0.1 })
+        );
+        let local = &report["local"];
+        assert_eq!(local["patches"], 12);
+        assert_eq!(local["fitted"], true, "{local}");
+        let coefficients_x: Vec<f64> =
+            serde_json::from_value(local["coefficients_x"].clone()).unwrap();
+        let coefficients_y: Vec<f64> =
+            serde_json::from_value(local["coefficients_y"].clone()).unwrap();
+        assert_eq!((coefficients_x.len(), coefficients_y.len()), (18, 18));
+        assert!(dir.join("local.aligned_DW.mrc").is_file());
+
+        // The CSV: 12 patches of 8 frames, 3 rows of 4 columns, numbered row by row.
+        let csv = text("patches.csv");
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("patch,row,col,frame,dy,dx,fit_dy,fit_dx,peak,settled")
+        );
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 12 * 8);
+        // Patch 5: the second row's second, rows 48..96 and columns 40..80.
+        let patch5: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == "5").collect();
+        assert_eq!((patch5[0][1], patch5[0][2]), ("71.5", "59.5"));
+        assert_eq!(
+            (patch5[0][3], patch5[0][4], patch5[0][5]),
+            ("0", "0.0000", "0.0000")
+        );
+        assert_eq!((patch5[0][6], patch5[0][7]), ("0.0000", "0.0000")); // the model at frame 0
+        let settled = rows.iter().filter(|r| r[3] == "0" && r[9] == "1").count();
+        assert_eq!(local["settled"], settled);
+
+        // NAME.star: the model (x's 18 coefficients, then y's) and the settled observations.
+        let star = text("star");
+        assert!(
+            star.contains(
+                "_rlnMotionModelVersion 1
+"
+            ),
+            "{star}"
+        );
+        let block = |name: &str| -> Vec<Vec<f64>> {
+            let after = star
+                .split(&format!(
+                    "data_{name}
+"
+                ))
+                .nth(1)
+                .unwrap();
+            after
+                .lines()
+                .skip_while(|l| !l.starts_with("_rln"))
+                .skip_while(|l| l.starts_with("_rln"))
+                .take_while(|l| !l.trim().is_empty())
+                .map(|l| l.split_whitespace().map(|w| w.parse().unwrap()).collect())
+                .collect()
+        };
+        let model = block("local_motion_model");
+        assert_eq!(model.len(), 36);
+        for k in 0..18 {
+            assert_eq!(model[k][0], k as f64);
+            assert!(
+                (model[k][1] - coefficients_x[k]).abs()
+                    <= 1e-8 * coefficients_x[k].abs().max(1e-12)
+            );
+            assert!(
+                (model[18 + k][1] - coefficients_y[k]).abs()
+                    <= 1e-8 * coefficients_y[k].abs().max(1e-12)
+            );
+        }
+        let observed = block("local_shift");
+        assert_eq!(observed.len(), settled * 8);
+        let first_of_5 = observed
+            .iter()
+            .find(|r| r[1] == 59.5 && r[2] == 71.5)
+            .unwrap();
+        assert_eq!(&first_of_5[..], &[1.0, 59.5, 71.5, 0.0, 0.0]);
+
+        // Reruns: the same flags skip; without the CSV, not taken as finished; without
+        // --patches, redone and the CSV removed; another grid is not skipped on either.
+        assert_eq!(run_with(&dir, &movies, &flags).skipped(), 1);
+        std::fs::remove_file(dir.join("local.patches.csv")).unwrap();
+        let error = failure(&run_with(&dir, &movies, &flags));
+        assert!(error.contains("local.patches.csv"), "{error}");
+        let whole = &flags[2..];
+        let error = failure(&run_with(&dir, &movies, whole));
+        assert!(error.contains("settings.patches"), "{error}");
+        assert_eq!(
+            run_with(&dir, &movies, &[whole, &["--force"]].concat()).done(),
+            1
+        );
+        assert!(!dir.join("local.patches.csv").exists());
+        assert!(text("star").contains(
+            "_rlnMotionModelVersion 0
+"
+        ));
+        let error = failure(&run_with(
+            &dir,
+            &movies,
+            &[&["--patches", "3"][..], whole].concat(),
+        ));
+        assert!(error.contains("settings.patches"), "{error}");
+
+        // Too fine a grid for the frames is named by its flag, before any file is written.
+        let summary = run_with(&dir.join("fine"), &movies, &["--patches", "11x3"]);
+        let error = failure(&summary);
+        assert!(
+            error.contains("invalid --patches") && error.contains("3 rows and 11 columns"),
+            "{error}"
+        );
+        assert!(!dir.join("fine").join("local.shifts.csv").exists());
+
+        // A movie with nothing to register has no model: said, and the sums are the whole
+        // frames'.
+        let flat = dir.join("flat.npy");
+        ndarray_npy::write_npy(&flat, &ndarray::Array3::<f32>::from_elem((6, 64, 64), 2.0))
+            .unwrap();
+        let summary = run_with(&dir, &[flat.display().to_string()], &["--patches", "3"]);
+        let line = summary.outcomes[0].status.describe();
+        assert!(
+            line.contains(
+                "WARNING: no local model (9 of 9 patches settled, with 0 registered frames"
+            ),
+            "{line}"
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&text_of(&dir.join("flat.shifts.json"))).unwrap();
+        assert_eq!(report["local"]["fitted"], false);
+        assert!(report["local"]["unfitted_because"]
+            .as_str()
+            .unwrap()
+            .contains("too few"));
+        assert!(report["local"].get("coefficients_x").is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// `--group N` aligns groups of frames, is recorded in the report (not at 1, as reports

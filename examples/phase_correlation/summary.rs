@@ -23,6 +23,8 @@ pub struct Done {
     pub max_shift: f64,
     /// The rms distance to the true shifts, when known.
     pub rms_error: Option<f64>,
+    /// With `--patches`, what the local alignment found: the model's fit, or why there is none.
+    pub local: Option<Result<String, String>>,
 }
 
 /// What happened to one movie.
@@ -59,6 +61,16 @@ impl Status {
                          (allow more with --iterations, or try --reference first)",
                         iterations(d.iterations)
                     );
+                }
+                match &d.local {
+                    Some(Ok(fit)) => line += &format!("; {fit}"),
+                    Some(Err(reason)) => {
+                        line += &format!(
+                            "; WARNING: no local model ({reason}), so the sums are of the whole \
+                             frames' shifts alone"
+                        )
+                    }
+                    None => {}
                 }
                 if !d.unregistered_frames.is_empty() {
                     let list: Vec<String> = d
