@@ -3,6 +3,7 @@ RMS distance, over a grid of pixels inside the outermost patch centres and every
 shift that registers each pixel (the whole frame's, plus the local model's where the report
 has one: RELION's third-order polynomial) from the truth (s solving s = -d(t, p - s)).
 Usage: python bench/bending_error.py MOVIE.truth.npz NAME.shifts.json [NAME.shifts.json ...]
+(bending_movie.py makes square movies only, as this assumes.)
 """
 import json
 import sys

@@ -17,7 +17,8 @@ use ufunc::Target;
 /// Drift correction of electron-microscopy movies by phase correlation: every frame is
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
-/// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star).
+/// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star,
+/// NAME.patches.csv and NAME.patches.png with --patches).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -73,7 +74,8 @@ pub struct Args {
     /// Y rows of patches (5x5, or 5 for 5x5; at least 3 each), align each patch's frames, fit
     /// RELION's polynomial model of the drift left at each place, and sum the frames moved
     /// pixel by pixel by it. For specimens that bend or turn under the beam. Writes
-    /// NAME.patches.csv (each patch's drift per frame and the model's fit to it).
+    /// NAME.patches.csv (each patch's drift per frame and the model's fit to it) and
+    /// NAME.patches.png (both plotted at the patches' places).
     #[arg(long, allow_hyphen_values = true, value_name = "XxY", value_parser = patch_grid)]
     pub patches: Option<PatchGrid>,
     /// Where the registration runs.

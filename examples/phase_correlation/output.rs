@@ -22,8 +22,9 @@ pub struct OutputPaths {
     pub mrc_dw: PathBuf,
     /// RELION's motion metadata, written with `--relion-star`.
     pub star: PathBuf,
-    /// The patches' drift, written with `--patches`.
+    /// The patches' drift and its plot, written with `--patches`.
     pub patches: PathBuf,
+    pub patches_png: PathBuf,
 }
 
 /// The suffixes of the aligned sums, `NAME.aligned.mrc` and `NAME.aligned_DW.mrc`: MRC files
@@ -44,6 +45,7 @@ impl OutputPaths {
             mrc_dw: at(SUM_SUFFIXES[1]),
             star: dir.join(format!("{name}.star")),
             patches: at("patches.csv"),
+            patches_png: at("patches.png"),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::output::{
     write_relion_micrographs, write_relion_star, AccumulatedMotion, OutputPaths, Staging,
     StarGeneral, StarMicrograph, StarOptics, SUM_SUFFIXES,
 };
-use crate::plot::write_drift_plot;
+use crate::plot::{write_drift_plot, write_patch_plot};
 use crate::summary::{Done, Outcome, Status, Summary};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -106,6 +106,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             (settings.dose.is_some(), &outputs.mrc_dw),
             (args.relion_star, &outputs.star),
             (settings.patches.is_some(), &outputs.patches),
+            (settings.patches.is_some(), &outputs.patches_png),
         ]
         .into_iter()
         .filter(|(asked, path)| *asked && !path.is_file())
@@ -616,13 +617,15 @@ pub struct Settings {
     pub patches: Option<PatchesReport>,
 }
 
-/// The local alignment's grid, and the taper of its patches (the library's).
+/// The local alignment's grid, and the taper of its patches and the largest rms of the
+/// model's fit used (the library's).
 #[derive(Serialize, Clone, Copy)]
 pub struct PatchesReport {
     /// Patches across (columns) and down (rows).
     pub x: usize,
     pub y: usize,
     pub taper: f64,
+    pub max_fit_rms: f64,
 }
 
 impl PatchesReport {
@@ -631,6 +634,7 @@ impl PatchesReport {
         PatchOptions {
             grid: (self.y, self.x),
             taper: self.taper,
+            max_fit_rms: self.max_fit_rms,
             align: *align,
         }
     }
@@ -673,6 +677,7 @@ impl Settings {
                 x: grid.x,
                 y: grid.y,
                 taper: PatchOptions::default().taper,
+                max_fit_rms: PatchOptions::default().max_fit_rms,
             }),
         }
     }
@@ -947,6 +952,9 @@ pub fn align_and_write(
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
     if let Some(local) = local {
         staging.write(&outputs.patches, |w| write_patches_csv(w, local))?;
+        staging.write(&outputs.patches_png, |w| {
+            write_patch_plot(w, &meta.title, local, (ny, nx))
+        })?;
     }
     let sum = fourier_crop(aligned_sum.view(), sum_shape)?;
     // The binned pixel's size: the frame's width over the sum's.
@@ -1052,6 +1060,7 @@ pub fn align_and_write(
     }
     if local.is_none() {
         OutputPaths::remove_stale(&outputs.patches)?;
+        OutputPaths::remove_stale(&outputs.patches_png)?;
     }
     staging.commit()?;
     let max_shift = alignment
@@ -2517,7 +2526,7 @@ mod tests {
         let report: serde_json::Value = serde_json::from_str(&text("shifts.json")).unwrap();
         assert_eq!(
             report["settings"]["patches"],
-            serde_json::json!({ "x": 4, "y": 3, "taper": 0.1 })
+            serde_json::json!({ "x": 4, "y": 3, "taper": 0.1, "max_fit_rms": 10.0 })
         );
         let local = &report["local"];
         assert_eq!(local["patches"], 12);
@@ -2528,6 +2537,7 @@ mod tests {
             serde_json::from_value(local["coefficients_y"].clone()).unwrap();
         assert_eq!((coefficients_x.len(), coefficients_y.len()), (18, 18));
         assert!(dir.join("local.aligned_DW.mrc").is_file());
+        assert!(dir.join("local.patches.png").is_file());
 
         // The CSV: 12 patches of 8 frames, 3 rows of 4 columns, numbered row by row.
         let csv = text("patches.csv");
@@ -2609,6 +2619,7 @@ mod tests {
             1
         );
         assert!(!dir.join("local.patches.csv").exists());
+        assert!(!dir.join("local.patches.png").exists());
         assert!(text("star").contains(
             "_rlnMotionModelVersion 0
 "

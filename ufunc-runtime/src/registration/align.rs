@@ -628,21 +628,35 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// A frame that a source made of another source (a group's frames added, the frames moved by
+/// a local alignment) could not read, as [`read_one`] says it of the inner source (naming the
+/// frame), passed through the outer reading unchanged.
+#[derive(Debug)]
+pub(super) struct InnerFrameError(pub(super) Error);
+
+impl std::fmt::Display for InnerFrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for InnerFrameError {}
+
 pub(super) fn read_one<S: FrameSource + ?Sized>(
     frames: &mut S,
     index: usize,
     mut image: ArrayViewMut2<'_, f32>,
 ) -> Result<()> {
-    frames
-        .read_frame(index, image.view_mut())
-        .map_err(|e| match e.downcast::<super::group::GroupMemberError>() {
-            // A group's frame, which names itself.
-            Ok(member) => member.0,
+    frames.read_frame(index, image.view_mut()).map_err(|e| {
+        match e.downcast::<InnerFrameError>() {
+            // An inner source's frame, which names itself.
+            Ok(inner) => inner.0,
             Err(e) => Error::InvalidArgument {
                 name: "frames",
                 message: format!("frame {index} could not be read: {}", with_causes(&*e)),
             },
-        })?;
+        }
+    })?;
     // An infinity would make every correlation NaN, and the whole alignment with it.
     let found = match super::contains_non_finite(image.view()) {
         true => image.indexed_iter().find(|(_, v)| !v.is_finite()),

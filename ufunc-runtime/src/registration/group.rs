@@ -6,7 +6,7 @@
 
 use super::align::{
     align_each_frame, check, nothing_registered, read_one, streamed_sum, Alignment, FrameSource,
-    Summed,
+    InnerFrameError, Summed,
 };
 use super::pcc::ImagePlan;
 use super::AlignOptions;
@@ -133,19 +133,6 @@ struct GroupedFrames<'a, S: ?Sized> {
     scratch: Array2<f32>,
 }
 
-/// A frame of a group that could not be read, as [`read_one`] says it (naming the frame,
-/// not the group), passed through the group's reading unchanged.
-#[derive(Debug)]
-pub(super) struct GroupMemberError(pub(super) Error);
-
-impl std::fmt::Display for GroupMemberError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for GroupMemberError {}
-
 impl<S: FrameSource + ?Sized> FrameSource for GroupedFrames<'_, S> {
     fn frame_shape(&self) -> (usize, usize) {
         self.frames.frame_shape()
@@ -160,7 +147,7 @@ impl<S: FrameSource + ?Sized> FrameSource for GroupedFrames<'_, S> {
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         out.fill(0.0);
         for i in self.groups.frames(index) {
-            read_one(self.frames, i, self.scratch.view_mut()).map_err(GroupMemberError)?;
+            read_one(self.frames, i, self.scratch.view_mut()).map_err(InnerFrameError)?;
             out += &self.scratch;
         }
         Ok(())

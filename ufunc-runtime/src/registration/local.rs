@@ -1,6 +1,8 @@
 //! Local (patch) alignment: [`align_patches`].
 
-use super::align::{align_movie, check, move_by, read_one, AlignOptions, Alignment, FrameSource};
+use super::align::{
+    align_movie, check, move_by, read_one, AlignOptions, Alignment, FrameSource, InnerFrameError,
+};
 use super::pcc::ImagePlan;
 use crate::alloc::try_zeroed_fft;
 use crate::error::{Error, Result};
@@ -15,9 +17,15 @@ use rayon::prelude::*;
 pub struct PatchOptions {
     /// Patches along the rows and the columns (MotionCor2's `-Patch cols rows`, RELION's
     /// `--patch_y`, `--patch_x`): at least 3 each, as the model is quadratic in position. The
-    /// frame is cut into this grid without overlap, each patch `rows / grid.0` by
-    /// `cols / grid.1` pixels (the remainders spread over the patches).
+    /// frame is cut into this grid of shares without overlap (`rows / grid.0` by
+    /// `cols / grid.1` pixels, the remainders spread over them); each patch is the largest
+    /// side of at most its share whose real FFT is fast (a product of 2, 3 and 5), in its
+    /// middle (at least 16 pixels).
     pub grid: (usize, usize),
+    /// The largest rms residual of the model's fit, on either axis, in pixels, that the model
+    /// is used with (RELION's 10): above it [`LocalMotion::Unfitted`] says so, and the sum is
+    /// the whole frames'.
+    pub max_fit_rms: f64,
     /// The edge taper of each patch's frames ([`AlignOptions::taper`]; default 0.1). A patch
     /// is cut at the same place from every frame, so its edges stay put while the specimen
     /// moves under them, and pull the patch's drift towards none: in the test, the model's
@@ -27,9 +35,11 @@ pub struct PatchOptions {
     /// does not arise.
     pub taper: f64,
     /// How the whole frames, and then each patch's frames, are aligned (the same reference,
-    /// B-factor, upsampling, groups and target for both, the taper aside; [`AlignOptions::memory_limit`] also
-    /// bounds the patches' frames kept in memory: where all of them do not fit, the movie is
-    /// read once more for each set of patch rows that does).
+    /// B-factor, upsampling, groups and target for both, the taper aside).
+    /// [`AlignOptions::memory_limit`] also bounds the patches' frames kept in memory together:
+    /// where all of them do not fit, the movie is read once more for each set of patch rows
+    /// that does. Each patch's alignment may keep its spectra within the limit besides, so the
+    /// two together may reach twice it.
     pub align: AlignOptions,
 }
 
@@ -37,6 +47,7 @@ impl Default for PatchOptions {
     fn default() -> Self {
         PatchOptions {
             grid: (5, 5),
+            max_fit_rms: 10.0,
             taper: 0.1,
             align: AlignOptions::default(),
         }
@@ -75,7 +86,9 @@ impl PatchTrack {
 /// `ThirdOrderPolynomialModel`. With `z` the frame's index and `x = column / cols - 0.5`,
 /// `y = row / rows - 0.5`, each axis's shift is
 /// `Σ_j (c[3j] z + c[3j+1] z² + c[3j+2] z³) t_j` over the terms `t = (1, x, x², y, y², xy)`,
-/// so it is 0 for frame 0. The coefficients are RELION's, in the same order (its
+/// so it is 0 for frame 0 (also where frame 0 is blank and the shifts are relative to the
+/// first frame that is not, [`Alignment::shifts`]: then the fit is a little off for the
+/// frames before that one). The coefficients are RELION's, in the same order (its
 /// `rlnMotionModelCoeff` lists the 18 of x, then the 18 of y).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MotionModel {
@@ -235,7 +248,7 @@ impl<S: FrameSource + ?Sized> FrameSource for CorrectedFrames<'_, S> {
         index: usize,
         mut out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        self.read_moved(index)?;
+        self.read_moved(index).map_err(InnerFrameError)?;
         match self.model {
             Some(model) => interpolate(self.image.view(), model, index, out, self.threads),
             None => out.assign(&self.image),
@@ -369,6 +382,15 @@ pub fn align_patches<S: FrameSource + ?Sized>(
             ),
         });
     }
+    if options.max_fit_rms.is_nan() || options.max_fit_rms <= 0.0 {
+        return Err(Error::InvalidArgument {
+            name: "max_fit_rms",
+            message: format!(
+                "must be a number of pixels > 0, got {}",
+                options.max_fit_rms
+            ),
+        });
+    }
     if frames.len() < 4 {
         return Err(Error::InvalidArgument {
             name: "frames",
@@ -380,7 +402,7 @@ pub fn align_patches<S: FrameSource + ?Sized>(
     }
     let global = align_movie(frames, &options.align)?;
     let patches = align_each_patch(frames, &global.shifts, options)?;
-    let motion = match fit(&patches, frames.len(), (ny, nx)) {
+    let motion = match fit(&patches, frames.len(), (ny, nx), options.max_fit_rms) {
         Ok(model) => LocalMotion::Fitted(Box::new(model)),
         Err(reason) => LocalMotion::Unfitted(reason),
     };
@@ -486,34 +508,45 @@ fn in_patch(error: Error, (y, x): (usize, usize)) -> Error {
     }
 }
 
-/// The least-squares fit of RELION's model to the drift of the patches that settled, frames
-/// with nothing registered left out; the reason where the observations cannot determine it.
+/// The least-squares fit of RELION's model to the drift of the patches that settled (frames
+/// with nothing registered, and frame 0, whose drift is 0 by definition as the model's is, left
+/// out); the reason where the observations cannot determine it, or where it leaves more than
+/// `max_rms` pixels rms on an axis.
 fn fit(
     patches: &[PatchTrack],
     frames: usize,
     (ny, nx): (usize, usize),
+    max_rms: f64,
 ) -> std::result::Result<MotionModel, String> {
+    // (frame, centre, drift) of every observation fitted.
+    let observations: Vec<(usize, [f64; 2], [f64; 2])> = patches
+        .iter()
+        .filter(|p| p.converged)
+        .flat_map(|p| {
+            let centre = p.centre();
+            p.shifts
+                .iter()
+                .zip(&p.peaks)
+                .enumerate()
+                .filter(|&(z, (_, &peak))| z > 0 && !super::align::nothing_registered(peak))
+                .map(move |(z, (&shift, _))| (z, centre, shift))
+        })
+        .collect();
     // Frames are scaled to at most 1 for the solve (z³ of 100 frames is 10⁶), and the
     // coefficients scaled back.
     let scale = (frames - 1).max(1) as f64;
-    let mut rows = vec![];
-    let mut observed = vec![];
-    for patch in patches.iter().filter(|p| p.converged) {
-        let [cy, cx] = patch.centre();
-        let (y, x) = (cy / ny as f64 - 0.5, cx / nx as f64 - 0.5);
-        for (z, (shift, &peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
-            if super::align::nothing_registered(peak) {
-                continue;
-            }
-            rows.push(terms(z as f64 / scale, y, x));
-            observed.push(*shift);
-        }
-    }
+    let rows: Vec<[f64; TERMS]> = observations
+        .iter()
+        .map(|&(z, [cy, cx], _)| {
+            terms(z as f64 / scale, cy / ny as f64 - 0.5, cx / nx as f64 - 0.5)
+        })
+        .collect();
+    let observed: Vec<[f64; 2]> = observations.iter().map(|o| o.2).collect();
     let settled = patches.iter().filter(|p| p.converged).count();
     let unfit = || {
         format!(
-            "{settled} of {} patches settled, with {} registered frames in all: too few \
-             places and frames to fit the local drift",
+            "{settled} of {} patches settled, with {} registered frames after the first in \
+             all: too few places and frames to fit the local drift",
             patches.len(),
             rows.len()
         )
@@ -531,19 +564,20 @@ fn fit(
         rms: [0.0; 2],
     };
     let mut squares = [0.0; 2];
-    let mut count = 0usize;
-    for patch in patches.iter().filter(|p| p.converged) {
-        let [py, px] = patch.centre();
-        for (z, (shift, &peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
-            if !super::align::nothing_registered(peak) {
-                let fitted = model.shift_at(z as f64, py, px);
-                squares[0] += (shift[0] - fitted[0]).powi(2);
-                squares[1] += (shift[1] - fitted[1]).powi(2);
-                count += 1;
-            }
+    for &(z, [cy, cx], shift) in &observations {
+        let fitted = model.shift_at(z as f64, cy, cx);
+        for axis in 0..2 {
+            squares[axis] += (shift[axis] - fitted[axis]).powi(2);
         }
     }
-    model.rms = squares.map(|s| (s / count as f64).sqrt());
+    model.rms = squares.map(|s| (s / observations.len() as f64).sqrt());
+    if model.rms.iter().any(|r| r.is_nan() || *r >= max_rms) {
+        return Err(format!(
+            "the model leaves {:.2} px (dy) and {:.2} px (dx) rms of the patches' drift, not \
+             under the {max_rms} px allowed: the patches' drift is too noisy or not smooth",
+            model.rms[0], model.rms[1]
+        ));
+    }
     Ok(model)
 }
 
@@ -650,7 +684,7 @@ mod tests {
                 }
             })
             .collect();
-        let got = fit(&patches, 30, shape).unwrap();
+        let got = fit(&patches, 30, shape, 10.0).unwrap();
         for k in 0..TERMS {
             assert!(
                 (got.coefficients_y[k] - want.coefficients_y[k]).abs() < 1e-9,
@@ -668,13 +702,27 @@ mod tests {
             .filter(|p| p.origin.1 < 200)
             .cloned()
             .collect();
-        let reason = fit(&two, 30, shape).unwrap_err();
+        let reason = fit(&two, 30, shape, 10.0).unwrap_err();
         assert!(reason.contains("8 of 8 patches settled"), "{reason}");
         // Unsettled patches are left out.
         let mut unsettled = patches.clone();
         unsettled[2].converged = false;
         unsettled[2].shifts = vec![[9.0, 9.0]; 30];
-        assert!(fit(&unsettled, 30, shape).unwrap().rms[0] < 1e-9);
+        assert!(fit(&unsettled, 30, shape, 10.0).unwrap().rms[0] < 1e-9);
+        // A fit that leaves more than the allowed rms is refused, saying how much.
+        let mut noisy = patches.clone();
+        for (k, p) in noisy.iter_mut().enumerate() {
+            for (i, s) in p.shifts.iter_mut().enumerate().skip(1) {
+                s[1] += if (i + k) % 2 == 0 { 1.0 } else { -1.0 };
+            }
+        }
+        let reason = fit(&noisy, 30, shape, 0.5).unwrap_err();
+        assert!(
+            reason.contains("px (dx) rms") && reason.contains("under the 0.5 px allowed"),
+            "{reason}"
+        );
+        let rms = fit(&noisy, 30, shape, 1.5).unwrap().rms;
+        assert!(rms[0] < 1e-9 && rms[1] > 0.9 && rms[1] < 1.0, "{rms:?}");
     }
 
     #[test]
@@ -697,7 +745,7 @@ mod tests {
     }
 
     #[test]
-    fn patches_cover_the_frame() {
+    fn patches_are_fast_lengths_in_the_middle_of_their_shares() {
         assert_eq!(cuts(10, 3), [(0, 3), (3, 3), (6, 4)]);
         assert_eq!(cuts(9, 3), [(0, 3), (3, 3), (6, 3)]);
         // 409 and 410 are cut to 405 (3^4 5), in the middle of their shares.
