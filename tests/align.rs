@@ -803,3 +803,50 @@ fn grouped_frames_are_read_twice() {
         assert_eq!(a.sum.dim(), (64, 64));
     }
 }
+
+/// `shifted_sum` at an alignment's shifts is its sum; `even_odd_sums` splits it in two, each
+/// the sum of its frames alone; a shift per frame is required.
+#[test]
+fn shifted_and_split_sums_add_up_to_the_aligned_sum() {
+    use ufunc::registration::{even_odd_sums, shifted_sum};
+    let mut m = movie(7, (64, 72), 20.0, 3);
+    let aligned = align_movie(&mut m, &AlignOptions::default()).unwrap();
+    let close = |a: &Array2<f32>, b: &Array2<f32>, what: &str| {
+        let scale = b.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = a.iter().zip(b).fold(0f32, |w, (x, y)| w.max((x - y).abs()));
+        assert!(worst <= 1e-5 * scale, "{what}: off by {worst} of {scale}");
+    };
+    for target in [Target::Cpu, Target::Parallel] {
+        let sum = shifted_sum(&mut m, &aligned.shifts, target).unwrap();
+        close(&sum, &aligned.sum, "shifted_sum");
+        let [even, odd] = even_odd_sums(&mut m, &aligned.shifts, target).unwrap();
+        close(&(&even + &odd), &aligned.sum, "even + odd");
+        for (half, start) in [(&even, 0), (&odd, 1)] {
+            let mut frames = m.slice(ndarray::s![start..;2, .., ..]).to_owned();
+            let shifts: Vec<[f64; 2]> = aligned
+                .shifts
+                .iter()
+                .skip(start)
+                .step_by(2)
+                .copied()
+                .collect();
+            close(
+                half,
+                &shifted_sum(&mut frames, &shifts, target).unwrap(),
+                "a half",
+            );
+        }
+    }
+    for bad in [
+        shifted_sum(&mut m, &aligned.shifts[1..], Target::Cpu).map(|_| ()),
+        even_odd_sums(&mut m, &aligned.shifts[1..], Target::Cpu).map(|_| ()),
+    ] {
+        match bad {
+            Err(Error::InvalidArgument { name, message }) => {
+                assert_eq!(name, "shifts");
+                assert!(message.contains("6 shifts for 7 frames"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -18,7 +18,8 @@ use ufunc::Target;
 /// registered (sub-pixel) and the aligned frames are summed. For each movie NAME.ext it writes
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
 /// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star,
-/// NAME.patches.csv and NAME.patches.png with --patches).
+/// NAME.patches.csv and NAME.patches.png with --patches, NAME.aligned_EVN.mrc and
+/// NAME.aligned_ODD.mrc with --split-sums).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -110,6 +111,12 @@ pub struct Args {
     /// lower ones) [default: 300].
     #[arg(long, allow_hyphen_values = true, value_name = "KV", value_parser = voltage, requires = "dose_per_frame")]
     pub voltage: Option<f64>,
+    /// Also write NAME.aligned_EVN.mrc and NAME.aligned_ODD.mrc: the aligned sums of the even
+    /// frames (0, 2, 4, ...) and of the odd ones, not weighted by dose (RELION's
+    /// --even_odd_split, MotionCor2's -SplitSum): two halves of the exposure with independent
+    /// noise, for noise2noise denoising (cryoCARE, Topaz-Denoise). The movie is read once more.
+    #[arg(long)]
+    pub split_sums: bool,
     /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global
     /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
     #[arg(long)]

@@ -20,6 +20,9 @@ pub struct OutputPaths {
     pub drift: PathBuf,
     /// The exposure-weighted sum, written with `--dose-per-frame`.
     pub mrc_dw: PathBuf,
+    /// The sums of the even and of the odd frames, written with `--split-sums`.
+    pub mrc_even: PathBuf,
+    pub mrc_odd: PathBuf,
     /// RELION's motion metadata, written with `--relion-star`.
     pub star: PathBuf,
     /// The patches' drift and its plot, written with `--patches`.
@@ -29,7 +32,12 @@ pub struct OutputPaths {
 
 /// The suffixes of the aligned sums, `NAME.aligned.mrc` and `NAME.aligned_DW.mrc`: MRC files
 /// that this program writes and never takes for a movie.
-pub const SUM_SUFFIXES: [&str; 2] = ["aligned.mrc", "aligned_DW.mrc"];
+pub const SUM_SUFFIXES: [&str; 4] = [
+    "aligned.mrc",
+    "aligned_DW.mrc",
+    "aligned_EVN.mrc",
+    "aligned_ODD.mrc",
+];
 
 impl OutputPaths {
     /// `NAME.shifts.csv`, `NAME.shifts.json`, `NAME.aligned.mrc`, `NAME.aligned.png`,
@@ -43,6 +51,8 @@ impl OutputPaths {
             png: at("aligned.png"),
             drift: at("drift.png"),
             mrc_dw: at(SUM_SUFFIXES[1]),
+            mrc_even: at(SUM_SUFFIXES[2]),
+            mrc_odd: at(SUM_SUFFIXES[3]),
             star: dir.join(format!("{name}.star")),
             patches: at("patches.csv"),
             patches_png: at("patches.png"),
@@ -230,6 +240,9 @@ pub struct StarMicrograph {
     pub pixel_size: f32,
     pub sum_pixel_size: f32,
     pub motion: AccumulatedMotion,
+    /// The sums of the even and of the odd frames (`--split-sums`), as RELION's
+    /// `--even_odd_split` lists them.
+    pub halves: Option<(String, String)>,
 }
 
 /// The length of a movie's drift (RELION's `rlnAccumMotionTotal`, `Early` and `Late`): the
@@ -340,6 +353,8 @@ pub fn write_relion_micrographs(
         )?;
     }
     writeln!(out)?;
+    // The halves' columns where every movie has them (all or none: one run's settings).
+    let halves = mics.iter().all(|m| m.halves.is_some());
     write_loop_header(
         out,
         "micrographs",
@@ -351,10 +366,18 @@ pub fn write_relion_micrographs(
             "_rlnAccumMotionTotal",
             "_rlnAccumMotionEarly",
             "_rlnAccumMotionLate",
-        ],
+        ]
+        .into_iter()
+        .chain(
+            halves
+                .then_some(["_rlnMicrographNameEven", "_rlnMicrographNameOdd"])
+                .into_iter()
+                .flatten(),
+        )
+        .collect::<Vec<_>>(),
     )?;
     for (mic, group) in mics.iter().zip(group_of) {
-        writeln!(
+        write!(
             out,
             "{} {} {} {group} {:.6} {:.6} {:.6}",
             star_word(&mic.plain_sum)?,
@@ -364,6 +387,10 @@ pub fn write_relion_micrographs(
             mic.motion.early,
             mic.motion.late
         )?;
+        if let (true, Some((even, odd))) = (halves, &mic.halves) {
+            write!(out, " {} {}", star_word(even)?, star_word(odd)?)?;
+        }
+        writeln!(out)?;
     }
     writeln!(out)?;
     Ok(())
@@ -829,6 +856,7 @@ mod tests {
                 early: 1.25,
                 late: 2.25,
             },
+            halves: None,
         };
         let optics = StarOptics {
             voltage_kv: 300.0,

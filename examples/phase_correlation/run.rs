@@ -21,8 +21,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ufunc::registration::{
-    align_movie, align_patches, dose_weighted_sum, AlignOptions, Alignment, DoseWeighting,
-    FrameSource, LocalAlignment, LocalMotion, PatchOptions,
+    align_movie, align_patches, dose_weighted_sum, even_odd_sums, AlignOptions, Alignment,
+    DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
 };
 
 /// How progress is shown.
@@ -107,6 +107,8 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             (args.relion_star, &outputs.star),
             (settings.patches.is_some(), &outputs.patches),
             (settings.patches.is_some(), &outputs.patches_png),
+            (settings.split_sums, &outputs.mrc_even),
+            (settings.split_sums, &outputs.mrc_odd),
         ]
         .into_iter()
         .filter(|(asked, path)| *asked && !path.is_file())
@@ -380,7 +382,7 @@ fn write_micrographs_star(
     };
     let mics = listed
         .iter()
-        .map(|outputs| star_micrograph(outputs, dose))
+        .map(|outputs| star_micrograph(outputs, dose, settings.split_sums))
         .collect::<Result<Vec<_>>>()
         .with_context(context)?;
     if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty()) {
@@ -394,7 +396,11 @@ fn write_micrographs_star(
 }
 
 /// The micrographs STAR's row of the movie whose results are `outputs`, from its report.
-fn star_micrograph(outputs: &OutputPaths, dose: &DoseReport) -> Result<StarMicrograph> {
+fn star_micrograph(
+    outputs: &OutputPaths,
+    dose: &DoseReport,
+    split_sums: bool,
+) -> Result<StarMicrograph> {
     let report = outputs.report()?;
     let json = outputs.json.display();
     let number = |key: &str| {
@@ -418,6 +424,7 @@ fn star_micrograph(outputs: &OutputPaths, dose: &DoseReport) -> Result<StarMicro
         pixel_size: number("pixel_size")? as f32,
         sum_pixel_size: number("sum_pixel_size")? as f32,
         motion: AccumulatedMotion::of(&shifts, dose.per_frame, dose.pre_exposure),
+        halves: split_sums.then(|| (path(&outputs.mrc_even), path(&outputs.mrc_odd))),
     })
 }
 
@@ -615,6 +622,9 @@ pub struct Settings {
     /// `--patches`; left out without it, as reports written before it existed have it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patches: Option<PatchesReport>,
+    /// `--split-sums`; left out without it, likewise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub split_sums: bool,
 }
 
 /// The local alignment's grid, and the taper of its patches and the largest rms of the
@@ -679,6 +689,7 @@ impl Settings {
                 taper: PatchOptions::default().taper,
                 max_fit_rms: PatchOptions::default().max_fit_rms,
             }),
+            split_sums: args.split_sums,
         }
     }
 }
@@ -891,6 +902,9 @@ struct Timing {
     /// Reading the frames again and summing them weighted by their exposure, seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     dose_weighting_s: Option<f64>,
+    /// Reading the frames again and summing the even and the odd ones, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split_sums_s: Option<f64>,
     /// Finding the defects (reading the frames once more for hot pixels), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     defects_s: Option<f64>,
@@ -990,6 +1004,35 @@ pub fn align_and_write(
         }
         None => None,
     };
+    let split_sums_s = match meta.settings.split_sums {
+        true => {
+            let splitting = Instant::now();
+            let [even, odd] = match local {
+                None => even_odd_sums(&mut source, &alignment.shifts, options.target),
+                Some(local) => {
+                    local
+                        .corrected(&mut source, options.target)
+                        .and_then(|mut frames| {
+                            even_odd_sums(&mut frames, &vec![[0.0; 2]; n], options.target)
+                        })
+                }
+            }
+            .with_context(|| format!("{}: the even and odd sums failed", meta.movie))?;
+            for (half, path, which) in [
+                (even, &outputs.mrc_even, "even"),
+                (odd, &outputs.mrc_odd, "odd"),
+            ] {
+                let half = fourier_crop(half.view(), sum_shape)?;
+                staging.write(path, |w| {
+                    let label =
+                        format!("ufunc phase_correlation: aligned sum of the {which} frames");
+                    crate::io::mrc::write_mrc(w, half.view(), pixel_size.unwrap_or(1.0), &label)
+                })?;
+            }
+            Some(splitting.elapsed().as_secs_f64())
+        }
+        false => None,
+    };
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -1003,6 +1046,7 @@ pub fn align_and_write(
         read_s,
         per_frame_ms: 1e3 * align_s / n as f64,
         dose_weighting_s,
+        split_sums_s,
         defects_s: meta.defects.as_ref().map(|d| d.seconds),
         write_s,
     };
@@ -1023,7 +1067,11 @@ pub fn align_and_write(
         unregistered_frames: &unregistered_frames,
         defects: meta.defects.as_ref().map(|d| d.counts),
         local: local.map(LocalReport::of),
-        timing: timing(written.elapsed().as_secs_f64() - dose_weighting_s.unwrap_or(0.0)),
+        timing: timing(
+            written.elapsed().as_secs_f64()
+                - dose_weighting_s.unwrap_or(0.0)
+                - split_sums_s.unwrap_or(0.0),
+        ),
         rms_error_px: rms_error,
         shifts: &rows,
     };
@@ -1057,6 +1105,10 @@ pub fn align_and_write(
     }
     if dose.is_none() {
         OutputPaths::remove_stale(&outputs.mrc_dw)?;
+    }
+    if !meta.settings.split_sums {
+        OutputPaths::remove_stale(&outputs.mrc_even)?;
+        OutputPaths::remove_stale(&outputs.mrc_odd)?;
     }
     if local.is_none() {
         OutputPaths::remove_stale(&outputs.patches)?;
@@ -2102,6 +2154,91 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--split-sums` writes the sums of the even and of the odd frames, which add up to the
+    /// aligned sum (binned as it is), each the sum of its frames; RELION's micrographs STAR
+    /// names them. They are required of a rerun that asks for them, refused as other settings
+    /// by one that does not, and removed by a forced one.
+    #[test]
+    fn split_sums_are_the_even_and_odd_frames_halves() {
+        let dir = temp_dir("split");
+        let movie = [fixture("movie_stack.mrcs")];
+        let star = dir.join("mics.star");
+        let flags = [
+            "--split-sums",
+            "--bin",
+            "2",
+            "--relion-star",
+            "--dose-per-frame",
+            "1",
+            "--cs",
+            "2.7",
+            "--relion-micrographs",
+            star.to_str().unwrap(),
+        ];
+        assert_eq!(run_with(&dir, &movie, &flags).done(), 1);
+        let image = |suffix: &str| read_image(&dir.join(format!("movie_stack.{suffix}"))).unwrap();
+        let (sum, even, odd) = (
+            image("aligned.mrc"),
+            image("aligned_EVN.mrc"),
+            image("aligned_ODD.mrc"),
+        );
+        assert_eq!(even.dim(), (8, 10));
+        let scale = sum.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = (&even + &odd - &sum)
+            .iter()
+            .fold(0f32, |w, v| w.max(v.abs()));
+        assert!(worst < 1e-5 * scale, "even + odd is the sum within {worst}");
+        // The odd half is frame 1 alone (3 frames: 0 and 2 are even), at its shift.
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("movie_stack.shifts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(report["settings"]["split_sums"], true);
+        assert!(report["timing"]["split_sums_s"].as_f64().is_some());
+        let mut frames = crate::io::Movie::open(Path::new(&movie[0])).unwrap();
+        let mut frame1 = ndarray::Array2::zeros((16, 20));
+        frames.read_frame(1, frame1.view_mut()).unwrap();
+        let shift = [
+            report["shifts"][1]["dy"].as_f64().unwrap(),
+            report["shifts"][1]["dx"].as_f64().unwrap(),
+        ];
+        let mut one = ndarray::Array3::zeros((1, 16, 20));
+        one.index_axis_mut(ndarray::Axis(0), 0).assign(&frame1);
+        let alone =
+            ufunc::registration::shifted_sum(&mut one, &[shift], ufunc::Target::Cpu).unwrap();
+        let alone = fourier_crop(alone.view(), (8, 10)).unwrap();
+        let worst = (&alone - &odd).iter().fold(0f32, |w, v| w.max(v.abs()));
+        assert!(
+            worst < 1e-4 * scale,
+            "the odd half is frame 1 within {worst}"
+        );
+        let text = std::fs::read_to_string(&star).unwrap();
+        assert!(
+            text.contains("_rlnMicrographNameEven #8\n_rlnMicrographNameOdd #9\n"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("aligned_EVN.mrc"))
+            .unwrap();
+        assert!(row.ends_with("movie_stack.aligned_ODD.mrc"), "{row}");
+
+        // Reruns: missing halves are not finished; without the flag, other settings; forced
+        // without it, the halves go.
+        std::fs::remove_file(dir.join("movie_stack.aligned_ODD.mrc")).unwrap();
+        let error = failure(&run_with(&dir, &movie, &flags));
+        assert!(
+            error.contains("lack") && error.contains("aligned_ODD.mrc"),
+            "{error}"
+        );
+        let error = failure(&run_with(&dir, &movie, &flags[1..3]));
+        assert!(error.contains("settings.split_sums"), "{error}");
+        assert_eq!(run_with(&dir, &movie, &["--bin", "2", "--force"]).done(), 1);
+        assert!(!dir.join("movie_stack.aligned_EVN.mrc").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// `--relion-micrographs` lists the movies done or skipped, not those that failed, by the
     /// canonical paths of their sums and STARs, with an optics group per pixel size and
     /// RELION's accumulated motion; it is rewritten by a rerun that skips them, and a run that
@@ -2509,6 +2646,7 @@ mod tests {
         let flags = [
             "--patches",
             "4x3",
+            "--split-sums",
             "--relion-star",
             "--pixel-size",
             "1",
@@ -2538,6 +2676,16 @@ mod tests {
         assert_eq!((coefficients_x.len(), coefficients_y.len()), (18, 18));
         assert!(dir.join("local.aligned_DW.mrc").is_file());
         assert!(dir.join("local.patches.png").is_file());
+        // The halves are of the frames as the model moves them: they add up to the sum.
+        let image = |suffix: &str| read_image(&dir.join(format!("local.{suffix}"))).unwrap();
+        let halves = image("aligned_EVN.mrc") + image("aligned_ODD.mrc");
+        let sum = image("aligned.mrc");
+        let scale = sum.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = (&halves - &sum).iter().fold(0f32, |w, v| w.max(v.abs()));
+        assert!(
+            worst < 1e-4 * scale,
+            "the halves add up to the local sum within {worst}"
+        );
 
         // The CSV: 12 patches of 8 frames, 3 rows of 4 columns, numbered row by row.
         let csv = text("patches.csv");
@@ -2611,7 +2759,7 @@ mod tests {
         std::fs::remove_file(dir.join("local.patches.csv")).unwrap();
         let error = failure(&run_with(&dir, &movies, &flags));
         assert!(error.contains("local.patches.csv"), "{error}");
-        let whole = &flags[2..];
+        let whole = &flags[3..];
         let error = failure(&run_with(&dir, &movies, whole));
         assert!(error.contains("settings.patches"), "{error}");
         assert_eq!(

@@ -592,8 +592,24 @@ pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     threads: Threads,
     dose: Option<&DoseWeighting>,
 ) -> Result<Array2<f32>> {
+    Ok(streamed_sums(frames, shifts, plan, threads, dose, 1)?.remove(0))
+}
+
+/// [`streamed_sum`] into `parts` sums, frame `i` added to sum `i % parts` (the weights, with
+/// `dose`, run over all the frames and normalise their sums together: one part with a dose).
+pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    plan: &ImagePlan<f32>,
+    threads: Threads,
+    dose: Option<&DoseWeighting>,
+    parts: usize,
+) -> Result<Vec<Array2<f32>>> {
+    debug_assert!(parts >= 1 && (dose.is_none() || parts == 1));
     let (ny, nx) = (plan.height(), plan.width());
-    let mut total = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
+    let mut totals = (0..parts)
+        .map(|_| try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width())))
+        .collect::<Result<Vec<_>>>()?;
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut spectrum = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
     let mut weights = dose
@@ -602,14 +618,20 @@ pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
-        add_shifted(&mut total, &spectrum, shift, nx, threads, weights.as_mut());
+        let total = &mut totals[i % parts];
+        add_shifted(total, &spectrum, shift, nx, threads, weights.as_mut());
     }
-    if let Some(weights) = &weights {
-        weights.normalise(&mut total, threads);
-    }
-    let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
-    plan.inverse(&total, &mut sum, threads)?;
-    Ok(sum)
+    totals
+        .iter_mut()
+        .map(|total| {
+            if let Some(weights) = &weights {
+                weights.normalise(total, threads);
+            }
+            let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
+            plan.inverse(total, &mut sum, threads)?;
+            Ok(sum)
+        })
+        .collect()
 }
 
 /// `error` and what caused it, outermost first (`"frame 3: cannot decode the page: ..."`): a

@@ -3,7 +3,7 @@
 //! weighted by how much of the specimen's signal at each frequency its electrons have not yet
 //! destroyed, so the high frequencies come from the first frames and the low ones from all.
 
-use super::align::{check_frames, streamed_sum, FrameSource};
+use super::align::{check_frames, streamed_sum, streamed_sums, FrameSource};
 use super::pcc::ImagePlan;
 use super::upsample::signed_bin;
 use crate::alloc::try_zeroed_fft;
@@ -149,8 +149,84 @@ pub fn dose_weighted_sum<S: FrameSource + ?Sized>(
     dose: &DoseWeighting,
     target: Target,
 ) -> Result<Array2<f32>> {
-    check_frames(frames)?;
     dose.check()?;
+    sum_at(frames, shifts, target, Some(dose))
+}
+
+/// The aligned sum of `frames`, each moved by its `shift` (as
+/// [`Alignment::shifts`](super::Alignment::shifts) gives them) by a Fourier shift and added:
+/// the alignment's sum made again, from shifts of one's own. The frames are read once, as
+/// [`dose_weighted_sum`] reads them.
+///
+/// ```
+/// use ndarray::Array3;
+/// use ufunc_runtime::registration::shifted_sum;
+/// use ufunc_runtime::Target;
+/// # fn main() -> Result<(), ufunc_runtime::Error> {
+/// let mut movie = Array3::<f32>::zeros((2, 8, 8));
+/// movie[[0, 2, 3]] = 1.0;
+/// movie[[1, 3, 3]] = 1.0; // the spot a row further on
+/// let sum = shifted_sum(&mut movie, &[[0.0, 0.0], [-1.0, 0.0]], Target::Cpu)?;
+/// assert!((sum[[2, 3]] - 2.0).abs() < 1e-5);
+/// # Ok(())
+/// # }
+/// ```
+pub fn shifted_sum<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    target: Target,
+) -> Result<Array2<f32>> {
+    sum_at(frames, shifts, target, None)
+}
+
+/// The sums of the even frames (0, 2, 4, ...) and of the odd frames of `frames`, each moved
+/// by its `shift` as [`shifted_sum`] moves them, read once: two halves of the same exposure
+/// with independent noise, as RELION's `--even_odd_split` and MotionCor2's `-SplitSum` make
+/// them, for noise2noise denoising (cryoCARE, Topaz-Denoise) and for half-set resolution
+/// estimates. With one frame the odd sum is zeros.
+///
+/// ```
+/// use ndarray::Array3;
+/// use ufunc_runtime::registration::even_odd_sums;
+/// use ufunc_runtime::Target;
+/// # fn main() -> Result<(), ufunc_runtime::Error> {
+/// let mut movie = Array3::from_shape_fn((3, 4, 4), |(f, _, _)| f as f32 + 1.0);
+/// let [even, odd] = even_odd_sums(&mut movie, &[[0.0, 0.0]; 3], Target::Cpu)?;
+/// assert!((even[[1, 2]] - 4.0).abs() < 1e-5 && (odd[[1, 2]] - 2.0).abs() < 1e-5);
+/// # Ok(())
+/// # }
+/// ```
+pub fn even_odd_sums<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    target: Target,
+) -> Result<[Array2<f32>; 2]> {
+    let (plan, threads) = prepared(frames, shifts, target)?;
+    let [even, odd]: [Array2<f32>; 2] = streamed_sums(frames, shifts, &plan, threads, None, 2)?
+        .try_into()
+        .expect("two sums");
+    Ok([even, odd])
+}
+
+/// The frames streamed once, moved by `shifts`, weighted by `dose` where given, and added, on
+/// the host's cores (all but with `Target::Cpu`).
+fn sum_at<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    target: Target,
+    dose: Option<&DoseWeighting>,
+) -> Result<Array2<f32>> {
+    let (plan, threads) = prepared(frames, shifts, target)?;
+    streamed_sum(frames, shifts, &plan, threads, dose)
+}
+
+/// The plan and threads of a sum of `frames` at `shifts` on `target`, both checked.
+fn prepared<S: FrameSource + ?Sized>(
+    frames: &S,
+    shifts: &[[f64; 2]],
+    target: Target,
+) -> Result<(ImagePlan<f32>, Threads)> {
+    check_frames(frames)?;
     if shifts.len() != frames.len() {
         return Err(Error::InvalidArgument {
             name: "shifts",
@@ -166,8 +242,7 @@ pub fn dose_weighted_sum<S: FrameSource + ?Sized>(
         _ => Threads::All,
     };
     let (ny, nx) = frames.frame_shape();
-    let plan = ImagePlan::<f32>::new(ny, nx)?;
-    streamed_sum(frames, shifts, &plan, threads, Some(dose))
+    Ok((ImagePlan::<f32>::new(ny, nx)?, threads))
 }
 
 /// Per frequency of a half spectrum: the weight of the frame being added, what it is
