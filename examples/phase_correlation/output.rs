@@ -30,8 +30,8 @@ pub struct OutputPaths {
     pub patches_png: PathBuf,
 }
 
-/// The suffixes of the aligned sums, `NAME.aligned.mrc` and `NAME.aligned_DW.mrc`: MRC files
-/// that this program writes and never takes for a movie.
+/// The suffixes of the aligned sums (plain, weighted, even and odd frames'): MRC files that
+/// this program writes and never takes for a movie.
 pub const SUM_SUFFIXES: [&str; 4] = [
     "aligned.mrc",
     "aligned_DW.mrc",
@@ -241,7 +241,8 @@ pub struct StarMicrograph {
     pub sum_pixel_size: f32,
     pub motion: AccumulatedMotion,
     /// The sums of the even and of the odd frames (`--split-sums`), as RELION's
-    /// `--even_odd_split` lists them.
+    /// `--even_odd_split` lists them in a tomography project's micrographs STAR (the labels
+    /// are RELION's; its single-particle STAR leaves them out).
     pub halves: Option<(String, String)>,
 }
 

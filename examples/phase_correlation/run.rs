@@ -481,8 +481,8 @@ fn is_movie(path: &Path) -> bool {
     EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
 }
 
-/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`, or
-/// `NAME.aligned_DW.mrc`): with the default
+/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`,
+/// `NAME.aligned_DW.mrc`, `NAME.aligned_EVN.mrc`, `NAME.aligned_ODD.mrc`): with the default
 /// output folder, beside the movies, a rerun over the folder (or a glob such as `*.mrc`, or a
 /// shard listing it after other jobs wrote there) would take it for a movie.
 fn is_result(path: &Path) -> bool {
@@ -2202,6 +2202,8 @@ mod tests {
             report["shifts"][1]["dy"].as_f64().unwrap(),
             report["shifts"][1]["dx"].as_f64().unwrap(),
         ];
+        // (A frame at no shift would not tell a sum at its shift from one at none.)
+        assert!(shift[0].abs() + shift[1].abs() >= 0.1, "{shift:?}");
         let mut one = ndarray::Array3::zeros((1, 16, 20));
         one.index_axis_mut(ndarray::Axis(0), 0).assign(&frame1);
         let alone =
@@ -2234,8 +2236,12 @@ mod tests {
         );
         let error = failure(&run_with(&dir, &movie, &flags[1..3]));
         assert!(error.contains("settings.split_sums"), "{error}");
+        let forced = [&flags[..], &["--force"]].concat();
+        assert_eq!(run_with(&dir, &movie, &forced).done(), 1);
+        let halves = ["EVN", "ODD"].map(|h| dir.join(format!("movie_stack.aligned_{h}.mrc")));
+        assert!(halves.iter().all(|h| h.is_file() && is_result(h)));
         assert_eq!(run_with(&dir, &movie, &["--bin", "2", "--force"]).done(), 1);
-        assert!(!dir.join("movie_stack.aligned_EVN.mrc").exists());
+        assert!(halves.iter().all(|h| !h.exists()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

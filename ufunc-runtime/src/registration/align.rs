@@ -605,7 +605,10 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
     dose: Option<&DoseWeighting>,
     parts: usize,
 ) -> Result<Vec<Array2<f32>>> {
-    debug_assert!(parts >= 1 && (dose.is_none() || parts == 1));
+    assert!(
+        parts >= 1 && (dose.is_none() || parts == 1),
+        "weighted sums normalise over all the frames: one part"
+    );
     let (ny, nx) = (plan.height(), plan.width());
     let mut totals = (0..parts)
         .map(|_| try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width())))
@@ -622,13 +625,13 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
         add_shifted(total, &spectrum, shift, nx, threads, weights.as_mut());
     }
     totals
-        .iter_mut()
-        .map(|total| {
+        .into_iter()
+        .map(|mut total| {
             if let Some(weights) = &weights {
-                weights.normalise(total, threads);
+                weights.normalise(&mut total, threads);
             }
             let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
-            plan.inverse(total, &mut sum, threads)?;
+            plan.inverse(&total, &mut sum, threads)?;
             Ok(sum)
         })
         .collect()

@@ -161,7 +161,7 @@ pub struct LocalAlignment {
 impl LocalAlignment {
     /// `frames` (the movie aligned) as this alignment moves them, as a frame source: each
     /// frame read is moved by its whole-frame shift (a Fourier shift) and by the model. For
-    /// [`super::dose_weighted_sum`] with shifts of 0.
+    /// [`super::dose_weighted_sum`] and [`super::even_odd_sums`] with shifts of 0.
     pub fn corrected<'a, S: FrameSource + ?Sized>(
         &'a self,
         frames: &'a mut S,
