@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use ufunc::registration::{LocalAlignment, LocalMotion};
+use ufunc::registration::LocalAlignment;
 
 /// The five results of one movie `NAME.ext` in an output folder.
 #[derive(Debug, Clone)]
@@ -476,10 +476,7 @@ pub fn write_relion_star(
         writeln!(out, "_rlnVoltage {voltage_kv:.6}")?;
     }
     writeln!(out, "_rlnMicrographStartFrame 1")?;
-    let model = general.local.and_then(|l| match &l.motion {
-        LocalMotion::Fitted(model) => Some(model),
-        LocalMotion::Unfitted(_) => None,
-    });
+    let model = general.local.and_then(|l| l.motion.model());
     // RELION's MOTION_MODEL_THIRD_ORDER_POLYNOMIAL, or MOTION_MODEL_NULL.
     writeln!(out, "_rlnMotionModelVersion {}\n", model.is_some() as u8)?;
     write_loop_header(
@@ -549,12 +546,12 @@ pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment) -> Result
     for (p, patch) in local.patches.iter().enumerate() {
         let [cy, cx] = patch.centre();
         for (i, (s, peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
-            let fit = match &local.motion {
-                LocalMotion::Fitted(model) => {
+            let fit = match local.motion.model() {
+                Some(model) => {
                     let [fy, fx] = model.shift_at(i as f64, cy, cx);
                     format!("{fy:.4},{fx:.4}")
                 }
-                LocalMotion::Unfitted(_) => ",".to_owned(),
+                None => ",".to_owned(),
             };
             writeln!(
                 out,

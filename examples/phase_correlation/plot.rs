@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::io::Write;
 use std::sync::OnceLock;
-use ufunc::registration::{LocalAlignment, LocalMotion};
+use ufunc::registration::LocalAlignment;
 
 /// The plot's size in pixels.
 pub const SIZE: (u32, u32) = (800, 720);
@@ -193,14 +193,14 @@ fn patch_paths(local: &LocalAlignment) -> PatchPaths {
         .map(|p| {
             let [cy, cx] = p.centre();
             let measured = p.shifts.iter().map(|s| (s[1], s[0])).collect();
-            let fitted = match &local.motion {
-                LocalMotion::Fitted(model) => (0..p.shifts.len())
+            let fitted = match local.motion.model() {
+                Some(model) => (0..p.shifts.len())
                     .map(|i| {
                         let [dy, dx] = model.shift_at(i as f64, cy, cx);
                         (dx, dy)
                     })
                     .collect(),
-                LocalMotion::Unfitted(_) => vec![],
+                None => vec![],
             };
             ((cx, cy), measured, fitted)
         })
@@ -338,7 +338,7 @@ mod tests {
     /// patch; one without a model still draws.
     #[test]
     fn the_patches_plot_draws_each_patch_and_the_model() {
-        use ufunc::registration::{Alignment, MotionModel, PatchTrack};
+        use ufunc::registration::{Alignment, LocalMotion, MotionModel, PatchTrack};
         let frames = 10;
         let patches: Vec<PatchTrack> = (0..9)
             .map(|k| PatchTrack {

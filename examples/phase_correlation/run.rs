@@ -791,10 +791,7 @@ struct LocalReport {
 
 impl LocalReport {
     fn of(local: &LocalAlignment) -> LocalReport {
-        let model = match &local.motion {
-            LocalMotion::Fitted(model) => Some(model),
-            LocalMotion::Unfitted(_) => None,
-        };
+        let model = local.motion.model();
         LocalReport {
             patches: local.patches.len(),
             settled: local.patches.iter().filter(|p| p.converged).count(),
@@ -981,18 +978,9 @@ pub fn align_and_write(
     let dose_weighting_s = match &dose {
         Some(dose) => {
             let weighting = Instant::now();
-            let weighted = match local {
-                None => dose_weighted_sum(&mut source, &alignment.shifts, dose, options.target),
-                // The frames moved as the local alignment moves them, and no further.
-                Some(local) => {
-                    local
-                        .corrected(&mut source, options.target)
-                        .and_then(|mut frames| {
-                            let none = vec![[0.0; 2]; n];
-                            dose_weighted_sum(&mut frames, &none, dose, options.target)
-                        })
-                }
-            }
+            let weighted = as_aligned(&mut source, alignment, local, options.target, |f, s| {
+                dose_weighted_sum(f, s, dose, options.target)
+            })
             .map_err(crate::cli::name_the_flag)
             .with_context(|| format!("{}: dose weighting failed", meta.movie))?;
             let weighted = fourier_crop(weighted.view(), sum_shape)?;
@@ -1007,16 +995,9 @@ pub fn align_and_write(
     let split_sums_s = match meta.settings.split_sums {
         true => {
             let splitting = Instant::now();
-            let [even, odd] = match local {
-                None => even_odd_sums(&mut source, &alignment.shifts, options.target),
-                Some(local) => {
-                    local
-                        .corrected(&mut source, options.target)
-                        .and_then(|mut frames| {
-                            even_odd_sums(&mut frames, &vec![[0.0; 2]; n], options.target)
-                        })
-                }
-            }
+            let [even, odd] = as_aligned(&mut source, alignment, local, options.target, |f, s| {
+                even_odd_sums(f, s, options.target)
+            })
             .with_context(|| format!("{}: the even and odd sums failed", meta.movie))?;
             for (half, path, which) in [
                 (even, &outputs.mrc_even, "even"),
@@ -1144,6 +1125,25 @@ pub fn align_and_write(
             }
         }),
     })
+}
+
+/// `sum` of the frames of `source` at the shifts that align them: the whole-frame shifts, or,
+/// with a local alignment, its corrected frames at shifts of 0 (moved as it moves them, and
+/// no further).
+fn as_aligned<T>(
+    source: &mut dyn FrameSource,
+    alignment: &Alignment,
+    local: Option<&LocalAlignment>,
+    target: ufunc::Target,
+    sum: impl FnOnce(&mut dyn FrameSource, &[[f64; 2]]) -> ufunc::Result<T>,
+) -> ufunc::Result<T> {
+    match local {
+        None => sum(source, &alignment.shifts),
+        Some(local) => {
+            let none = vec![[0.0; 2]; source.len()];
+            sum(&mut local.corrected(source, target)?, &none)
+        }
+    }
 }
 
 /// A frame source that keeps the time spent reading, so that the report can tell reading

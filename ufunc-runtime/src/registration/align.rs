@@ -585,6 +585,15 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
 
 /// Reads every frame again, moves it by its shift and adds it (weighted by its exposure with
 /// `dose`): the full-size aligned sum with one frame's spectrum in memory per thread.
+/// The threads of the host's share of work on `target`: all of them but with `Target::Cpu`
+/// (with `Target::Cuda` too, for what runs on the host).
+pub(super) fn host_threads(target: Target) -> Threads {
+    match target {
+        Target::Cpu => Threads::One,
+        _ => Threads::All,
+    }
+}
+
 pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],

@@ -3,7 +3,7 @@
 //! weighted by how much of the specimen's signal at each frequency its electrons have not yet
 //! destroyed, so the high frequencies come from the first frames and the low ones from all.
 
-use super::align::{check_frames, streamed_sum, streamed_sums, FrameSource};
+use super::align::{check_frames, host_threads, streamed_sum, streamed_sums, FrameSource};
 use super::pcc::ImagePlan;
 use super::upsample::signed_bin;
 use crate::alloc::try_zeroed_fft;
@@ -237,10 +237,7 @@ fn prepared<S: FrameSource + ?Sized>(
             ),
         });
     }
-    let threads = match target {
-        Target::Cpu => Threads::One,
-        _ => Threads::All,
-    };
+    let threads = host_threads(target);
     let (ny, nx) = frames.frame_shape();
     Ok((ImagePlan::<f32>::new(ny, nx)?, threads))
 }

@@ -5,14 +5,12 @@
 //! frame for its peak; a group of G frames has G times the counts.
 
 use super::align::{
-    align_each_frame, check, nothing_registered, read_one, streamed_sum, Alignment, FrameSource,
-    InnerFrameError, Summed,
+    align_each_frame, check, host_threads, nothing_registered, read_one, streamed_sum, Alignment,
+    FrameSource, InnerFrameError, Summed,
 };
 use super::pcc::ImagePlan;
 use super::AlignOptions;
 use crate::error::{Error, Result};
-use crate::parallel::Threads;
-use crate::Target;
 use ndarray::{Array2, ArrayViewMut2};
 
 /// Consecutive frames split into groups of `group` frames, as RELION's motion correction
@@ -178,10 +176,7 @@ pub(super) fn align_grouped<S: FrameSource + ?Sized>(
         Summed::No,
     )?;
     let (shifts, peaks) = groups.per_frame(&grouped.shifts, &grouped.peaks);
-    let threads = match options.target {
-        Target::Cpu => Threads::One,
-        _ => Threads::All,
-    };
+    let threads = host_threads(options.target);
     let plan = ImagePlan::<f32>::new(ny, nx)?;
     let sum = streamed_sum(frames, &shifts, &plan, threads, None)?;
     Ok(Alignment {

@@ -1,7 +1,8 @@
 //! Local (patch) alignment: [`align_patches`].
 
 use super::align::{
-    align_movie, check, move_by, read_one, AlignOptions, Alignment, FrameSource, InnerFrameError,
+    align_movie, check, host_threads, move_by, read_one, AlignOptions, Alignment, FrameSource,
+    InnerFrameError,
 };
 use super::pcc::ImagePlan;
 use crate::alloc::try_zeroed_fft;
@@ -144,6 +145,16 @@ pub enum LocalMotion {
     Unfitted(String),
 }
 
+impl LocalMotion {
+    /// The model, where one was fitted.
+    pub fn model(&self) -> Option<&MotionModel> {
+        match self {
+            LocalMotion::Fitted(model) => Some(model),
+            LocalMotion::Unfitted(_) => None,
+        }
+    }
+}
+
 /// The result of [`align_patches`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalAlignment {
@@ -167,11 +178,7 @@ impl LocalAlignment {
         frames: &'a mut S,
         target: Target,
     ) -> Result<CorrectedFrames<'a, S>> {
-        let model = match &self.motion {
-            LocalMotion::Fitted(model) => Some(&**model),
-            LocalMotion::Unfitted(_) => None,
-        };
-        CorrectedFrames::new(frames, &self.global.shifts, model, target)
+        CorrectedFrames::new(frames, &self.global.shifts, self.motion.model(), target)
     }
 }
 
@@ -297,13 +304,6 @@ fn interpolate(
         None => out
             .indexed_iter_mut()
             .for_each(|((row, col), v)| *v = value(row, col)),
-    }
-}
-
-fn host_threads(target: Target) -> Threads {
-    match target {
-        Target::Cpu => Threads::One,
-        _ => Threads::All,
     }
 }
 
