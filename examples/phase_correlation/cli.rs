@@ -24,8 +24,8 @@ use ufunc::Target;
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
 pub struct Args {
-    /// Movies (.npy, .tif/.tiff, .mrc/.mrcs/.st): files, folders (every movie in them) or glob
-    /// patterns such as 'session/*.tif'.
+    /// Movies (.npy, .tif/.tiff, .mrc/.mrcs/.st, .eer): files, folders (every movie in them) or
+    /// glob patterns such as 'session/*.tif'.
     pub movies: Vec<String>,
     /// Output folder [default: beside each movie; target/phase_correlation_demo for the demo].
     #[arg(long, value_name = "DIR")]
@@ -146,7 +146,10 @@ pub struct Args {
     /// with --gain, the pixels the gain zeroes too.
     #[arg(long, value_name = "FILE")]
     pub defects: Option<PathBuf>,
-    /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame.
+    /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame;
+    /// for EER movies also Thermo Fisher's .gain, and one of the detector's size with
+    /// --eer-upsampling 2 or 3. (RELION divides by an EER movie's gain when it is not a .gain
+    /// file: give it here as its reciprocal.)
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,
     /// Turn the gain reference counter-clockwise by 0, 90, 180 or 270 degrees as IMOD shows it
@@ -157,6 +160,16 @@ pub struct Args {
     /// --gain_flip 1) or left to right (-FlipGain 2).
     #[arg(long, value_enum, default_value_t = GainFlip::None, requires = "gain")]
     pub gain_flip: GainFlip,
+    /// EER movies: sum this many detector frames into each frame that is aligned (RELION's
+    /// --eer_grouping); the frames left over after the last whole group are left out, as
+    /// RELION leaves them. --dose-per-frame is then the dose of such a group.
+    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..))]
+    pub eer_grouping: u32,
+    /// EER movies: render the frames at the detector's pixels (1; 4096x4096 on a Falcon 4), or
+    /// from the electrons' sub-pixel positions at 2 (8192x8192) or 4 times as many per axis
+    /// (3), as RELION's --eer_upsampling and MotionCor2's -EerSampling.
+    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    pub eer_upsampling: u32,
 }
 
 /// `--gain-flip`.
@@ -411,6 +424,14 @@ pub fn name_the_flag(error: ufunc::Error) -> anyhow::Error {
 
 impl Args {
     /// The registration options these arguments ask for (unset ones keep the library's defaults).
+    /// How EER movies are rendered into frames.
+    pub fn eer_rendering(&self) -> crate::io::eer::EerRendering {
+        crate::io::eer::EerRendering {
+            grouping: self.eer_grouping as usize,
+            upsampling: self.eer_upsampling,
+        }
+    }
+
     pub fn align_options(&self) -> AlignOptions {
         let defaults = AlignOptions::default();
         AlignOptions {

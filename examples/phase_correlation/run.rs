@@ -5,6 +5,7 @@
 use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::{Args, GainFlip};
 use crate::defects::{DefectCounts, DefectList, Defects};
+use crate::io::eer::EerRendering;
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
     frame_rows, report_movie, star_word, write_csv, write_json, write_patches_csv, write_preview,
@@ -96,10 +97,13 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     fn as_reported(value: &impl Serialize) -> Result<serde_json::Value> {
         Ok(serde_json::from_str(&serde_json::to_string(value)?)?)
     }
-    let wanted = depends_on(&serde_json::json!({
-        "options": as_reported(&options_report(&options))?,
-        "settings": as_reported(&settings)?,
-    }));
+    // What a movie's report must say for its results to be this run's.
+    let wanted = |settings: &Settings| -> Result<serde_json::Value> {
+        Ok(depends_on(&serde_json::json!({
+            "options": as_reported(&options_report(&options))?,
+            "settings": as_reported(settings)?,
+        })))
+    };
     // The results beyond the five that these arguments ask for, where they are missing.
     let asked_for = |outputs: &OutputPaths| -> Vec<String> {
         [
@@ -174,6 +178,8 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             None => out_dir.canonicalize().unwrap_or(out_dir.clone()),
         };
         let written = (folder, name.clone());
+        let settings = settings.for_movie(path, args);
+        let wanted = wanted(&settings)?;
         let status = if !names.insert(written) {
             Status::Failed(format!(
                 "{}: another movie of this batch already writes {name}.* into {}",
@@ -223,7 +229,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
         } else {
             let frame_bar = bars.add(ProgressBar::new(0));
             let result = (|| {
-                let mut movie = Movie::open(path)?;
+                let mut movie = Movie::open_with(path, args.eer_rendering())?;
                 if let Some((gain, gain_path)) = &gain {
                     movie = movie.with_gain(gain.clone(), gain_path)?;
                 }
@@ -252,10 +258,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 progress.log(
                     &bars,
                     format!(
-                        "{tag}: {} frames of {}x{}",
+                        "{tag}: {} frames of {}x{}{}",
                         movie.len(),
                         movie.frame_shape().0,
-                        movie.frame_shape().1
+                        movie.frame_shape().1,
+                        movie.note().map(|n| format!(" ({n})")).unwrap_or_default()
                     ),
                 );
                 frame_bar.set_length(movie.len() as u64);
@@ -625,6 +632,9 @@ pub struct Settings {
     /// `--split-sums`; left out without it, likewise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub split_sums: bool,
+    /// `--eer-grouping` and `--eer-upsampling`, for an EER movie only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eer: Option<EerRendering>,
 }
 
 /// The local alignment's grid, and the taper of its patches and the largest rms of the
@@ -690,6 +700,19 @@ impl Settings {
                 max_fit_rms: PatchOptions::default().max_fit_rms,
             }),
             split_sums: args.split_sums,
+            eer: None,
+        }
+    }
+
+    /// The settings of `movie`'s results: these, and how `args` render it if it is an EER
+    /// movie.
+    pub fn for_movie(&self, movie: &Path, args: &Args) -> Settings {
+        let is_eer = movie
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("eer"));
+        Settings {
+            eer: is_eer.then(|| args.eer_rendering()),
+            ..self.clone()
         }
     }
 }
@@ -2463,6 +2486,78 @@ mod tests {
         let sum = crate::io::Movie::open(&out.join("movie_u16.aligned.mrc")).unwrap();
         assert_eq!((sum.len(), sum.frame_shape()), (1, (16, 20)));
         std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// An EER movie of a drifting specimen, its electrons drawn page by page at 0.25 per pixel
+    /// per page: grouped 8 pages to a frame, the program finds the drift; the report records
+    /// the grouping, the log the pages left out, and a rerun with another grouping is not
+    /// skipped on.
+    #[test]
+    fn an_eer_movie_is_grouped_and_aligned() {
+        use crate::io::eer::{writer::write_eer, Event};
+        use crate::synth::{synth_movie, SynthOptions};
+        use rand::{RngExt, SeedableRng};
+        let dir = temp_dir("eer");
+        let (frames, per_frame, shape) = (8, 8, (128, 128));
+        let synth = synth_movie(&SynthOptions {
+            frames,
+            shape,
+            dose: None,
+            ..Default::default()
+        });
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(29);
+        let mut pages = Vec::new();
+        // Three pages more than whole groups: left out, as RELION leaves them.
+        for page in 0..frames * per_frame + 3 {
+            let expected = synth
+                .frames
+                .index_axis(ndarray::Axis(0), (page / per_frame).min(frames - 1));
+            let mut events = Vec::new();
+            for ((row, col), &v) in expected.indexed_iter() {
+                if rng.random::<f64>() < 0.25 * f64::from(v) {
+                    let (x, y) = (rng.random_range(0..4), rng.random_range(0..4));
+                    events.push(Event { row, col, x, y });
+                }
+            }
+            pages.push(events);
+        }
+        let movie = dir.join("falcon.eer");
+        write_eer(&movie, &pages, shape);
+        let movies = [movie.display().to_string()];
+        let out = dir.join("out");
+        let summary = run_with(&out, &movies, &["--eer-grouping", "8"]);
+        assert_eq!(summary.done(), 1, "{:?}", statuses(&summary));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("falcon.shifts.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["frames"], frames);
+        assert_eq!(
+            report["settings"]["eer"],
+            serde_json::json!({"grouping": 8, "upsampling": 1})
+        );
+        let shifts: Vec<[f64; 2]> = report["shifts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| [s["dy"].as_f64().unwrap(), s["dx"].as_f64().unwrap()])
+            .collect();
+        let error = rms_error(&shifts, &synth.truth);
+        assert!(error < 0.15, "rms error {error} px: {shifts:?}");
+        let sum = read_image(&out.join("falcon.aligned.mrc")).unwrap();
+        let electrons: usize = pages[..frames * per_frame].iter().map(Vec::len).sum();
+        assert!((f64::from(sum.sum()) / electrons as f64 - 1.0).abs() < 1e-3);
+        // Upsampled, the frames and the sum are 2x2 times larger, and the drift twice as long.
+        let up = dir.join("up");
+        let args = ["--eer-grouping", "8", "--eer-upsampling", "2"];
+        assert_eq!(run_with(&up, &movies, &args).done(), 1);
+        assert_eq!(
+            read_image(&up.join("falcon.aligned.mrc")).unwrap().dim(),
+            (256, 256)
+        );
+        // Another grouping is another result: a rerun into the same folder refuses to skip.
+        let again = run_with(&out, &movies, &["--eer-grouping", "4"]);
+        let error = failure(&again);
+        assert!(error.contains("settings.eer.grouping 8 (now 4)"), "{error}");
     }
 
     /// Hot pixels (the same in every frame) pull a low-dose movie's shifts towards zero;

@@ -2,12 +2,14 @@
 //! frame at a time (memory holds one frame, never the whole movie), every sample type converted
 //! to `f32`, an optional gain reference multiplied in; and the samples' byte decoding they share.
 
+pub mod eer;
 pub mod mrc;
 pub mod npy;
 pub mod tiff;
 
 use crate::defects::Defects;
 use anyhow::{bail, Context, Result};
+use eer::EerRendering;
 use ndarray::{Array2, ArrayViewMut2, Axis};
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,14 @@ pub trait FrameReader: Send {
     fn pixel_size(&self) -> Option<f32> {
         None
     }
+    /// What the log should say of how the frames are made from the file, if anything.
+    fn note(&self) -> Option<String> {
+        None
+    }
+    /// How many times the detector's pixels per axis the frames are rendered at.
+    fn upsampling(&self) -> usize {
+        1
+    }
 }
 
 /// An open movie: its reader, the gain reference its frames are multiplied by, and the
@@ -35,12 +45,17 @@ pub struct Movie {
 }
 
 /// The file extensions [`Movie::open`] reads.
-pub const EXTENSIONS: &[&str] = &["npy", "tif", "tiff", "mrc", "mrcs", "st"];
+pub const EXTENSIONS: &[&str] = &["npy", "tif", "tiff", "mrc", "mrcs", "st", "eer"];
 
 impl Movie {
     /// Opens a movie by its extension (see [`EXTENSIONS`]); it must have at least one frame.
     pub fn open(path: &Path) -> Result<Movie> {
-        let reader = open_reader(path).with_context(|| path.display().to_string())?;
+        Movie::open_with(path, EerRendering::default())
+    }
+
+    /// [`Movie::open`], with an EER movie's frames rendered as `eer` says.
+    pub fn open_with(path: &Path, eer: EerRendering) -> Result<Movie> {
+        let reader = open_reader(path, eer).with_context(|| path.display().to_string())?;
         let (ny, nx) = reader.frame_shape();
         if reader.len() == 0 || ny == 0 || nx == 0 {
             bail!(
@@ -63,9 +78,15 @@ impl Movie {
         self
     }
 
-    /// Multiplies every frame by `gain`, a single frame of the same shape read from `gain_path`.
-    pub fn with_gain(mut self, gain: Array2<f32>, gain_path: &Path) -> Result<Movie> {
+    /// Multiplies every frame by `gain`, a single frame of the same shape read from `gain_path`
+    /// (or of the detector's, for frames rendered at more pixels: each of its values then
+    /// covers the frames' pixels in that detector pixel, as RELION does for EER movies).
+    pub fn with_gain(mut self, mut gain: Array2<f32>, gain_path: &Path) -> Result<Movie> {
         let (ny, nx) = self.frame_shape();
+        let up = self.reader.upsampling();
+        if up > 1 && gain.dim() == (ny / up, nx / up) {
+            gain = Array2::from_shape_fn((ny, nx), |(y, x)| gain[(y / up, x / up)]);
+        }
         if gain.dim() != (ny, nx) {
             let turned = if gain.dim() == (nx, ny) {
                 "; a quarter turn more or less (--gain-rotate) would fit it"
@@ -87,6 +108,12 @@ impl Movie {
     /// The pixel size in Å the file states (an MRC header's), if any.
     pub fn pixel_size(&self) -> Option<f32> {
         self.reader.pixel_size()
+    }
+
+    /// How the frames are made from the file, where the log should say so (an EER movie's
+    /// groups).
+    pub fn note(&self) -> Option<String> {
+        self.reader.note()
     }
 
     /// `(rows, cols)` of every frame.
@@ -193,7 +220,9 @@ pub fn oriented_gain(gain: Array2<f32>, degrees: u16, flip: Option<Axis>) -> Arr
     view.as_standard_layout().into_owned()
 }
 
-/// Reads a single 2-d image (a gain reference): a file of exactly one frame.
+/// Reads a single 2-d image (a gain reference): a file of exactly one frame. Thermo Fisher's
+/// `.gain` files (the gain of EER movies) are TIFFs whose rows are read top-down, as EER
+/// frames' are, and as RELION reads them.
 pub fn read_image(path: &Path) -> Result<Array2<f32>> {
     let mut movie = Movie::open(path)?;
     if movie.len() != 1 {
@@ -204,20 +233,30 @@ pub fn read_image(path: &Path) -> Result<Array2<f32>> {
         );
     }
     let mut image = Array2::zeros(movie.frame_shape());
-    movie.read_frame(0, image.view_mut())?;
+    let mut rows = image.view_mut();
+    if extension(path) == "gain" {
+        rows.invert_axis(Axis(0)); // undoes the TIFF reader's turning the rows upside down
+    }
+    movie.read_frame(0, rows)?;
     Ok(image)
 }
 
-fn open_reader(path: &Path) -> Result<Box<dyn FrameReader>> {
-    let ext = path
-        .extension()
+/// A file's extension in lower case ("" for none).
+fn extension(path: &Path) -> String {
+    path.extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn open_reader(path: &Path, eer: EerRendering) -> Result<Box<dyn FrameReader>> {
+    let ext = extension(path);
     Ok(match ext.as_str() {
         "npy" => Box::new(npy::NpyReader::open(path)?),
-        "tif" | "tiff" => Box::new(tiff::TiffReader::open(path)?),
+        // `.gain`: Thermo Fisher's gain references (see `read_image`).
+        "tif" | "tiff" | "gain" => Box::new(tiff::TiffReader::open(path)?),
         "mrc" | "mrcs" | "st" => Box::new(mrc::MrcReader::open(path)?),
+        "eer" => Box::new(eer::EerReader::open(path, eer)?),
         _ => bail!(
             "unknown movie format .{ext} (supported: {})",
             EXTENSIONS
@@ -791,58 +830,109 @@ mod tests {
         }
     }
 
-    /// The byte ranges of a TIFF's structure (the 8-byte header, every directory and the values
-    /// its entries point to) and where its directories are: `(offset, entries)`.
+    /// Where a TIFF's fields are: classic TIFF's 2-byte entry counts, 12-byte entries and
+    /// 4-byte offsets, or BigTIFF's 8, 20 and 8.
+    #[derive(Clone, Copy)]
+    struct Geometry {
+        big_endian: bool,
+        /// The size of an offset, a count and a value (inline or its offset).
+        word: usize,
+        /// The size of a directory's entry count.
+        count: usize,
+    }
+
+    impl Geometry {
+        fn of(bytes: &[u8]) -> Geometry {
+            let big_endian = bytes.starts_with(b"MM");
+            let magic = bytes
+                .get(2..4)
+                .map(|b| if big_endian { b[1] } else { b[0] });
+            match magic {
+                Some(43) => Geometry {
+                    big_endian,
+                    word: 8,
+                    count: 8,
+                },
+                _ => Geometry {
+                    big_endian,
+                    word: 4,
+                    count: 2,
+                },
+            }
+        }
+        fn entry(self) -> usize {
+            4 + 2 * self.word
+        }
+        /// Where the first directory's offset is.
+        fn first(self) -> usize {
+            if self.word == 8 {
+                8
+            } else {
+                4
+            }
+        }
+        fn get(self, bytes: &[u8], at: usize, width: usize) -> u64 {
+            let mut word = [0u8; 8];
+            let b = &bytes[at..at + width];
+            if self.big_endian {
+                word[8 - width..].copy_from_slice(b);
+                u64::from_be_bytes(word)
+            } else {
+                word[..width].copy_from_slice(b);
+                u64::from_le_bytes(word)
+            }
+        }
+        /// Writes the low `width` bytes of `v` at `at`.
+        fn put(self, bytes: &mut [u8], at: usize, width: usize, v: u64) {
+            if self.big_endian {
+                bytes[at..at + width].copy_from_slice(&v.to_be_bytes()[8 - width..]);
+            } else {
+                bytes[at..at + width].copy_from_slice(&v.to_le_bytes()[..width]);
+            }
+        }
+    }
+
+    /// The byte ranges of a TIFF's structure (the header, every directory and the values its
+    /// entries point to) and where its directories are: `(offset, entries)`.
     fn tiff_layout(bytes: &[u8]) -> (Vec<std::ops::Range<usize>>, Vec<(usize, usize)>) {
-        let big = bytes.starts_with(b"MM");
-        let u16_at = |at: usize| {
-            let b = [bytes[at], bytes[at + 1]];
-            if big {
-                u16::from_be_bytes(b)
-            } else {
-                u16::from_le_bytes(b)
-            }
-        };
-        let u32_at = |at: usize| {
-            let b = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
-            if big {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
-        };
+        let g = Geometry::of(bytes);
+        let header = g.first() + g.word;
         let mut ranges = Vec::new();
-        ranges.push(0..bytes.len().min(8));
+        ranges.push(0..bytes.len().min(header));
         let mut ifds = Vec::new();
-        if bytes.len() < 8 || !(bytes.starts_with(b"II") || big) {
+        if bytes.len() < header || !(bytes.starts_with(b"II") || g.big_endian) {
             return (ranges, ifds);
         }
-        let mut at = u32_at(4) as usize;
-        while at != 0 && at + 2 <= bytes.len() && ifds.len() < 64 {
-            let n = u16_at(at) as usize;
-            let end = (at + 2 + 12 * n + 4).min(bytes.len());
+        let mut at = g.get(bytes, g.first(), g.word) as usize;
+        while at != 0 && at.saturating_add(g.count) <= bytes.len() && ifds.len() < 64 {
+            let n = g.get(bytes, at, g.count) as usize;
+            let full_end = at
+                .saturating_add(n.saturating_mul(g.entry()))
+                .saturating_add(g.count + g.word);
+            let end = full_end.min(bytes.len());
             ranges.push(at..end);
             ifds.push((at, n));
             for i in 0..n {
-                let entry = at + 2 + 12 * i;
-                if entry + 12 > bytes.len() {
+                let entry = at + g.count + g.entry() * i;
+                if entry + g.entry() > bytes.len() {
                     break;
                 }
-                let size = match u16_at(entry + 2) {
+                let size = match g.get(bytes, entry + 2, 2) {
                     1 | 2 | 6 | 7 => 1,
                     3 | 8 => 2,
                     4 | 9 | 11 => 4,
                     _ => 8,
-                } * u32_at(entry + 4) as usize;
-                if size > 4 {
-                    let value = u32_at(entry + 8) as usize;
-                    ranges.push(value.min(bytes.len())..(value + size).min(bytes.len()));
+                } * g.get(bytes, entry + 4, g.word) as usize;
+                if size > g.word {
+                    let value = g.get(bytes, entry + 4 + g.word, g.word) as usize;
+                    ranges
+                        .push(value.min(bytes.len())..value.saturating_add(size).min(bytes.len()));
                 }
             }
-            if end < at + 2 + 12 * n + 4 {
+            if end < full_end {
                 break;
             }
-            at = u32_at(end - 4) as usize;
+            at = g.get(bytes, end - g.word, g.word) as usize;
         }
         (ranges, ifds)
     }
@@ -1033,72 +1123,62 @@ mod tests {
             }
             _ => {
                 let (_, ifds) = tiff_layout(good);
-                let big = good.starts_with(b"MM");
-                let put32 = |bytes: &mut Vec<u8>, at: usize, v: u32| {
-                    let b = if big {
-                        v.to_be_bytes()
-                    } else {
-                        v.to_le_bytes()
-                    };
-                    bytes[at..at + 4].copy_from_slice(&b);
-                };
-                let put16 = |bytes: &mut Vec<u8>, at: usize, v: u16| {
-                    let b = if big {
-                        v.to_be_bytes()
-                    } else {
-                        v.to_le_bytes()
-                    };
-                    bytes[at..at + 2].copy_from_slice(&b);
-                };
+                let g = Geometry::of(good);
+                let (w, e) = (g.word, g.entry());
                 let mut variant = |what: String, f: &dyn Fn(&mut Vec<u8>)| {
                     let mut bytes = good.to_vec();
                     f(&mut bytes);
                     each(what, &bytes);
                 };
-                for v in [0xFFFF_FFFF, len as u32 - 1, 8] {
-                    variant(format!("first directory at {v}"), &|b| put32(b, 4, v));
+                let all_ones = u64::MAX >> (64 - 8 * w);
+                for v in [all_ones, len as u64 - 1, 8] {
+                    variant(format!("first directory at {v}"), &|b| {
+                        g.put(b, g.first(), w, v)
+                    });
                 }
                 for &(at, n) in &ifds {
-                    for v in [0xFFFF, n as u16 + 1, 0] {
-                        variant(format!("directory {at}: {v} entries"), &|b| put16(b, at, v));
+                    for v in [0xFFFF, n as u64 + 1, 0] {
+                        variant(format!("directory {at}: {v} entries"), &|b| {
+                            g.put(b, at, g.count, v)
+                        });
                     }
-                    let next = at + 2 + 12 * n;
-                    if next + 4 <= len {
-                        for v in [0xFFFF_FFFF, at as u32, 8, len as u32 - 2] {
+                    let next = at + g.count + e * n;
+                    if next + w <= len {
+                        for v in [all_ones, at as u64, 8, len as u64 - 2] {
                             variant(format!("directory {at}: next at {v}"), &|b| {
-                                put32(b, next, v)
+                                g.put(b, next, w, v)
                             });
                         }
                     }
                     for i in 0..n {
-                        let entry = at + 2 + 12 * i;
-                        if entry + 12 > len {
+                        let entry = at + g.count + e * i;
+                        if entry + e > len {
                             break;
                         }
                         for v in [0, 12, 16, 0xFFFF] {
                             variant(format!("entry {entry}: type {v}"), &|b| {
-                                put16(b, entry + 2, v)
+                                g.put(b, entry + 2, 2, v)
                             });
                         }
-                        for v in [0xFFFF_FFFF, 0x1000_0000, 0x10000, 2, 0] {
+                        for v in [all_ones, 0x1000_0000, 0x10000, 2, 0] {
                             variant(format!("entry {entry}: count {v}"), &|b| {
-                                put32(b, entry + 4, v)
+                                g.put(b, entry + 4, w, v)
                             });
                         }
-                        for v in [0xFFFF_FFFF, 0x7FFF_FFFF, 0x10000, 0xFFFF, len as u32] {
+                        for v in [all_ones, 0x7FFF_FFFF, 0x10000, 0xFFFF, len as u64] {
                             variant(format!("entry {entry}: value {v}"), &|b| {
-                                put32(b, entry + 8, v)
+                                g.put(b, entry + 4 + w, w, v)
                             });
                         }
                         variant(format!("entry {entry}: short value 0xffff"), &|b| {
-                            put16(b, entry + 8, 0xFFFF)
+                            g.put(b, entry + 4 + w, 2, 0xFFFF)
                         });
                     }
                     // Width and height (tags 256 and 257) together.
                     for v in [0xFFFF_FFFF, 0x7FFF_FFFF, 0x10000, 0x4000] {
                         variant(format!("directory {at}: {v}x{v} pixels"), &|b| {
                             for i in 0..n.min(2) {
-                                put32(b, at + 2 + 12 * i + 8, v);
+                                g.put(b, at + g.count + e * i + 4 + w, 4, v);
                             }
                         });
                     }
@@ -1137,7 +1217,12 @@ mod tests {
         let limit = (1 << 20) + 4 * expansion * len;
         LARGEST.with(|l| l.set(0));
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut movie = Movie::open(path)?;
+            // An EER movie's pages one by one: the fixtures have fewer than a default group.
+            let one_by_one = eer::EerRendering {
+                grouping: 1,
+                upsampling: 1,
+            };
+            let mut movie = Movie::open_with(path, one_by_one)?;
             let (ny, nx) = movie.frame_shape();
             let samples = ny.checked_mul(nx).filter(|&n| n <= limit / 4);
             let Some(samples) = samples else {
@@ -1192,12 +1277,15 @@ mod tests {
             }
         }
         let _cleanup = RemoveOnDrop(dir.clone());
-        let mut names: Vec<String> = std::fs::read_dir(fixture(""))
+        let eer_fixtures = fixture("").join("../eer");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(fixture(""))
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                let ext = Path::new(n).extension().and_then(|e| e.to_str());
-                !n.starts_with("bad_") && ext.is_some_and(|e| EXTENSIONS.contains(&e))
+            .chain(std::fs::read_dir(&eer_fixtures).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|path| {
+                let name = path.file_name().unwrap().to_string_lossy();
+                let ext = path.extension().and_then(|e| e.to_str());
+                !name.starts_with("bad_") && ext.is_some_and(|e| EXTENSIONS.contains(&e))
             })
             .collect();
         names.sort();
@@ -1216,11 +1304,13 @@ mod tests {
                 pool.install(|| {
                     let mut problems = Vec::new();
                     let mut cases = 0usize;
-                    for name in &names {
-                        let good = std::fs::read(fixture(name)).unwrap();
+                    for fixture in &names {
+                        let good = std::fs::read(fixture).unwrap();
+                        let name = &fixture.file_name().unwrap().to_string_lossy().into_owned();
                         let path = dir.join(name);
-                        let expansion = match Path::new(name).extension().and_then(|e| e.to_str()) {
+                        let expansion = match fixture.extension().and_then(|e| e.to_str()) {
                             Some("tif" | "tiff") => tiff::MAX_EXPANSION,
+                            Some("eer") => eer::MAX_EXPANSION,
                             _ => 1,
                         };
                         // One file, rewritten in place where the bytes differ (truncating and

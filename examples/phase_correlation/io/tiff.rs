@@ -373,6 +373,83 @@ const DECODED_TAGS: &[u16] = &[
 /// values of the tags the crate reads do too. What it cannot follow (no TIFF signature, a
 /// cycle) is left for the crate to report.
 fn check_directories(file: &mut File, len: u64) -> Result<()> {
+    walk_directories(file, len, DECODED_TAGS, |_, _| Ok(())).map(|_| ())
+}
+
+/// A TIFF file's byte order and offset size (classic TIFF or BigTIFF).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    big_endian: bool,
+    bigtiff: bool,
+}
+
+impl Layout {
+    /// An unsigned integer of 1, 2, 4 or 8 bytes in the file's byte order.
+    pub fn uint(self, b: &[u8]) -> u64 {
+        let mut word = [0u8; 8];
+        if self.big_endian {
+            word[8 - b.len()..].copy_from_slice(b);
+            u64::from_be_bytes(word)
+        } else {
+            word[..b.len()].copy_from_slice(b);
+            u64::from_le_bytes(word)
+        }
+    }
+
+    /// The size of an offset, which is also the most bytes of values a directory entry holds.
+    fn offset_bytes(self) -> usize {
+        if self.bigtiff {
+            8
+        } else {
+            4
+        }
+    }
+}
+
+/// One entry of a page directory: a tag and its values, held in the entry where they fit
+/// (`field`) and at the offset it gives otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub tag: u16,
+    bytes_each: u64,
+    count: u64,
+    field: [u8; 8],
+}
+
+impl Entry {
+    /// The entry's values as unsigned integers (of the types BYTE, SHORT, LONG and LONG8;
+    /// others are an error naming `what`), read from `file` when they are not held inline.
+    pub fn unsigned(&self, file: &File, layout: Layout, what: &str) -> Result<Vec<u64>> {
+        if !matches!(self.bytes_each, 1 | 2 | 4 | 8) {
+            bail!("the {what} (tag {}) are not unsigned integers", self.tag);
+        }
+        let size = self.count * self.bytes_each; // checked against the file by the walk
+        let offset_bytes = layout.offset_bytes();
+        let bytes = if size <= offset_bytes as u64 {
+            self.field[..size as usize].to_vec()
+        } else {
+            let mut bytes = vec![0u8; size as usize];
+            read_at(file, layout.uint(&self.field[..offset_bytes]), &mut bytes)
+                .with_context(|| format!("cannot read the {what} (tag {})", self.tag))?;
+            bytes
+        };
+        Ok(bytes
+            .chunks_exact(self.bytes_each as usize)
+            .map(|b| layout.uint(b))
+            .collect())
+    }
+}
+
+/// Walks the page directories of the TIFF in `file` (`len` bytes), giving each page's index
+/// and the entries of the tags in `wanted` to `page`; checks that every directory, and the
+/// values of those tags, lie within the file (one beyond its end, or cut by it, is a
+/// truncated file). `None`: no TIFF signature, or a page directory seen twice ends the walk.
+pub fn walk_directories(
+    file: &mut File,
+    len: u64,
+    wanted: &[u16],
+    mut page: impl FnMut(usize, &[Entry]) -> Result<()>,
+) -> Result<Option<Layout>> {
     let mut reader = BufReader::new(file);
     let mut head = Vec::with_capacity(16);
     reader
@@ -383,39 +460,34 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
     let big_endian = match head.get(..2) {
         Some(b"II") => false,
         Some(b"MM") => true,
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
-    // An unsigned integer of 2, 4 or 8 bytes in the file's byte order.
-    let uint = |b: &[u8]| {
-        let mut word = [0u8; 8];
-        if big_endian {
-            word[8 - b.len()..].copy_from_slice(b);
-            u64::from_be_bytes(word)
-        } else {
-            word[..b.len()].copy_from_slice(b);
-            u64::from_le_bytes(word)
-        }
+    let mut layout = Layout {
+        big_endian,
+        bigtiff: false,
     };
-    let bigtiff = match head.get(2..4).map(uint) {
+    layout.bigtiff = match head.get(2..4).map(|b| layout.uint(b)) {
         Some(42) | None => false,
         Some(43) => true,
-        Some(_) => return Ok(()),
+        Some(_) => return Ok(None),
     };
-    let header = if bigtiff { 16 } else { 8 };
+    let header = if layout.bigtiff { 16 } else { 8 };
     if head.len() < header {
         bail!("truncated: the file has {len} bytes, fewer than the {header} of a TIFF header");
     }
-    let mut next = if bigtiff {
-        uint(&head[8..16])
+    let mut next = if layout.bigtiff {
+        layout.uint(&head[8..16])
     } else {
-        uint(&head[4..8])
+        layout.uint(&head[4..8])
     };
     // The sizes of a directory's entry count and of an offset (the largest inline value); an
     // entry is a tag, a type, a count and an offset.
-    let (count_bytes, offset_bytes) = if bigtiff { (8, 8) } else { (2, 4) };
+    let offset_bytes = layout.offset_bytes();
+    let count_bytes = if layout.bigtiff { 8 } else { 2 };
     let mut seen = std::collections::HashSet::new();
-    let mut entry = [0u8; 20];
-    for page in 0.. {
+    let mut raw = [0u8; 20];
+    let mut entries = Vec::new();
+    for index in 0.. {
         if next == 0 || !seen.insert(next) {
             break;
         }
@@ -423,43 +495,46 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
         let directory_end = next.saturating_add(count_bytes as u64);
         if directory_end > len {
             bail!(
-                "truncated: page {page}'s directory starts at byte {next}, but the file has \
+                "truncated: page {index}'s directory starts at byte {next}, but the file has \
                  {len} bytes"
             );
         }
         reader
             .seek(SeekFrom::Start(next))
             .and_then(|_| reader.read_exact(&mut count[..count_bytes]))
-            .with_context(|| format!("cannot read page {page}'s directory"))?;
-        let entries = uint(&count[..count_bytes]);
-        let directory_end = entries
+            .with_context(|| format!("cannot read page {index}'s directory"))?;
+        let n = layout.uint(&count[..count_bytes]);
+        let directory_end = n
             .checked_mul(4 + 2 * offset_bytes as u64)
             .and_then(|bytes| bytes.checked_add(directory_end + offset_bytes as u64));
         if directory_end.is_none_or(|end| end > len) {
             bail!(
-                "truncated: page {page}'s directory of {entries} entries at byte {next} ends at \
+                "truncated: page {index}'s directory of {n} entries at byte {next} ends at \
                  byte {} but the file has {len} bytes",
                 show_bytes(directory_end)
             );
         }
-        for _ in 0..entries {
-            let entry = &mut entry[..4 + 2 * offset_bytes];
+        entries.clear();
+        for _ in 0..n {
+            let raw = &mut raw[..4 + 2 * offset_bytes];
             reader
-                .read_exact(entry)
-                .with_context(|| format!("cannot read page {page}'s directory"))?;
-            let tag = uint(&entry[..2]) as u16;
-            let bytes_each: u64 = match uint(&entry[2..4]) {
+                .read_exact(raw)
+                .with_context(|| format!("cannot read page {index}'s directory"))?;
+            let tag = layout.uint(&raw[..2]) as u16;
+            let bytes_each: u64 = match layout.uint(&raw[2..4]) {
                 1 | 2 | 6 | 7 => 1,
                 3 | 8 => 2,
                 4 | 9 | 11 | 13 => 4,
                 5 | 10 | 12 | 16..=18 => 8,
                 _ => continue, // an unknown type: the crate skips the entry
             };
-            if !DECODED_TAGS.contains(&tag) {
+            if !wanted.contains(&tag) {
                 continue;
             }
-            let count = uint(&entry[4..4 + offset_bytes]);
-            let at = uint(&entry[4 + offset_bytes..]);
+            let count = layout.uint(&raw[4..4 + offset_bytes]);
+            let mut field = [0u8; 8];
+            field[..offset_bytes].copy_from_slice(&raw[4 + offset_bytes..]);
+            let at = layout.uint(&field[..offset_bytes]);
             let size = count.checked_mul(bytes_each);
             let inline = size.is_some_and(|size| size <= offset_bytes as u64);
             if !inline
@@ -468,20 +543,27 @@ fn check_directories(file: &mut File, len: u64) -> Result<()> {
                     .is_none_or(|end| end > len)
             {
                 bail!(
-                    "page {page}: the {count} values of tag {tag} ({:?}), {} bytes at byte \
+                    "page {index}: the {count} values of tag {tag} ({:?}), {} bytes at byte \
                      {at}, lie beyond the end of the file ({len} bytes)",
                     Tag::from_u16_exhaustive(tag),
                     show_bytes(size)
                 );
             }
+            entries.push(Entry {
+                tag,
+                bytes_each,
+                count,
+                field,
+            });
         }
+        page(index, &entries)?;
         let mut pointer = [0u8; 8];
         reader
             .read_exact(&mut pointer[..offset_bytes])
-            .with_context(|| format!("cannot read page {page}'s directory"))?;
-        next = uint(&pointer[..offset_bytes]);
+            .with_context(|| format!("cannot read page {index}'s directory"))?;
+        next = layout.uint(&pointer[..offset_bytes]);
     }
-    Ok(())
+    Ok(Some(layout))
 }
 
 impl FrameReader for TiffReader {
