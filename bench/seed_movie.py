@@ -8,33 +8,58 @@ import argparse
 
 import numpy as np
 
-parser = argparse.ArgumentParser()
-parser.add_argument("out")
-parser.add_argument("--frames", type=int, default=89)
-parser.add_argument("--size", type=int, default=2048)
-parser.add_argument("--dose", type=float, default=2.0, help="mean counts per pixel per frame")
-args = parser.parse_args()
 
-rng = np.random.default_rng(2026)
-n = args.size
-ky = np.fft.fftfreq(n)[:, None]
-kx = np.fft.rfftfreq(n)[None, :]
-# A specimen with structure at several scales: white noise under a 1/f envelope.
-envelope = 1.0 / np.maximum(np.hypot(ky, kx), 1.0 / n) * np.exp(-((ky**2 + kx**2) / 0.05))
-specimen = np.fft.rfft2(rng.standard_normal((n, n))) * envelope
-t = np.arange(args.frames) / max(args.frames - 1, 1)
-truth = np.stack([6.0 * t + 1.5 * np.sin(3 * t), -4.0 * t + 1.0 * np.cos(2 * t) - 1.0], 1)
-truth -= truth[0]
-base = np.fft.irfft2(specimen, s=(n, n))
-lo, hi = base.min(), base.max()
-movie = np.lib.format.open_memmap(args.out, mode="w+", dtype=np.float32,
-                                  shape=(args.frames, n, n))
-for i, (dy, dx) in enumerate(truth):
-    # Frame i shows the specimen moved by (dy, dx); registering it onto frame 0 gives -(dy, dx).
-    shifted = np.fft.irfft2(specimen * np.exp(-2j * np.pi * (ky * dy + kx * dx)), s=(n, n))
-    intensity = np.clip((shifted - lo) / (hi - lo), 0.0, None)
-    movie[i] = rng.poisson(args.dose * 2 * intensity).astype(np.float32)
-movie.flush()
-np.savetxt(args.out.rsplit(".", 1)[0] + ".truth.csv", -truth, delimiter=",",
-           header="dy,dx (the shift that registers each frame onto frame 0)", comments="")
-print(f"wrote {args.out}: {args.frames} frames of {n}x{n}")
+class Specimen:
+    """A specimen with structure at several scales (white noise under a 1/f envelope) on an
+    n x n canvas, and its intensity moved by sub-pixel shifts, scaled to 0..1 unmoved."""
+
+    def __init__(self, n, rng):
+        self.n = n
+        self.ky = np.fft.fftfreq(n)[:, None]
+        self.kx = np.fft.rfftfreq(n)[None, :]
+        envelope = 1.0 / np.maximum(np.hypot(self.ky, self.kx), 1.0 / n) * np.exp(
+            -((self.ky**2 + self.kx**2) / 0.05)
+        )
+        self.spectrum = np.fft.rfft2(rng.standard_normal((n, n))) * envelope
+        base = np.fft.irfft2(self.spectrum, s=(n, n))
+        self.lo, self.hi = base.min(), base.max()
+
+    def moved(self, dy, dx):
+        """The intensity with the specimen moved by (dy, dx) pixels; registering it onto the
+        unmoved one takes -(dy, dx)."""
+        phase = np.exp(-2j * np.pi * (self.ky * dy + self.kx * dx))
+        shifted = np.fft.irfft2(self.spectrum * phase, s=(self.n, self.n))
+        return np.clip((shifted - self.lo) / (self.hi - self.lo), 0.0, None)
+
+
+def drift(steps):
+    """The specimen's path: `steps` (dy, dx) from (0, 0), some 8 px in all."""
+    t = np.arange(steps) / max(steps - 1, 1)
+    path = np.stack([6.0 * t + 1.5 * np.sin(3 * t), -4.0 * t + 1.0 * np.cos(2 * t) - 1.0], 1)
+    return path - path[0]
+
+
+def write_truth(out, truth, what):
+    np.savetxt(out.rsplit(".", 1)[0] + ".truth.csv", -truth, delimiter=",",
+               header=f"dy,dx (the shift that registers each {what} onto the first)",
+               comments="")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--frames", type=int, default=89)
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--dose", type=float, default=2.0, help="mean counts per pixel per frame")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(2026)
+    specimen = Specimen(args.size, rng)
+    truth = drift(args.frames)
+    movie = np.lib.format.open_memmap(args.out, mode="w+", dtype=np.float32,
+                                      shape=(args.frames, args.size, args.size))
+    for i, (dy, dx) in enumerate(truth):
+        movie[i] = rng.poisson(args.dose * 2 * specimen.moved(dy, dx)).astype(np.float32)
+    movie.flush()
+    write_truth(args.out, truth, "frame")
+    print(f"wrote {args.out}: {args.frames} frames of {args.size}x{args.size}")

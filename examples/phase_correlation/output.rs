@@ -2,6 +2,7 @@
 //! renamed together when all are written (so a failure leaves nothing partial behind), and the
 //! CSV, JSON and PNG-preview writers.
 
+use crate::io::eer::EerRendering;
 use anyhow::{Context, Result};
 use ndarray::ArrayView2;
 use serde::Serialize;
@@ -437,6 +438,8 @@ pub struct StarGeneral<'a> {
     /// `--patches`: the local alignment, whose model (where fitted) and patches' drift RELION's
     /// `data_local_motion_model` and `data_local_shift` give.
     pub local: Option<&'a LocalAlignment>,
+    /// An EER movie's rendering, which polishing renders its frames with again.
+    pub eer: Option<EerRendering>,
 }
 
 /// Writes a movie's motion as RELION's motion correction does (`Micrograph::write`): its
@@ -476,6 +479,10 @@ pub fn write_relion_star(
         writeln!(out, "_rlnVoltage {voltage_kv:.6}")?;
     }
     writeln!(out, "_rlnMicrographStartFrame 1")?;
+    if let Some(eer) = general.eer {
+        writeln!(out, "_rlnEERUpsampling {}", eer.upsampling)?;
+        writeln!(out, "_rlnEERGrouping {}", eer.grouping)?;
+    }
     let model = general.local.and_then(|l| l.motion.model());
     // RELION's MOTION_MODEL_THIRD_ORDER_POLYNOMIAL, or MOTION_MODEL_NULL.
     writeln!(out, "_rlnMotionModelVersion {}\n", model.is_some() as u8)?;
@@ -783,6 +790,7 @@ mod tests {
             pixel_size: None,
             dose: None,
             local: None,
+            eer: None,
         };
         let error = write_relion_star(&mut Vec::new(), &general, &[]).unwrap_err();
         assert!(error.to_string().contains("my movie.tif"), "{error}");

@@ -230,6 +230,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             let frame_bar = bars.add(ProgressBar::new(0));
             let result = (|| {
                 let mut movie = Movie::open_with(path, args.eer_rendering())?;
+                // The gain as this movie's frames take it (a detector-sized one enlarged for
+                // upsampled EER frames), for the frames and for the defects it marks.
+                let gain = gain
+                    .as_ref()
+                    .map(|(gain, gain_path)| (movie.fitted_gain(gain.clone()), gain_path.clone()));
                 if let Some((gain, gain_path)) = &gain {
                     movie = movie.with_gain(gain.clone(), gain_path)?;
                 }
@@ -1095,6 +1100,7 @@ pub fn align_and_write(
                 .and_then(|d| d.file.as_deref()),
             hot_pixels: meta.defects.as_ref().map_or(&[], |d| &d.hot),
             binning: meta.settings.bin,
+            eer: meta.settings.eer,
             pixel_size: meta.pixel_size,
             dose: meta
                 .settings
@@ -2525,7 +2531,7 @@ mod tests {
         write_eer(&movie, &pages, shape);
         let movies = [movie.display().to_string()];
         let out = dir.join("out");
-        let summary = run_with(&out, &movies, &["--eer-grouping", "8"]);
+        let summary = run_with(&out, &movies, &["--eer-grouping", "8", "--relion-star"]);
         assert_eq!(summary.done(), 1, "{:?}", statuses(&summary));
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("falcon.shifts.json")).unwrap())
@@ -2534,6 +2540,15 @@ mod tests {
         assert_eq!(
             report["settings"]["eer"],
             serde_json::json!({"grouping": 8, "upsampling": 1})
+        );
+        // RELION's polishing renders the frames again as its motion correction says.
+        let star = std::fs::read_to_string(out.join("falcon.star")).unwrap();
+        assert!(
+            star.contains("_rlnImageSizeZ 8\n")
+                && star.contains(
+                    "_rlnMicrographStartFrame 1\n_rlnEERUpsampling 1\n_rlnEERGrouping 8\n"
+                ),
+            "{star}"
         );
         let shifts: Vec<[f64; 2]> = report["shifts"]
             .as_array()

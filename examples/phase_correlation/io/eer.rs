@@ -19,7 +19,8 @@
 use super::tiff::{walk_directories, Entry};
 use super::{file_len, read_at, FrameReader};
 use anyhow::{bail, Context, Result};
-use ndarray::ArrayViewMut2;
+use ndarray::{Array2, ArrayViewMut2};
+use rayon::prelude::*;
 use std::fs::File;
 use std::path::Path;
 
@@ -67,6 +68,10 @@ const WANTED: &[u16] = &[
     VERTICAL_BITS,
 ];
 
+/// The largest frame rendered: 32768x32768 pixels (a Falcon 4's 4096x4096 at upsampling 3 is
+/// 16384x16384), 4 GiB of `f32`.
+const MOST_PIXELS: u64 = 1 << 30;
+
 /// How a page codes its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Coding {
@@ -97,12 +102,23 @@ impl Coding {
             65002 => {
                 // Prototypes wrote no vertical width: the horizontal one (RELION).
                 let horizontal = horizontal.unwrap_or(2);
-                Coding {
-                    run_bits: run.unwrap_or(7) as u32,
-                    horizontal_bits: horizontal as u32,
-                    vertical_bits: vertical.unwrap_or(horizontal) as u32,
+                let width = |w: u64| u32::try_from(w).unwrap_or(u32::MAX);
+                let coding = Coding {
+                    run_bits: width(run.unwrap_or(7)),
+                    horizontal_bits: width(horizontal),
+                    vertical_bits: width(vertical.unwrap_or(horizontal)),
                     padded_runs: false,
+                };
+                // What follows a full 8-bit run in this coding is not known (RELION, too,
+                // reads only 7-bit runs in it).
+                if coding.run_bits != 7 {
+                    bail!(
+                        "page {page} codes events in {}-bit runs under compression 65002, \
+                         which has 7-bit runs",
+                        coding.run_bits
+                    );
                 }
+                coding
             }
             other => {
                 bail!("page {page} has compression {other}, not one of EER's (65000, 65001, 65002)")
@@ -150,7 +166,6 @@ pub struct EerReader {
     rendering: EerRendering,
     /// A leading page of the integrated image (compression 1), left out.
     integrated: bool,
-    bytes: Vec<u8>,
 }
 
 impl EerReader {
@@ -171,7 +186,10 @@ impl EerReader {
         let single = |entries: &[Entry], tag, what: &str, page: usize| -> Result<Option<u64>> {
             match find(entries, tag) {
                 None => Ok(None),
-                Some(entry) => match entry.unsigned(&file, layout, what)?[..] {
+                Some(entry) => match entry
+                    .unsigned(&file, layout, what)
+                    .with_context(|| format!("page {page}"))?[..]
+                {
                     [value] => Ok(Some(value)),
                     ref values => bail!("page {page}: {} values for its {what}", values.len()),
                 },
@@ -217,8 +235,10 @@ impl EerReader {
             let offsets = find(entries, 273).with_context(|| format!("page {page} has no data"))?;
             let counts = find(entries, 279)
                 .with_context(|| format!("page {page} has no byte counts for its data"))?;
-            let offsets = offsets.unsigned(&file, layout, "strip offsets")?;
-            let counts = counts.unsigned(&file, layout, "strip byte counts")?;
+            let offsets = offsets.unsigned(&file, layout, "strip offsets");
+            let counts = counts.unsigned(&file, layout, "strip byte counts");
+            let offsets = offsets.with_context(|| format!("page {page}"))?;
+            let counts = counts.with_context(|| format!("page {page}"))?;
             if offsets.len() != counts.len() {
                 bail!(
                     "page {page} has {} strip offsets but {} byte counts",
@@ -236,7 +256,15 @@ impl EerReader {
                     "truncated: page {page}'s data ends at byte {end} but the file has {len} bytes"
                 );
             }
-            let bytes: u64 = strips.iter().map(|&(_, bytes)| bytes).sum();
+            // Strips listed twice would count their bytes twice: all of them together cannot
+            // be more than the file.
+            let bytes = strips
+                .iter()
+                .try_fold(0u64, |sum, &(_, bytes)| sum.checked_add(bytes))
+                .filter(|&sum| sum <= len);
+            let Some(bytes) = bytes else {
+                bail!("page {page}'s strips add up to more bytes than the file's {len}");
+            };
             let most = coding.most_pixels(bytes);
             if rows * cols > most {
                 bail!(
@@ -257,6 +285,16 @@ impl EerReader {
             );
         }
         let doubling = rendering.upsampling - 1;
+        let rendered = (detector.0 as u64 * detector.1 as u64) << (2 * doubling);
+        if rendered > MOST_PIXELS {
+            bail!(
+                "frames of {}x{} pixels at EER upsampling {}: {rendered} pixels, more than the \
+                 {MOST_PIXELS} (a 32768x32768 frame) read here",
+                detector.0,
+                detector.1,
+                rendering.upsampling
+            );
+        }
         if doubling > coding.horizontal_bits.min(coding.vertical_bits) {
             bail!(
                 "EER upsampling {} needs {doubling} sub-pixel bits per axis, and the events of \
@@ -280,7 +318,6 @@ impl EerReader {
             pages,
             rendering,
             integrated,
-            bytes: Vec::new(),
         })
     }
 
@@ -301,40 +338,70 @@ impl FrameReader for EerReader {
     }
 
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        out.fill(0.0);
+        if !out.is_standard_layout() {
+            let mut frame = Array2::zeros(out.dim());
+            self.read_frame(index, frame.view_mut())?;
+            out.assign(&frame);
+            return Ok(());
+        }
         let doubling = self.rendering.upsampling - 1;
         let cols = self.detector.1 << doubling;
         let group = index * self.rendering.grouping..(index + 1) * self.rendering.grouping;
         let page_offset = usize::from(self.integrated);
-        for page in group {
-            self.bytes.clear();
-            for &(offset, bytes) in &self.pages[page] {
-                let start = self.bytes.len();
-                self.bytes.resize(start + bytes as usize, 0);
-                read_at(&self.file, offset, &mut self.bytes[start..])
-                    .with_context(|| format!("EER frame {page} (page {})", page + page_offset))?;
+        let name = |page: usize| format!("EER frame {page} (page {})", page + page_offset);
+        // Each page's data, read one after another (they lie so in the file), then decoded
+        // side by side into its events' places in the frame (row-major, as the stream orders
+        // them; below 2^30, MOST_PIXELS).
+        let mut streams = Vec::with_capacity(group.len());
+        for page in group.clone() {
+            let mut bytes = Vec::new();
+            for &(offset, size) in &self.pages[page] {
+                let start = bytes.len();
+                bytes.resize(start + size as usize, 0);
+                read_at(&self.file, offset, &mut bytes[start..]).with_context(|| name(page))?;
             }
-            let (h, v) = (self.coding.horizontal_bits, self.coding.vertical_bits);
-            let add = |row: usize, col: usize, x: u32, y: u32| {
-                let r = (row << doubling) | (y >> (v - doubling)) as usize;
-                let c = (col << doubling) | (x >> (h - doubling)) as usize;
-                (r, c)
-            };
-            let decoded = if out.is_standard_layout() {
-                let image = out.as_slice_mut().unwrap_or_default();
-                decode_page(&self.bytes, self.coding, self.detector, |e| {
-                    let (r, c) = add(e.row, e.col, e.x, e.y);
-                    image[r * cols + c] += 1.0;
-                })
-            } else {
-                decode_page(&self.bytes, self.coding, self.detector, |e| {
-                    out[add(e.row, e.col, e.x, e.y)] += 1.0;
-                })
-            };
-            decoded.with_context(|| {
-                format!("EER frame {page} (page {}) is damaged", page + page_offset)
-            })?;
+            streams.push(bytes);
         }
+        let (h, v) = (self.coding.horizontal_bits, self.coding.vertical_bits);
+        let (coding, detector) = (self.coding, self.detector);
+        let places: Vec<Vec<u32>> = streams
+            .par_iter()
+            .zip(group)
+            .map(|(bytes, page)| {
+                let mut places = Vec::with_capacity(bytes.len() * 8 / 11);
+                decode_page(bytes, coding, detector, |e| {
+                    let r = (e.row << doubling) | (e.y >> (v - doubling)) as usize;
+                    let c = (e.col << doubling) | (e.x >> (h - doubling)) as usize;
+                    places.push((r * cols + c) as u32);
+                })
+                .with_context(|| format!("{} is damaged", name(page)))?;
+                Ok(places)
+            })
+            .collect::<Result<_>>()?;
+        // The events counted a band of rows at a time, the band staying in cache while every
+        // page adds its events in it (a page at a time would sweep the whole frame per page).
+        // A band holds whole detector rows; the events are in detector-row order.
+        const BAND_ROWS: usize = 32;
+        let band = BAND_ROWS << doubling;
+        let detector_row = |place: u32| (place as usize / cols) >> doubling;
+        let image = out.as_slice_mut().unwrap_or_default();
+        image
+            .par_chunks_mut(band * cols)
+            .enumerate()
+            .for_each(|(b, counts)| {
+                let (first, end) = (b * BAND_ROWS, (b + 1) * BAND_ROWS);
+                let start = b * band * cols;
+                counts.fill(0.0);
+                for places in &places {
+                    let from = places.partition_point(|&p| detector_row(p) < first);
+                    for &p in places[from..]
+                        .iter()
+                        .take_while(|&&p| detector_row(p) < end)
+                    {
+                        counts[p as usize - start] += 1.0;
+                    }
+                }
+            });
         Ok(())
     }
 
@@ -518,8 +585,19 @@ pub(crate) mod writer {
     }
 
     /// A little-endian BigTIFF EER movie (compression 65001) of one page per element of
-    /// `pages`.
+    /// `pages`, each in one strip.
     pub fn write_eer(path: &Path, pages: &[Vec<Event>], detector: (usize, usize)) {
+        write_eer_in_strips(path, pages, detector, 1);
+    }
+
+    /// [`write_eer`], each page's stream cut into `strips` strips (stored in reverse order,
+    /// so that only the strip offsets give their order).
+    pub fn write_eer_in_strips(
+        path: &Path,
+        pages: &[Vec<Event>],
+        detector: (usize, usize),
+        strips: usize,
+    ) {
         let streams: Vec<Vec<u8>> = pages
             .iter()
             .map(|events| encode_page(events, V1, detector))
@@ -531,24 +609,40 @@ pub(crate) mod writer {
         file.extend(0u64.to_le_bytes()); // the first directory, patched below
         let mut previous_pointer = 8;
         for stream in &streams {
-            let data = file.len() as u64;
-            file.extend(stream);
+            let piece = stream.len().div_ceil(strips);
+            let pieces: Vec<&[u8]> = stream.chunks(piece.max(1)).collect();
+            let mut offsets = vec![0u64; pieces.len()];
+            for (i, piece) in pieces.iter().enumerate().rev() {
+                offsets[i] = file.len() as u64;
+                file.extend(*piece);
+            }
+            // One strip's offset and size are held in the entry, several's in arrays.
+            let (data, sizes) = if pieces.len() == 1 {
+                (offsets[0], stream.len() as u64)
+            } else {
+                let at = file.len() as u64;
+                file.extend(offsets.iter().flat_map(|o| o.to_le_bytes()));
+                let sizes_at = file.len() as u64;
+                file.extend(pieces.iter().flat_map(|p| (p.len() as u64).to_le_bytes()));
+                (at, sizes_at)
+            };
+            let count = pieces.len() as u64;
             let directory = file.len();
             file[previous_pointer..previous_pointer + 8]
                 .copy_from_slice(&(directory as u64).to_le_bytes());
-            let tags: [(u16, u16, u64); 6] = [
-                (256, 4, detector.1 as u64),
-                (257, 4, detector.0 as u64),
-                (259, 3, 65001),
-                (262, 3, 1),
-                (273, 16, data),
-                (279, 16, stream.len() as u64),
+            let tags: [(u16, u16, u64, u64); 6] = [
+                (256, 4, 1, detector.1 as u64),
+                (257, 4, 1, detector.0 as u64),
+                (259, 3, 1, 65001),
+                (262, 3, 1, 1),
+                (273, 16, count, data),
+                (279, 16, count, sizes),
             ];
             file.extend((tags.len() as u64).to_le_bytes());
-            for (tag, kind, value) in tags {
+            for (tag, kind, count, value) in tags {
                 file.extend(tag.to_le_bytes());
                 file.extend(kind.to_le_bytes());
-                file.extend(1u64.to_le_bytes());
+                file.extend(count.to_le_bytes());
                 file.extend(value.to_le_bytes());
             }
             previous_pointer = file.len();
@@ -560,7 +654,7 @@ pub(crate) mod writer {
 
 #[cfg(test)]
 mod tests {
-    use super::writer::{encode_page, write_eer, V1};
+    use super::writer::{self, encode_page, V1};
     use super::*;
     use crate::io::Movie;
     use ndarray::{s, Array2, Array3, Axis, ShapeBuilder};
@@ -704,6 +798,59 @@ mod tests {
         assert!(error.contains("bad_ends_early.eer: frame 2"), "{error}");
     }
 
+    /// A page's strips listed so that they add up to more than the file (each within it), and
+    /// frames beyond the largest rendered, are refused when the movie is opened.
+    #[test]
+    fn strips_beyond_the_file_and_frames_beyond_the_largest_are_refused() {
+        let dir = std::env::temp_dir().join(format!("ufunc-eer-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("repeated.eer");
+        let event = Event {
+            row: 1,
+            col: 2,
+            x: 0,
+            y: 0,
+        };
+        writer::write_eer_in_strips(&path, &[vec![event]], (48, 64), 3);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let len = bytes.len() as u64;
+        // One page: its directory, the strips' sizes before it, their offsets before those.
+        let directory = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+        for i in 0..3 {
+            let offsets = directory - 48 + 8 * i;
+            bytes[offsets..offsets + 8].copy_from_slice(&16u64.to_le_bytes());
+            let sizes = directory - 24 + 8 * i;
+            bytes[sizes..sizes + 8].copy_from_slice(&(len - 16).to_le_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let rendering = EerRendering::default().with(1);
+        let error = format!("{:#}", Movie::open_with(&path, rendering).err().unwrap());
+        assert!(
+            error.contains(&format!(
+                "page 0's strips add up to more bytes than the file's {len}"
+            )),
+            "{error}"
+        );
+        // 16384x16384 at upsampling 3 would be 65536x65536.
+        let path = dir.join("huge.eer");
+        writer::write_eer(&path, &[vec![]], (16384, 16384));
+        let rendering = EerRendering {
+            grouping: 1,
+            upsampling: 3,
+        };
+        let error = format!("{:#}", Movie::open_with(&path, rendering).err().unwrap());
+        assert!(
+            error.contains("frames of 16384x16384 pixels at EER upsampling 3: 4294967296 pixels"),
+            "{error}"
+        );
+        let rendering = EerRendering {
+            grouping: 1,
+            upsampling: 1,
+        };
+        assert_eq!(Movie::open_with(&path, rendering).unwrap().len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn the_test_writer_codes_pages_as_the_fixtures_are_coded() {
         // The events of the fixture's pages, from their rendering at 4x4 sub-pixels.
@@ -750,19 +897,23 @@ mod tests {
                 y: 3,
             },
         ];
-        write_eer(&path, &[events.clone(), vec![], events], (48, 64));
         let rendering = EerRendering {
             grouping: 3,
             upsampling: 1,
         };
-        let mut movie = Movie::open_with(&path, rendering).unwrap();
-        let mut frame = Array2::zeros((48, 64));
-        movie.read_frame(0, frame.view_mut()).unwrap();
-        assert_eq!(frame.sum(), 6.0);
-        assert_eq!(
-            (frame[(0, 0)], frame[(2, 5)], frame[(40, 63)]),
-            (2.0, 2.0, 2.0)
-        );
+        // In one strip a page, and in three (stored last first).
+        for strips in [1, 3] {
+            let pages = [events.clone(), vec![], events.clone()];
+            writer::write_eer_in_strips(&path, &pages, (48, 64), strips);
+            let mut movie = Movie::open_with(&path, rendering).unwrap();
+            let mut frame = Array2::zeros((48, 64));
+            movie.read_frame(0, frame.view_mut()).unwrap();
+            assert_eq!(frame.sum(), 6.0);
+            assert_eq!(
+                (frame[(0, 0)], frame[(2, 5)], frame[(40, 63)]),
+                (2.0, 2.0, 2.0)
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -775,10 +926,9 @@ mod tests {
         let gain = Array2::from_shape_fn((48, 64), |(y, x)| 1.0 + (y * 64 + x) as f32);
         let path = fixture("v1.eer");
         let mut plain = Movie::open_with(&path, rendering).unwrap();
-        let mut gained = Movie::open_with(&path, rendering)
-            .unwrap()
-            .with_gain(gain.clone(), Path::new("gain.mrc"))
-            .unwrap();
+        let gained = Movie::open_with(&path, rendering).unwrap();
+        let fitted = gained.fitted_gain(gain.clone());
+        let mut gained = gained.with_gain(fitted, Path::new("gain.mrc")).unwrap();
         let (mut a, mut b) = (Array2::zeros((96, 128)), Array2::zeros((96, 128)));
         plain.read_frame(0, a.view_mut()).unwrap();
         gained.read_frame(0, b.view_mut()).unwrap();
@@ -787,14 +937,27 @@ mod tests {
             Array2::from_shape_fn((96, 128), |(y, x)| a[(y, x)] * gain[(y / 2, x / 2)])
         );
         // Any other size is refused, naming both.
-        let wrong = Movie::open_with(&path, rendering)
-            .unwrap()
-            .with_gain(Array2::zeros((48, 63)), Path::new("gain.mrc"));
-        let error = format!("{:#}", wrong.err().unwrap());
+        let movie = Movie::open_with(&path, rendering).unwrap();
+        let wrong = movie.fitted_gain(Array2::zeros((48, 63)));
+        let error = format!(
+            "{:#}",
+            movie.with_gain(wrong, Path::new("gain.mrc")).err().unwrap()
+        );
         assert!(
             error.contains("gain.mrc is 48x63 but the frames of"),
             "{error}"
         );
+        // A detector-sized gain a quarter turn off gets the hint a frame-sized one gets.
+        let movie = Movie::open_with(&path, rendering).unwrap();
+        let turned = movie.fitted_gain(Array2::zeros((64, 48)));
+        let error = format!(
+            "{:#}",
+            movie
+                .with_gain(turned, Path::new("gain.mrc"))
+                .err()
+                .unwrap()
+        );
+        assert!(error.contains("--gain-rotate"), "{error}");
 
         // Thermo Fisher's .gain is a TIFF read top-down: the movie fixtures' gain.tif upside down.
         let dir = std::env::temp_dir().join(format!("ufunc-eer-gain-{}", std::process::id()));

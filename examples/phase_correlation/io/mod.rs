@@ -78,17 +78,26 @@ impl Movie {
         self
     }
 
-    /// Multiplies every frame by `gain`, a single frame of the same shape read from `gain_path`
-    /// (or of the detector's, for frames rendered at more pixels: each of its values then
-    /// covers the frames' pixels in that detector pixel, as RELION does for EER movies).
-    pub fn with_gain(mut self, mut gain: Array2<f32>, gain_path: &Path) -> Result<Movie> {
+    /// `gain` as the frames take it: a gain of the detector's size, for frames rendered at more
+    /// pixels (upsampled EER), enlarged so that each of its values covers the frames' pixels in
+    /// that detector pixel, as RELION does; any other as it is.
+    pub fn fitted_gain(&self, gain: Array2<f32>) -> Array2<f32> {
         let (ny, nx) = self.frame_shape();
         let up = self.reader.upsampling();
         if up > 1 && gain.dim() == (ny / up, nx / up) {
-            gain = Array2::from_shape_fn((ny, nx), |(y, x)| gain[(y / up, x / up)]);
+            Array2::from_shape_fn((ny, nx), |(y, x)| gain[(y / up, x / up)])
+        } else {
+            gain
         }
+    }
+
+    /// Multiplies every frame by `gain`, a single frame of the same shape read from `gain_path`
+    /// (see [`Movie::fitted_gain`]).
+    pub fn with_gain(mut self, gain: Array2<f32>, gain_path: &Path) -> Result<Movie> {
+        let (ny, nx) = self.frame_shape();
+        let up = self.reader.upsampling();
         if gain.dim() != (ny, nx) {
-            let turned = if gain.dim() == (nx, ny) {
+            let turned = if gain.dim() == (nx, ny) || gain.dim() == (nx / up, ny / up) {
                 "; a quarter turn more or less (--gain-rotate) would fit it"
             } else {
                 ""

@@ -411,6 +411,8 @@ impl Layout {
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
     pub tag: u16,
+    /// The TIFF type of its values.
+    kind: u64,
     bytes_each: u64,
     count: u64,
     field: [u8; 8],
@@ -420,8 +422,13 @@ impl Entry {
     /// The entry's values as unsigned integers (of the types BYTE, SHORT, LONG and LONG8;
     /// others are an error naming `what`), read from `file` when they are not held inline.
     pub fn unsigned(&self, file: &File, layout: Layout, what: &str) -> Result<Vec<u64>> {
-        if !matches!(self.bytes_each, 1 | 2 | 4 | 8) {
-            bail!("the {what} (tag {}) are not unsigned integers", self.tag);
+        // BYTE, SHORT, LONG, LONG8.
+        if !matches!(self.kind, 1 | 3 | 4 | 16) {
+            bail!(
+                "the {what} (tag {}) are of TIFF type {}, not unsigned integers",
+                self.tag,
+                self.kind
+            );
         }
         let size = self.count * self.bytes_each; // checked against the file by the walk
         let offset_bytes = layout.offset_bytes();
@@ -521,7 +528,8 @@ pub fn walk_directories(
                 .read_exact(raw)
                 .with_context(|| format!("cannot read page {index}'s directory"))?;
             let tag = layout.uint(&raw[..2]) as u16;
-            let bytes_each: u64 = match layout.uint(&raw[2..4]) {
+            let kind = layout.uint(&raw[2..4]);
+            let bytes_each: u64 = match kind {
                 1 | 2 | 6 | 7 => 1,
                 3 | 8 => 2,
                 4 | 9 | 11 | 13 => 4,
@@ -551,6 +559,7 @@ pub fn walk_directories(
             }
             entries.push(Entry {
                 tag,
+                kind,
                 bytes_each,
                 count,
                 field,
