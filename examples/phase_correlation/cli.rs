@@ -170,6 +170,16 @@ pub struct Args {
     /// (3), as RELION's --eer_upsampling and MotionCor2's -EerSampling.
     #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub eer_upsampling: u32,
+    /// Align and sum only the frames from this one on (from 1), as RELION's --first_frame_sum
+    /// and MotionCor2's -Throw (N - 1): the first frames move the most. The exposure of those
+    /// left out still counts for --dose-per-frame, and NAME.star lists every frame of the movie,
+    /// those left out as RELION does (-9999) [default: 1].
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub first_frame: Option<u32>,
+    /// Align and sum only the frames up to this one (from 1), as RELION's --last_frame_sum and
+    /// MotionCor2's -Trunc (frames - N) [default: the last].
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last_frame: Option<u32>,
 }
 
 /// `--gain-flip`.

@@ -50,6 +50,7 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
         };
         let movie_name = format!("built-in synthetic movie (seed {})", synth.seed);
         let meta = MovieMeta {
+            frames_of_file: None,
             movie: movie_name.clone(),
             report_name: movie_name,
             pixel_size: args.pixel_size,

@@ -165,7 +165,7 @@ impl Drop for Staging {
 /// One frame's row of the shifts table.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FrameRow {
-    /// Frame index, from 0.
+    /// The frame's index in the movie, from 0.
     pub frame: usize,
     /// The shift (rows) that registers the frame onto frame 0.
     pub dy: f64,
@@ -180,15 +180,21 @@ pub struct FrameRow {
     pub truth: Option<[f64; 2]>,
 }
 
-/// The rows of the shifts table from the alignment's shifts and peaks.
-pub fn frame_rows(shifts: &[[f64; 2]], peaks: &[f64], truth: Option<&[[f64; 2]]>) -> Vec<FrameRow> {
+/// The rows of the shifts table from the alignment's shifts and peaks, of the movie's frames
+/// from `first` on.
+pub fn frame_rows(
+    shifts: &[[f64; 2]],
+    peaks: &[f64],
+    truth: Option<&[[f64; 2]]>,
+    first: usize,
+) -> Vec<FrameRow> {
     shifts
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let prev = if i == 0 { *s } else { shifts[i - 1] };
             FrameRow {
-                frame: i,
+                frame: first + i,
                 dy: s[0],
                 dx: s[1],
                 peak: peaks.get(i).copied().unwrap_or(f64::NAN),
@@ -263,8 +269,14 @@ pub struct AccumulatedMotion {
 const EARLY_MOTION_DOSE: f64 = 4.0;
 
 impl AccumulatedMotion {
-    /// Of the shifts (dy, dx) of a movie exposed `per_frame` e/Å² a frame after `pre_exposure`.
-    pub fn of(shifts: &[[f64; 2]], per_frame: f64, pre_exposure: f64) -> AccumulatedMotion {
+    /// Of the shifts (dy, dx) of a movie's frames from `first` on (from 0), exposed `per_frame`
+    /// e/Å² a frame after `pre_exposure`.
+    pub fn of(
+        shifts: &[[f64; 2]],
+        per_frame: f64,
+        pre_exposure: f64,
+        first: usize,
+    ) -> AccumulatedMotion {
         let cutoff_frame = (EARLY_MOTION_DOSE - pre_exposure) / per_frame;
         let mut motion = AccumulatedMotion {
             total: 0.0,
@@ -274,8 +286,8 @@ impl AccumulatedMotion {
         for (i, pair) in shifts.windows(2).enumerate() {
             let step = (pair[1][0] - pair[0][0]).hypot(pair[1][1] - pair[0][1]);
             motion.total += step;
-            // The later frame's number from 1.
-            if (i + 2) as f64 <= cutoff_frame {
+            // The later frame's number in the movie, from 1.
+            if (first + i + 2) as f64 <= cutoff_frame {
                 motion.early += step;
             } else {
                 motion.late += step;
@@ -422,9 +434,8 @@ pub fn write_csv(out: &mut impl Write, rows: &[FrameRow]) -> Result<()> {
 
 /// What RELION's motion metadata of a movie says besides its shifts.
 pub struct StarGeneral<'a> {
-    /// `(rows, cols)` of a frame, and the number of frames.
+    /// `(rows, cols)` of a frame.
     pub frame_shape: (usize, usize),
-    pub frames: usize,
     pub movie: &'a str,
     pub gain: Option<&'a str>,
     /// `--defects`, which RELION reads again to replace the pixels it lists.
@@ -440,6 +451,8 @@ pub struct StarGeneral<'a> {
     pub local: Option<&'a LocalAlignment>,
     /// An EER movie's rendering, which polishing renders its frames with again.
     pub eer: Option<EerRendering>,
+    /// The movie's frames aligned (from 0) of how many it has.
+    pub frames_of_movie: (std::ops::Range<usize>, usize),
 }
 
 /// Writes a movie's motion as RELION's motion correction does (`Micrograph::write`): its
@@ -461,7 +474,8 @@ pub fn write_relion_star(
     writeln!(out, "# version 30001\n\ndata_general\n")?;
     writeln!(out, "_rlnImageSizeX {nx}")?;
     writeln!(out, "_rlnImageSizeY {ny}")?;
-    writeln!(out, "_rlnImageSizeZ {}", general.frames)?;
+    let (aligned, movie_frames) = &general.frames_of_movie;
+    writeln!(out, "_rlnImageSizeZ {movie_frames}")?;
     writeln!(out, "_rlnMicrographMovieName {}", general.movie)?;
     if let Some(gain) = general.gain {
         writeln!(out, "_rlnMicrographGainName {gain}")?;
@@ -478,7 +492,7 @@ pub fn write_relion_star(
         writeln!(out, "_rlnMicrographPreExposure {pre_exposure:.6}")?;
         writeln!(out, "_rlnVoltage {voltage_kv:.6}")?;
     }
-    writeln!(out, "_rlnMicrographStartFrame 1")?;
+    writeln!(out, "_rlnMicrographStartFrame {}", aligned.start + 1)?;
     if let Some(eer) = general.eer {
         writeln!(out, "_rlnEERUpsampling {}", eer.upsampling)?;
         writeln!(out, "_rlnEERGrouping {}", eer.grouping)?;
@@ -495,8 +509,12 @@ pub fn write_relion_star(
             "_rlnMicrographShiftY",
         ],
     )?;
-    for r in rows {
-        writeln!(out, "{} {:.6} {:.6}", r.frame + 1, r.dx, r.dy)?;
+    // Every frame of the movie; those not aligned RELION's NOT_OBSERVED.
+    for frame in 0..*movie_frames {
+        match rows.iter().find(|r| r.frame == frame) {
+            Some(r) => writeln!(out, "{} {:.6} {:.6}", frame + 1, r.dx, r.dy)?,
+            None => writeln!(out, "{} -9999.000000 -9999.000000", frame + 1)?,
+        }
     }
     if let Some(model) = model {
         writeln!(out)?;
@@ -535,7 +553,8 @@ pub fn write_relion_star(
             let [cy, cx] = patch.centre();
             for (i, (s, &peak)) in patch.shifts.iter().zip(&patch.peaks).enumerate() {
                 if peak != 0.0 {
-                    writeln!(out, "{} {cx:.6} {cy:.6} {:.6} {:.6}", i + 1, s[1], s[0])?;
+                    let frame = aligned.start + i + 1;
+                    writeln!(out, "{frame} {cx:.6} {cy:.6} {:.6} {:.6}", s[1], s[0])?;
                 }
             }
         }
@@ -548,7 +567,8 @@ pub fn write_relion_star(
 /// centre (row, col in the movie's pixels), the drift left after the whole-frame shift that it
 /// measured (`dy`, `dx`: what moves the patch onto frame 0's), the model's value there (empty
 /// where no model was fitted), the peak, and whether the patch settled (only those are fitted).
-pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment) -> Result<()> {
+/// The frames are the movie's from `first` on (the model's time counts from that one).
+pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment, first: usize) -> Result<()> {
     writeln!(out, "patch,row,col,frame,dy,dx,fit_dy,fit_dx,peak,settled")?;
     for (p, patch) in local.patches.iter().enumerate() {
         let [cy, cx] = patch.centre();
@@ -562,8 +582,11 @@ pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment) -> Result
             };
             writeln!(
                 out,
-                "{p},{cy:.1},{cx:.1},{i},{:.4},{:.4},{fit},{peak:.6},{}",
-                s[0], s[1], patch.converged as u8
+                "{p},{cy:.1},{cx:.1},{},{:.4},{:.4},{fit},{peak:.6},{}",
+                first + i,
+                s[0],
+                s[1],
+                patch.converged as u8
             )?;
         }
     }
@@ -745,6 +768,7 @@ mod tests {
             &[[0.0, 0.0], [0.5, -1.25], [3.5, -1.25]],
             &[1.0, 0.5, 0.25],
             None,
+            0,
         );
         let mut out = Vec::new();
         write_csv(&mut out, &rows).unwrap();
@@ -753,7 +777,7 @@ mod tests {
         assert_eq!(lines[0], "frame,dy,dx,peak,step");
         assert_eq!(lines[2], "1,0.5000,-1.2500,0.500000,1.3463");
         assert_eq!(lines[3], "2,3.5000,-1.2500,0.250000,3.0000");
-        let with_truth = frame_rows(&[[0.0, 0.0]], &[1.0], Some(&[[0.0, 0.0]]));
+        let with_truth = frame_rows(&[[0.0, 0.0]], &[1.0], Some(&[[0.0, 0.0]]), 0);
         let mut out = Vec::new();
         write_csv(&mut out, &with_truth).unwrap();
         assert!(String::from_utf8(out)
@@ -781,7 +805,7 @@ mod tests {
     fn a_star_cannot_name_a_path_with_spaces() {
         let general = StarGeneral {
             frame_shape: (4, 4),
-            frames: 1,
+            frames_of_movie: (0..1, 1),
             movie: "/data/my movie.tif",
             gain: None,
             defect_file: None,
@@ -810,7 +834,7 @@ mod tests {
         ];
         // Frames 2 and 3 (of exposures 2 and 3 e/Å² after 0.5) are early: 5 + 0; 4 and 5 late.
         assert_eq!(
-            AccumulatedMotion::of(&shifts, 1.0, 0.5),
+            AccumulatedMotion::of(&shifts, 1.0, 0.5, 0),
             AccumulatedMotion {
                 total: 16.0,
                 early: 5.0,
@@ -827,7 +851,7 @@ mod tests {
             [15.0, 0.0],
         ];
         assert_eq!(
-            AccumulatedMotion::of(&steps, 1.0, 0.0),
+            AccumulatedMotion::of(&steps, 1.0, 0.0, 0),
             AccumulatedMotion {
                 total: 15.0,
                 early: 6.0,
@@ -835,10 +859,10 @@ mod tests {
             }
         );
         // A pre-exposure beyond the cutoff leaves no early frame; one frame has no motion.
-        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).early, 0.0);
-        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0).late, 16.0);
+        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0, 0).early, 0.0);
+        assert_eq!(AccumulatedMotion::of(&shifts, 1.0, 5.0, 0).late, 16.0);
         assert_eq!(
-            AccumulatedMotion::of(&shifts[..1], 1.0, 0.0),
+            AccumulatedMotion::of(&shifts[..1], 1.0, 0.0, 0),
             AccumulatedMotion {
                 total: 0.0,
                 early: 0.0,

@@ -25,15 +25,17 @@ fn ensure_font() -> Result<()> {
         .ok_or_else(|| anyhow!("the embedded plot font could not be loaded"))
 }
 
-/// Writes the drift plot of `shifts` (`[dy, dx]` per frame) as a PNG, titled `title`.
+/// Writes the drift plot of `shifts` (`[dy, dx]` per frame, of the movie's frames from
+/// `first` on) as a PNG, titled `title`.
 pub fn write_drift_plot(
     out: &mut impl Write,
     title: &str,
     shifts: &[[f64; 2]],
     truth: Option<&[[f64; 2]]>,
+    first: usize,
 ) -> Result<()> {
     render(out, "the drift plot", |pixels| {
-        draw(pixels, title, shifts, truth)
+        draw(pixels, title, shifts, truth, first)
     })
 }
 
@@ -94,6 +96,7 @@ fn draw(
     title: &str,
     shifts: &[[f64; 2]],
     truth: Option<&[[f64; 2]]>,
+    first: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -132,7 +135,7 @@ fn draw(
             measured.iter().copied(),
             blue.stroke_width(2),
         ))?
-        .label("measured shift (frame 0 at the origin)")
+        .label(format!("measured shift (frame {first} at the origin)"))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2)));
     chart.draw_series(measured.iter().map(|&p| Circle::new(p, 3, blue.filled())))?;
     // Frame numbers at about a dozen points, first and last always, none closer than 24 pixels
@@ -158,7 +161,7 @@ fn draw(
         EmptyElement::at(measured[i])
             + Circle::new((0, 0), 4, RED.filled())
             + Text::new(
-                i.to_string(),
+                (first + i).to_string(),
                 (6, -16),
                 ("sans-serif", 14).into_font().color(&BLACK),
             )
@@ -322,7 +325,7 @@ mod tests {
     fn the_plot_is_an_rgb_png_of_its_size_with_ink_on_it() {
         let shifts: Vec<[f64; 2]> = (0..30).map(|i| [0.1 * i as f64, -0.2 * i as f64]).collect();
         let mut out = Vec::new();
-        write_drift_plot(&mut out, "test movie", &shifts, Some(&shifts)).unwrap();
+        write_drift_plot(&mut out, "test movie", &shifts, Some(&shifts), 0).unwrap();
         let pixels = decoded(out);
         let dark = pixels
             .chunks(3)
@@ -330,8 +333,8 @@ mod tests {
             .count();
         assert!(dark > 2000, "only {dark} dark pixels: no axes or text?");
         // A single frame, or NaN shifts, still make a plot.
-        write_drift_plot(&mut Vec::new(), "one", &[[0.0, 0.0]], None).unwrap();
-        write_drift_plot(&mut Vec::new(), "nan", &[[f64::NAN, 0.0]], None).unwrap();
+        write_drift_plot(&mut Vec::new(), "one", &[[0.0, 0.0]], None, 0).unwrap();
+        write_drift_plot(&mut Vec::new(), "nan", &[[f64::NAN, 0.0]], None, 3).unwrap();
     }
 
     /// The patches' plot: grey trajectories, the model's in blue, orange for an unsettled

@@ -230,6 +230,9 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             let frame_bar = bars.add(ProgressBar::new(0));
             let result = (|| {
                 let mut movie = Movie::open_with(path, args.eer_rendering())?;
+                if let Some(frames) = settings.frames {
+                    movie = movie.with_frames(frames.first, frames.last)?;
+                }
                 // The gain as this movie's frames take it (a detector-sized one enlarged for
                 // upsampled EER frames), for the frames and for the defects it marks.
                 let gain = gain
@@ -276,6 +279,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 std::fs::create_dir_all(&out_dir)
                     .with_context(|| format!("cannot create {}", out_dir.display()))?;
                 let meta = MovieMeta {
+                    frames_of_file: Some(movie.frames_of_file()),
                     movie: path.display().to_string(),
                     report_name: canonical(path).display().to_string(),
                     title: name.clone(),
@@ -428,6 +432,8 @@ fn star_micrograph(
                 .collect::<Option<Vec<_>>>()
         })
         .with_context(|| format!("{json} gives no shifts (--force redoes it)"))?;
+    // The movie's first frame aligned (`--first-frame`), as the first row says.
+    let first = report["shifts"][0]["frame"].as_u64().unwrap_or(0) as usize;
     let path = |p: &Path| canonical(p).display().to_string();
     Ok(StarMicrograph {
         sum: path(&outputs.mrc_dw),
@@ -435,7 +441,7 @@ fn star_micrograph(
         metadata: path(&outputs.star),
         pixel_size: number("pixel_size")? as f32,
         sum_pixel_size: number("sum_pixel_size")? as f32,
-        motion: AccumulatedMotion::of(&shifts, dose.per_frame, dose.pre_exposure),
+        motion: AccumulatedMotion::of(&shifts, dose.per_frame, dose.pre_exposure, first),
         halves: split_sums.then(|| (path(&outputs.mrc_even), path(&outputs.mrc_odd))),
     })
 }
@@ -600,6 +606,9 @@ pub struct MovieMeta {
     pub relion_star: bool,
     /// The defects replaced in the frames.
     pub defects: Option<Replaced>,
+    /// The frames of the file aligned, and how many it has (`--first-frame`, `--last-frame`);
+    /// `None`: all of them.
+    pub frames_of_file: Option<(std::ops::Range<usize>, usize)>,
 }
 
 /// The defects replaced in a movie's frames, as the report and RELION's metadata give them.
@@ -640,6 +649,16 @@ pub struct Settings {
     /// `--eer-grouping` and `--eer-upsampling`, for an EER movie only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eer: Option<EerRendering>,
+    /// `--first-frame` and `--last-frame`; left out without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<FramesReport>,
+}
+
+/// The frames of the movie aligned and summed, from 1 (`last`: none for the movie's last).
+#[derive(Serialize, Clone, Copy)]
+pub struct FramesReport {
+    pub first: usize,
+    pub last: Option<usize>,
 }
 
 /// The local alignment's grid, and the taper of its patches and the largest rms of the
@@ -706,6 +725,12 @@ impl Settings {
             }),
             split_sums: args.split_sums,
             eer: None,
+            frames: (args.first_frame.is_some() || args.last_frame.is_some()).then(|| {
+                FramesReport {
+                    first: args.first_frame.unwrap_or(1) as usize,
+                    last: args.last_frame.map(|l| l as usize),
+                }
+            }),
         }
     }
 
@@ -733,11 +758,12 @@ pub struct DoseReport {
 }
 
 impl DoseReport {
-    /// The weighting of frames of `pixel_size` Å.
-    fn weighting(&self, pixel_size: f32) -> DoseWeighting {
+    /// The weighting of frames of `pixel_size` Å, from the movie's frame `first` (from 0) on:
+    /// the exposure of the frames before it counts too.
+    fn weighting(&self, pixel_size: f32, first: usize) -> DoseWeighting {
         DoseWeighting {
             exposure_per_frame: self.per_frame,
-            pre_exposure: self.pre_exposure,
+            pre_exposure: self.pre_exposure + self.per_frame * first as f64,
             voltage_kv: self.voltage_kv,
             pixel_size: pixel_size as f64,
         }
@@ -948,6 +974,11 @@ pub fn align_and_write(
 ) -> Result<Done> {
     let (ny, nx) = source.frame_shape();
     let n = source.len();
+    // The movie's first frame aligned (`--first-frame`), from 0.
+    let first = meta
+        .frames_of_file
+        .as_ref()
+        .map_or(0, |(frames, _)| frames.start);
     let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
     // Known before aligning, so that a movie that cannot be weighted fails at once.
     let dose = match (&meta.settings.dose, meta.pixel_size) {
@@ -958,7 +989,7 @@ pub fn align_and_write(
              1 Å, which writers put where they know none: pass --pixel-size (1 if it is)",
             meta.movie
         ),
-        (Some(dose), Some(pixel_size)) => Some(dose.weighting(pixel_size)),
+        (Some(dose), Some(pixel_size)) => Some(dose.weighting(pixel_size, first)),
         (Some(_), None) => bail!(
             "{}: --dose-per-frame needs the frames' pixel size, which the movie's header does \
              not give: pass --pixel-size",
@@ -983,14 +1014,14 @@ pub fn align_and_write(
     };
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
-    let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth);
+    let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth, first);
     let unregistered_frames = alignment.unregistered_frames();
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
     let written = Instant::now();
     let mut staging = Staging::default();
     staging.write(&outputs.csv, |w| write_csv(w, &rows))?;
     if let Some(local) = local {
-        staging.write(&outputs.patches, |w| write_patches_csv(w, local))?;
+        staging.write(&outputs.patches, |w| write_patches_csv(w, local, first))?;
         staging.write(&outputs.patches_png, |w| {
             write_patch_plot(w, &meta.title, local, (ny, nx))
         })?;
@@ -1048,6 +1079,7 @@ pub fn align_and_write(
             &format!("{}: shift per frame", meta.title),
             &alignment.shifts,
             truth,
+            first,
         )
     })?;
     let timing = |write_s| Timing {
@@ -1090,7 +1122,7 @@ pub fn align_and_write(
     if meta.relion_star {
         let general = StarGeneral {
             frame_shape: (ny, nx),
-            frames: n,
+            frames_of_movie: meta.frames_of_file.clone().unwrap_or((0..n, n)),
             movie: &meta.report_name,
             gain: meta.settings.gain.as_ref().map(|g| g.path.as_str()),
             defect_file: meta
@@ -2435,6 +2467,7 @@ mod tests {
         .frames;
         frames.index_axis_mut(ndarray::Axis(0), 2).fill(0.0);
         let meta = MovieMeta {
+            frames_of_file: None,
             movie: "blank.npy".into(),
             report_name: "blank.npy".into(),
             title: "blank".into(),
@@ -2573,6 +2606,152 @@ mod tests {
         let again = run_with(&out, &movies, &["--eer-grouping", "4"]);
         let error = failure(&again);
         assert!(error.contains("settings.eer.grouping 8 (now 4)"), "{error}");
+    }
+
+    /// `--first-frame 4 --last-frame 13` of 16 frames: the shifts, sums and dose weighting are
+    /// those of a movie of just those frames whose pre-exposure counts the three before; the
+    /// tables number the frames as the movie's, and NAME.star lists all 16 as RELION does.
+    #[test]
+    fn a_frame_range_aligns_and_sums_only_those_frames() {
+        use crate::synth::{synth_movie, SynthOptions};
+        let dir = temp_dir("range");
+        let synth = synth_movie(&SynthOptions {
+            frames: 16,
+            shape: (128, 128),
+            dose: Some(4.0),
+            ..Default::default()
+        });
+        let whole = dir.join("whole.npy");
+        ndarray_npy::write_npy(&whole, &synth.frames).unwrap();
+        let part = dir.join("part.npy");
+        let kept = synth.frames.slice(ndarray::s![3..13, .., ..]).to_owned();
+        ndarray_npy::write_npy(&part, &kept).unwrap();
+        let common = [
+            "--pixel-size",
+            "1",
+            "--dose-per-frame",
+            "1",
+            "--relion-star",
+        ];
+        let ranged = dir.join("ranged");
+        let mut args = common.to_vec();
+        args.extend(["--first-frame", "4", "--last-frame", "13"]);
+        assert_eq!(
+            run_with(&ranged, &[whole.display().to_string()], &args).done(),
+            1
+        );
+        let alone = dir.join("alone");
+        let mut args = common.to_vec();
+        args.extend(["--pre-exposure", "3"]);
+        assert_eq!(
+            run_with(&alone, &[part.display().to_string()], &args).done(),
+            1
+        );
+        // The same frames, the same sums, weighted alike.
+        for suffix in ["aligned.mrc", "aligned_DW.mrc"] {
+            let a = read_image(&ranged.join(format!("whole.{suffix}"))).unwrap();
+            let b = read_image(&alone.join(format!("part.{suffix}"))).unwrap();
+            assert_eq!(a, b, "{suffix}");
+        }
+        let report = |path: PathBuf| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        let ranged_report = report(ranged.join("whole.shifts.json"));
+        let alone_report = report(alone.join("part.shifts.json"));
+        assert_eq!(ranged_report["frames"], 10);
+        assert_eq!(
+            ranged_report["settings"]["frames"],
+            serde_json::json!({"first": 4, "last": 13})
+        );
+        // The frames numbered as the movie's (from 0), the shifts from the first kept.
+        let shifts = |report: &serde_json::Value| -> Vec<(u64, f64, f64)> {
+            report["shifts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let frame = r["frame"].as_u64().unwrap();
+                    (frame, r["dy"].as_f64().unwrap(), r["dx"].as_f64().unwrap())
+                })
+                .collect()
+        };
+        let (ranged_shifts, alone_shifts) = (shifts(&ranged_report), shifts(&alone_report));
+        assert_eq!(
+            ranged_shifts.iter().map(|s| s.0).collect::<Vec<_>>(),
+            (3..13).collect::<Vec<_>>()
+        );
+        for (r, a) in ranged_shifts.iter().zip(&alone_shifts) {
+            assert_eq!((r.1, r.2), (a.1, a.2));
+        }
+        let truth: Vec<[f64; 2]> = (3..13)
+            .map(|i| {
+                let (t, t0) = (synth.truth[i], synth.truth[3]);
+                [t[0] - t0[0], t[1] - t0[1]]
+            })
+            .collect();
+        let measured: Vec<[f64; 2]> = ranged_shifts.iter().map(|s| [s.1, s.2]).collect();
+        let error = rms_error(&measured, &truth);
+        assert!(error < 0.2, "rms error {error} px");
+        let csv = std::fs::read_to_string(ranged.join("whole.shifts.csv")).unwrap();
+        assert!(
+            csv.lines().nth(1).unwrap().starts_with("3,0.0000,0.0000,"),
+            "{csv}"
+        );
+        // RELION's metadata: all 16 frames, those left out not observed, from frame 4.
+        let star = std::fs::read_to_string(ranged.join("whole.star")).unwrap();
+        assert!(star.contains("_rlnImageSizeZ 16\n"), "{star}");
+        assert!(star.contains("_rlnMicrographStartFrame 4\n"), "{star}");
+        assert!(
+            star.contains("\n3 -9999.000000 -9999.000000\n4 0.000000 0.000000\n"),
+            "{star}"
+        );
+        assert!(star.contains("\n14 -9999.000000 -9999.000000\n"), "{star}");
+        assert!(star.contains("\n16 -9999.000000 -9999.000000\n"), "{star}");
+        // The patches' tables number the frames as the movie's too.
+        let patched = dir.join("patched");
+        let args = ["--first-frame", "4", "--relion-star", "--patches", "3"];
+        assert_eq!(
+            run_with(&patched, &[whole.display().to_string()], &args).done(),
+            1
+        );
+        let csv = std::fs::read_to_string(patched.join("whole.patches.csv")).unwrap();
+        let frames: std::collections::BTreeSet<usize> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(3).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(frames, (3..16).collect());
+        let star = std::fs::read_to_string(patched.join("whole.star")).unwrap();
+        let local = &star[star.find("data_local_shift").unwrap()..];
+        let numbers: std::collections::BTreeSet<usize> = local
+            .lines()
+            .filter(|l| l.split_whitespace().count() == 5)
+            .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(numbers.first(), Some(&4), "{local}");
+        assert_eq!(numbers.last(), Some(&16), "{local}");
+        // Ranges beyond the movie, or backwards, fail naming it.
+        for (flags, wanted) in [
+            (
+                &["--first-frame", "17"][..],
+                "--first-frame 17 is beyond its 16 frames",
+            ),
+            (
+                &["--last-frame", "17"],
+                "--last-frame 17 is beyond its 16 frames",
+            ),
+            (
+                &["--first-frame", "5", "--last-frame", "4"],
+                "--last-frame 4 comes before --first-frame 5",
+            ),
+        ] {
+            let summary = run_with(&dir.join("bad"), &[whole.display().to_string()], flags);
+            let error = failure(&summary);
+            assert!(
+                error.contains(wanted) && error.contains("whole.npy"),
+                "{error}"
+            );
+        }
     }
 
     /// Hot pixels (the same in every frame) pull a low-dose movie's shifts towards zero;

@@ -40,6 +40,8 @@ pub trait FrameReader: Send {
 pub struct Movie {
     path: PathBuf,
     reader: Box<dyn FrameReader>,
+    /// The file's frames this movie is (`with_frames`).
+    frames: std::ops::Range<usize>,
     gain: Option<Array2<f32>>,
     defects: Option<Defects>,
 }
@@ -66,10 +68,33 @@ impl Movie {
         }
         Ok(Movie {
             path: path.to_owned(),
+            frames: 0..reader.len(),
             reader,
             gain: None,
             defects: None,
         })
+    }
+
+    /// Only the file's frames `first` to `last` (from 1; `None`: its last), as the movie's.
+    pub fn with_frames(mut self, first: usize, last: Option<usize>) -> Result<Movie> {
+        let (n, name) = (self.reader.len(), self.path.display());
+        let last = last.unwrap_or(n);
+        if first > n {
+            bail!("{name}: --first-frame {first} is beyond its {n} frames");
+        }
+        if last > n {
+            bail!("{name}: --last-frame {last} is beyond its {n} frames");
+        }
+        if last < first {
+            bail!("{name}: --last-frame {last} comes before --first-frame {first}");
+        }
+        self.frames = first - 1..last;
+        Ok(self)
+    }
+
+    /// The file's frames this movie is: all, or those [`Movie::with_frames`] kept.
+    pub fn frames_of_file(&self) -> (std::ops::Range<usize>, usize) {
+        (self.frames.clone(), self.reader.len())
     }
 
     /// Replaces `defects` in every frame, after the gain (see [`Defects::fix`]).
@@ -132,14 +157,15 @@ impl Movie {
 
     /// The number of frames.
     pub fn len(&self) -> usize {
-        self.reader.len()
+        self.frames.len()
     }
 
     /// Reads frame `index` into `out` (of `frame_shape`), multiplied by the gain if any; an
     /// error names the file and the frame.
     pub fn read_frame(&mut self, index: usize, out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        let in_file = index + self.frames.start;
         self.read_samples(index, out)
-            .with_context(|| format!("{}: frame {index}", self.path.display()))
+            .with_context(|| format!("{}: frame {in_file}", self.path.display()))
     }
 
     /// [`Movie::read_frame`] with an error that names neither the file nor the frame: the
@@ -153,7 +179,8 @@ impl Movie {
             let (frame, buffer) = (self.frame_shape(), out.dim());
             bail!("a buffer of {buffer:?} for frames of {frame:?}");
         }
-        self.reader.read_frame(index, out.view_mut())?;
+        self.reader
+            .read_frame(index + self.frames.start, out.view_mut())?;
         if let Some(gain) = &self.gain {
             out *= gain;
         }
