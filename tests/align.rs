@@ -837,9 +837,47 @@ fn shifted_and_split_sums_add_up_to_the_aligned_sum() {
             );
         }
     }
+    // The weighted sum and the halves from one reading are those the two make apart, to the
+    // bit, and the frames are read once.
+    let dose = ufunc::registration::DoseWeighting::new(1.5, 1.0);
+    for target in [Target::Cpu, Target::Parallel] {
+        let mut counted = CountingReads {
+            movie: m.clone(),
+            reads: 0,
+        };
+        let (weighted, [even, odd]) = ufunc::registration::dose_weighted_and_even_odd_sums(
+            &mut counted,
+            &aligned.shifts,
+            &dose,
+            target,
+        )
+        .unwrap();
+        assert_eq!(counted.reads, 7);
+        let apart = ufunc::registration::dose_weighted_sum(&mut m, &aligned.shifts, &dose, target);
+        assert_eq!(weighted, apart.unwrap());
+        assert_eq!(
+            [even, odd],
+            even_odd_sums(&mut m, &aligned.shifts, target).unwrap()
+        );
+    }
+    let bad_dose = ufunc::registration::DoseWeighting::new(-1.0, 1.0);
+    let bad = ufunc::registration::dose_weighted_and_even_odd_sums(
+        &mut m,
+        &aligned.shifts,
+        &bad_dose,
+        Target::Cpu,
+    );
+    assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
     for bad in [
         shifted_sum(&mut m, &aligned.shifts[1..], Target::Cpu).map(|_| ()),
         even_odd_sums(&mut m, &aligned.shifts[1..], Target::Cpu).map(|_| ()),
+        ufunc::registration::dose_weighted_and_even_odd_sums(
+            &mut m,
+            &aligned.shifts[1..],
+            &dose,
+            Target::Cpu,
+        )
+        .map(|_| ()),
     ] {
         match bad {
             Err(Error::InvalidArgument { name, message }) => {

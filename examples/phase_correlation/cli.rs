@@ -112,9 +112,10 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "KV", value_parser = voltage, requires = "dose_per_frame")]
     pub voltage: Option<f64>,
     /// Also write NAME.aligned_EVN.mrc and NAME.aligned_ODD.mrc: the aligned sums of the even
-    /// frames (0, 2, 4, ...) and of the odd ones, not weighted by dose (RELION's
-    /// --even_odd_split, MotionCor2's -SplitSum): two halves of the exposure with independent
-    /// noise, for noise2noise denoising (cryoCARE, Topaz-Denoise). The movie is read once more.
+    /// frames (0, 2, 4, ... from the first summed) and of the odd ones, not weighted by dose
+    /// (RELION's --even_odd_split, MotionCor2's -SplitSum): two halves of the exposure with
+    /// independent noise, for noise2noise denoising (cryoCARE, Topaz-Denoise). The movie is
+    /// read once more (once for these and the --dose-per-frame sum).
     #[arg(long)]
     pub split_sums: bool,
     /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global

@@ -58,6 +58,8 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             settings: Settings {
                 gain: None,
                 defects: None,
+                // Every frame of it.
+                frames: None,
                 ..Settings::of(args)
             },
             // No file of it for RELION to read.

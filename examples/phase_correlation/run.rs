@@ -22,8 +22,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ufunc::registration::{
-    align_movie, align_patches, dose_weighted_sum, even_odd_sums, AlignOptions, Alignment,
-    DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
+    align_movie, align_patches, dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums,
+    AlignOptions, Alignment, DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
 };
 
 /// How progress is shown.
@@ -266,8 +266,12 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 progress.log(
                     &bars,
                     format!(
-                        "{tag}: {} frames of {}x{}{}",
-                        movie.len(),
+                        "{tag}: {} of {}x{}{}",
+                        match movie.frames_of_file() {
+                            (range, all) if range.len() < all =>
+                                format!("frames {} to {} of {all}", range.start + 1, range.end),
+                            (range, _) => format!("{} frames", range.len()),
+                        },
                         movie.frame_shape().0,
                         movie.frame_shape().1,
                         movie.note().map(|n| format!(" ({n})")).unwrap_or_default()
@@ -725,12 +729,13 @@ impl Settings {
             }),
             split_sums: args.split_sums,
             eer: None,
-            frames: (args.first_frame.is_some() || args.last_frame.is_some()).then(|| {
-                FramesReport {
+            // `--first-frame 1` alone is every frame, as no flag is.
+            frames: (args.first_frame.is_some_and(|f| f > 1) || args.last_frame.is_some()).then(
+                || FramesReport {
                     first: args.first_frame.unwrap_or(1) as usize,
                     last: args.last_frame.map(|l| l as usize),
-                }
-            }),
+                },
+            ),
         }
     }
 
@@ -950,10 +955,12 @@ struct Timing {
     read_s: f64,
     /// The same per frame, milliseconds.
     per_frame_ms: f64,
-    /// Reading the frames again and summing them weighted by their exposure, seconds.
+    /// Reading the frames again and summing them weighted by their exposure, seconds (with
+    /// `--split-sums`, in the same reading as the even and odd sums: the time of both).
     #[serde(skip_serializing_if = "Option::is_none")]
     dose_weighting_s: Option<f64>,
-    /// Reading the frames again and summing the even and the odd ones, seconds.
+    /// Reading the frames again and summing the even and the odd ones, seconds (with
+    /// `--dose-per-frame`, the time of the reading that made the weighted sum too).
     #[serde(skip_serializing_if = "Option::is_none")]
     split_sums_s: Option<f64>,
     /// Finding the defects (reading the frames once more for hot pixels), seconds.
@@ -979,6 +986,11 @@ pub fn align_and_write(
         .frames_of_file
         .as_ref()
         .map_or(0, |(frames, _)| frames.start);
+    // The library's messages count the frames from the first aligned.
+    let counted = match first {
+        0 => String::new(),
+        _ => format!(" (frames counted from --first-frame {})", first + 1),
+    };
     let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
     // Known before aligning, so that a movie that cannot be weighted fails at once.
     let dose = match (&meta.settings.dose, meta.pixel_size) {
@@ -1007,7 +1019,7 @@ pub fn align_and_write(
             .map(|l| Aligned::Local(Box::new(l))),
     }
     .map_err(crate::cli::name_the_flag)
-    .with_context(|| format!("{}: alignment failed", meta.movie))?;
+    .with_context(|| format!("{}: alignment failed{counted}", meta.movie))?;
     let (alignment, local, aligned_sum) = match &aligned {
         Aligned::Whole(a) => (a, None, &a.sum),
         Aligned::Local(l) => (&l.global, Some(&**l), &l.sum),
@@ -1015,7 +1027,11 @@ pub fn align_and_write(
     let align_s = start.elapsed().as_secs_f64();
     let read_s = source.spent.as_secs_f64();
     let rows = frame_rows(&alignment.shifts, &alignment.peaks, truth, first);
-    let unregistered_frames = alignment.unregistered_frames();
+    let unregistered_frames: Vec<usize> = alignment
+        .unregistered_frames()
+        .into_iter()
+        .map(|i| first + i)
+        .collect();
     let rms_error = truth.map(|t| rms_error(&alignment.shifts, t));
     let written = Instant::now();
     let mut staging = Staging::default();
@@ -1034,45 +1050,62 @@ pub fn align_and_write(
         crate::io::mrc::write_mrc(w, sum.view(), pixel_size.unwrap_or(1.0), &label)
     })?;
     staging.write(&outputs.png, |w| write_preview(w, sum.view()))?;
-    let dose_weighting_s = match &dose {
-        Some(dose) => {
-            let weighting = Instant::now();
-            let weighted = as_aligned(&mut source, alignment, local, options.target, |f, s| {
-                dose_weighted_sum(f, s, dose, options.target)
+    // The sums besides the aligned one, from one more reading of the frames for all of them.
+    let summing = Instant::now();
+    let target = options.target;
+    let (weighted, halves) = match (&dose, meta.settings.split_sums) {
+        (None, false) => (None, None),
+        (Some(dose), false) => {
+            let weighted = as_aligned(&mut source, alignment, local, target, |f, s| {
+                dose_weighted_sum(f, s, dose, target)
             })
             .map_err(crate::cli::name_the_flag)
-            .with_context(|| format!("{}: dose weighting failed", meta.movie))?;
-            let weighted = fourier_crop(weighted.view(), sum_shape)?;
-            staging.write(&outputs.mrc_dw, |w| {
-                let label = format!("ufunc phase_correlation: dose-weighted sum of {n} frames");
-                crate::io::mrc::write_mrc(w, weighted.view(), pixel_size.unwrap_or(1.0), &label)
-            })?;
-            Some(weighting.elapsed().as_secs_f64())
+            .with_context(|| format!("{}: dose weighting failed{counted}", meta.movie))?;
+            (Some(weighted), None)
         }
-        None => None,
-    };
-    let split_sums_s = match meta.settings.split_sums {
-        true => {
-            let splitting = Instant::now();
-            let [even, odd] = as_aligned(&mut source, alignment, local, options.target, |f, s| {
-                even_odd_sums(f, s, options.target)
+        (None, true) => {
+            let halves = as_aligned(&mut source, alignment, local, target, |f, s| {
+                even_odd_sums(f, s, target)
             })
-            .with_context(|| format!("{}: the even and odd sums failed", meta.movie))?;
-            for (half, path, which) in [
-                (even, &outputs.mrc_even, "even"),
-                (odd, &outputs.mrc_odd, "odd"),
-            ] {
-                let half = fourier_crop(half.view(), sum_shape)?;
-                staging.write(path, |w| {
-                    let label =
-                        format!("ufunc phase_correlation: aligned sum of the {which} frames");
-                    crate::io::mrc::write_mrc(w, half.view(), pixel_size.unwrap_or(1.0), &label)
-                })?;
-            }
-            Some(splitting.elapsed().as_secs_f64())
+            .with_context(|| format!("{}: the even and odd sums failed{counted}", meta.movie))?;
+            (None, Some(halves))
         }
-        false => None,
+        (Some(dose), true) => {
+            let (weighted, halves) = as_aligned(&mut source, alignment, local, target, |f, s| {
+                dose_weighted_and_even_odd_sums(f, s, dose, target)
+            })
+            .map_err(crate::cli::name_the_flag)
+            .with_context(|| {
+                format!(
+                    "{}: dose weighting and the even and odd sums failed{counted}",
+                    meta.movie
+                )
+            })?;
+            (Some(weighted), Some(halves))
+        }
     };
+    let summing_s = summing.elapsed().as_secs_f64();
+    if let Some(weighted) = weighted {
+        let weighted = fourier_crop(weighted.view(), sum_shape)?;
+        staging.write(&outputs.mrc_dw, |w| {
+            let label = format!("ufunc phase_correlation: dose-weighted sum of {n} frames");
+            crate::io::mrc::write_mrc(w, weighted.view(), pixel_size.unwrap_or(1.0), &label)
+        })?;
+    }
+    if let Some([even, odd]) = halves {
+        for (half, path, which) in [
+            (even, &outputs.mrc_even, "even"),
+            (odd, &outputs.mrc_odd, "odd"),
+        ] {
+            let half = fourier_crop(half.view(), sum_shape)?;
+            staging.write(path, |w| {
+                let label = format!("ufunc phase_correlation: aligned sum of the {which} frames");
+                crate::io::mrc::write_mrc(w, half.view(), pixel_size.unwrap_or(1.0), &label)
+            })?;
+        }
+    }
+    let dose_weighting_s = dose.is_some().then_some(summing_s);
+    let split_sums_s = meta.settings.split_sums.then_some(summing_s);
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -1108,11 +1141,7 @@ pub fn align_and_write(
         unregistered_frames: &unregistered_frames,
         defects: meta.defects.as_ref().map(|d| d.counts),
         local: local.map(LocalReport::of),
-        timing: timing(
-            written.elapsed().as_secs_f64()
-                - dose_weighting_s.unwrap_or(0.0)
-                - split_sums_s.unwrap_or(0.0),
-        ),
+        timing: timing(written.elapsed().as_secs_f64() - summing_s),
         rms_error_px: rms_error,
         shifts: &rows,
     };
@@ -2626,12 +2655,14 @@ mod tests {
         let part = dir.join("part.npy");
         let kept = synth.frames.slice(ndarray::s![3..13, .., ..]).to_owned();
         ndarray_npy::write_npy(&part, &kept).unwrap();
+        // The weighted sum and the halves from one reading of the frames.
         let common = [
             "--pixel-size",
             "1",
             "--dose-per-frame",
             "1",
             "--relion-star",
+            "--split-sums",
         ];
         let ranged = dir.join("ranged");
         let mut args = common.to_vec();
@@ -2648,7 +2679,12 @@ mod tests {
             1
         );
         // The same frames, the same sums, weighted alike.
-        for suffix in ["aligned.mrc", "aligned_DW.mrc"] {
+        for suffix in [
+            "aligned.mrc",
+            "aligned_DW.mrc",
+            "aligned_EVN.mrc",
+            "aligned_ODD.mrc",
+        ] {
             let a = read_image(&ranged.join(format!("whole.{suffix}"))).unwrap();
             let b = read_image(&alone.join(format!("part.{suffix}"))).unwrap();
             assert_eq!(a, b, "{suffix}");
@@ -2659,6 +2695,8 @@ mod tests {
         let ranged_report = report(ranged.join("whole.shifts.json"));
         let alone_report = report(alone.join("part.shifts.json"));
         assert_eq!(ranged_report["frames"], 10);
+        let timing = &ranged_report["timing"];
+        assert_eq!(timing["dose_weighting_s"], timing["split_sums_s"]);
         assert_eq!(
             ranged_report["settings"]["frames"],
             serde_json::json!({"first": 4, "last": 13})

@@ -185,7 +185,7 @@ impl Movie {
             out *= gain;
         }
         if let Some(defects) = &self.defects {
-            defects.fix(out, index);
+            defects.fix(out, index + self.frames.start);
         }
         Ok(())
     }

@@ -601,11 +601,20 @@ pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     threads: Threads,
     dose: Option<&DoseWeighting>,
 ) -> Result<Array2<f32>> {
-    Ok(streamed_sums(frames, shifts, plan, threads, dose, 1)?.remove(0))
+    let parts = usize::from(dose.is_none());
+    let (weighted, mut plain) = streamed_sums(frames, shifts, plan, threads, dose, parts)?;
+    Ok(match weighted {
+        Some(weighted) => weighted,
+        None => plain.remove(0),
+    })
 }
 
-/// [`streamed_sum`] into `parts` sums, frame `i` added to sum `i % parts` (the weights, with
-/// `dose`, run over all the frames and normalise their sums together: one part with a dose).
+/// The weighted sum (with a dose) and the plain sums that [`streamed_sums`] makes.
+pub(super) type Sums = (Option<Array2<f32>>, Vec<Array2<f32>>);
+
+/// [`streamed_sum`] into `parts` plain sums, frame `i` added to sum `i % parts`, and with
+/// `dose` also the weighted sum of all the frames: each frame read and transformed once for
+/// all of them.
 pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],
@@ -613,37 +622,40 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
     threads: Threads,
     dose: Option<&DoseWeighting>,
     parts: usize,
-) -> Result<Vec<Array2<f32>>> {
-    assert!(
-        parts >= 1 && (dose.is_none() || parts == 1),
-        "weighted sums normalise over all the frames: one part"
-    );
+) -> Result<Sums> {
     let (ny, nx) = (plan.height(), plan.width());
-    let mut totals = (0..parts)
-        .map(|_| try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width())))
-        .collect::<Result<Vec<_>>>()?;
+    let zeroed = || try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()));
+    let mut totals = (0..parts).map(|_| zeroed()).collect::<Result<Vec<_>>>()?;
+    let mut weighted = match dose {
+        Some(dose) => Some((zeroed()?, FrameWeights::new(dose, (ny, nx), threads)?)),
+        None => None,
+    };
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut spectrum = try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()))?;
-    let mut weights = dose
-        .map(|d| FrameWeights::new(d, (ny, nx), threads))
-        .transpose()?;
     for (i, &shift) in shifts.iter().enumerate() {
         read_one(frames, i, image.view_mut())?;
         plan.forward(image.view(), &mut spectrum, threads)?;
-        let total = &mut totals[i % parts];
-        add_shifted(total, &spectrum, shift, nx, threads, weights.as_mut());
+        if let Some((total, weights)) = &mut weighted {
+            add_shifted(total, &spectrum, shift, nx, threads, Some(weights));
+        }
+        if parts > 0 {
+            add_shifted(&mut totals[i % parts], &spectrum, shift, nx, threads, None);
+        }
     }
-    totals
-        .into_iter()
-        .map(|mut total| {
-            if let Some(weights) = &weights {
-                weights.normalise(&mut total, threads);
-            }
-            let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
-            plan.inverse(&total, &mut sum, threads)?;
-            Ok(sum)
-        })
-        .collect()
+    let inverse = |total: &Spectrum| -> Result<Array2<f32>> {
+        let mut sum = try_zeroed_fft(&Ix2(ny, nx))?;
+        plan.inverse(total, &mut sum, threads)?;
+        Ok(sum)
+    };
+    let weighted = match weighted {
+        Some((mut total, weights)) => {
+            weights.normalise(&mut total, threads);
+            Some(inverse(&total)?)
+        }
+        None => None,
+    };
+    let plain = totals.iter().map(inverse).collect::<Result<_>>()?;
+    Ok((weighted, plain))
 }
 
 /// `error` and what caused it, outermost first (`"frame 3: cannot decode the page: ..."`): a

@@ -202,10 +202,38 @@ pub fn even_odd_sums<S: FrameSource + ?Sized>(
     target: Target,
 ) -> Result<[Array2<f32>; 2]> {
     let (plan, threads) = prepared(frames, shifts, target)?;
-    let [even, odd]: [Array2<f32>; 2] = streamed_sums(frames, shifts, &plan, threads, None, 2)?
-        .try_into()
-        .expect("two sums");
-    Ok([even, odd])
+    let (_, halves) = streamed_sums(frames, shifts, &plan, threads, None, 2)?;
+    Ok(halves.try_into().expect("two sums"))
+}
+
+/// [`dose_weighted_sum`] and [`even_odd_sums`] together, from one reading of the frames, each
+/// transformed once for the three sums: `(weighted, [even, odd])`, as the two give them.
+///
+/// ```
+/// use ndarray::Array3;
+/// use ufunc_runtime::registration::{dose_weighted_and_even_odd_sums, DoseWeighting};
+/// use ufunc_runtime::Target;
+/// # fn main() -> Result<(), ufunc_runtime::Error> {
+/// let mut movie = Array3::from_shape_fn((3, 4, 4), |(f, _, _)| f as f32 + 1.0);
+/// let dose = DoseWeighting::new(1.5, 1.0);
+/// let (weighted, [even, odd]) =
+///     dose_weighted_and_even_odd_sums(&mut movie, &[[0.0, 0.0]; 3], &dose, Target::Cpu)?;
+/// assert!((even[[1, 2]] - 4.0).abs() < 1e-5 && (odd[[1, 2]] - 2.0).abs() < 1e-5);
+/// assert!(weighted[[1, 2]] > 0.0);
+/// # Ok(())
+/// # }
+/// ```
+pub fn dose_weighted_and_even_odd_sums<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    dose: &DoseWeighting,
+    target: Target,
+) -> Result<(Array2<f32>, [Array2<f32>; 2])> {
+    dose.check()?;
+    let (plan, threads) = prepared(frames, shifts, target)?;
+    let (weighted, halves) = streamed_sums(frames, shifts, &plan, threads, Some(dose), 2)?;
+    let weighted = weighted.expect("a weighted sum with a dose");
+    Ok((weighted, halves.try_into().expect("two sums")))
 }
 
 /// The frames streamed once, moved by `shifts`, weighted by `dose` where given, and added, on

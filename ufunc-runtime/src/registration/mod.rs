@@ -37,7 +37,9 @@ mod pcc;
 mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
-pub use dose::{dose_weighted_sum, even_odd_sums, shifted_sum, DoseWeighting};
+pub use dose::{
+    dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums, shifted_sum, DoseWeighting,
+};
 pub use local::{
     align_patches, CorrectedFrames, LocalAlignment, LocalMotion, MotionModel, PatchOptions,
     PatchTrack,
