@@ -178,7 +178,8 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub first_frame: Option<u32>,
     /// Align and sum only the frames up to this one (from 1), as RELION's --last_frame_sum and
-    /// MotionCor2's -Trunc (frames - N) [default: the last].
+    /// MotionCor2's -Trunc (frames - N); recorded as given, so that a rerun without it (even
+    /// where N is the last frame) is told apart [default: the last].
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub last_frame: Option<u32>,
 }

@@ -989,7 +989,10 @@ pub fn align_and_write(
     // The library's messages count the frames from the first aligned.
     let counted = match first {
         0 => String::new(),
-        _ => format!(" (frames counted from --first-frame {})", first + 1),
+        _ => format!(
+            " (its frame 0 here is the movie's frame {first}: --first-frame {})",
+            first + 1
+        ),
     };
     let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
     // Known before aligning, so that a movie that cannot be weighted fails at once.
@@ -1067,6 +1070,7 @@ pub fn align_and_write(
             let halves = as_aligned(&mut source, alignment, local, target, |f, s| {
                 even_odd_sums(f, s, target)
             })
+            .map_err(crate::cli::name_the_flag)
             .with_context(|| format!("{}: the even and odd sums failed{counted}", meta.movie))?;
             (None, Some(halves))
         }

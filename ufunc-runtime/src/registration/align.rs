@@ -583,8 +583,6 @@ impl<'a, S: FrameSource + ?Sized> Spectra<'a, S> {
     }
 }
 
-/// Reads every frame again, moves it by its shift and adds it (weighted by its exposure with
-/// `dose`): the full-size aligned sum with one frame's spectrum in memory per thread.
 /// The threads of the host's share of work on `target`: all of them but with `Target::Cpu`
 /// (with `Target::Cuda` too, for what runs on the host).
 pub(super) fn host_threads(target: Target) -> Threads {
@@ -594,6 +592,8 @@ pub(super) fn host_threads(target: Target) -> Threads {
     }
 }
 
+/// Reads every frame again, moves it by its shift and adds it (weighted by its exposure with
+/// `dose`): the full-size aligned sum with one frame's spectrum in memory per thread.
 pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],
@@ -623,6 +623,7 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
     dose: Option<&DoseWeighting>,
     parts: usize,
 ) -> Result<Sums> {
+    debug_assert!(parts > 0 || dose.is_some(), "a pass that sums nothing");
     let (ny, nx) = (plan.height(), plan.width());
     let zeroed = || try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()));
     let mut totals = (0..parts).map(|_| zeroed()).collect::<Result<Vec<_>>>()?;
@@ -654,7 +655,11 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
         }
         None => None,
     };
-    let plain = totals.iter().map(inverse).collect::<Result<_>>()?;
+    // Each spectrum freed once inverted.
+    let plain = totals
+        .into_iter()
+        .map(|t| inverse(&t))
+        .collect::<Result<_>>()?;
     Ok((weighted, plain))
 }
 
