@@ -235,10 +235,15 @@ impl EerReader {
             let offsets = find(entries, 273).with_context(|| format!("page {page} has no data"))?;
             let counts = find(entries, 279)
                 .with_context(|| format!("page {page} has no byte counts for its data"))?;
-            let offsets = offsets.unsigned(&file, layout, "strip offsets");
-            let counts = counts.unsigned(&file, layout, "strip byte counts");
-            let offsets = offsets.with_context(|| format!("page {page}"))?;
-            let counts = counts.with_context(|| format!("page {page}"))?;
+            let values = |entry: Entry, what| {
+                entry
+                    .unsigned(&file, layout, what)
+                    .with_context(|| format!("page {page}"))
+            };
+            let (offsets, counts) = (
+                values(offsets, "strip offsets")?,
+                values(counts, "strip byte counts")?,
+            );
             if offsets.len() != counts.len() {
                 bail!(
                     "page {page} has {} strip offsets but {} byte counts",
