@@ -168,7 +168,8 @@ pub struct Args {
     pub eer_grouping: u32,
     /// EER movies: render the frames at the detector's pixels (1; 4096x4096 on a Falcon 4), or
     /// from the electrons' sub-pixel positions at 2 (8192x8192) or 4 times as many per axis
-    /// (3), as RELION's --eer_upsampling and MotionCor2's -EerSampling.
+    /// (3), as RELION's --eer_upsampling and MotionCor2's -EerSampling. --pixel-size is then
+    /// that of the frames as rendered: half the detector's at 2.
     #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub eer_upsampling: u32,
     /// Align and sum only the frames from this one on (from 1), as RELION's --first_frame_sum
