@@ -143,8 +143,8 @@ pub struct Args {
     pub hot_pixels: Option<f64>,
     /// Replace the pixels FILE lists in every frame, as --hot-pixels does: a defect map (MRC or
     /// TIFF of the frames' size, read as they are; not 0: a defect) or MotionCor2's defect file
-    /// (.txt, a line `x y w h` per rectangle, x the column and y the row of the frames as read);
-    /// with --gain, the pixels the gain zeroes too.
+    /// (.txt, a line `x y w h` per rectangle, x the column and y the row of the frames as read,
+    /// an upsampled EER movie's as rendered); with --gain, the pixels the gain zeroes too.
     #[arg(long, value_name = "FILE")]
     pub defects: Option<PathBuf>,
     /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame;
@@ -164,7 +164,7 @@ pub struct Args {
     /// EER movies: sum this many detector frames into each frame that is aligned (RELION's
     /// --eer_grouping); the frames left over after the last whole group are left out, as
     /// RELION leaves them. --dose-per-frame is then the dose of such a group.
-    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = crate::io::eer::EerRendering::default().grouping as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub eer_grouping: u32,
     /// EER movies: render the frames at the detector's pixels (1; 4096x4096 on a Falcon 4), or
     /// from the electrons' sub-pixel positions at 2 (8192x8192) or 4 times as many per axis
@@ -172,10 +172,10 @@ pub struct Args {
     /// that of the frames as rendered: half the detector's at 2.
     #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub eer_upsampling: u32,
-    /// Align and sum only the frames from this one on (from 1), as RELION's --first_frame_sum
-    /// and MotionCor2's -Throw (N - 1): the first frames move the most. The exposure of those
-    /// left out still counts for --dose-per-frame, and NAME.star lists every frame of the movie,
-    /// those left out as RELION does (-9999) [default: 1].
+    /// Align and sum only the frames from this one on (from 1; an EER movie's as grouped), as
+    /// RELION's --first_frame_sum and MotionCor2's -Throw (N - 1): the first frames move the
+    /// most. NAME.star lists every frame of the movie, those left out as RELION does (-9999)
+    /// [default: 1].
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub first_frame: Option<u32>,
     /// Align and sum only the frames up to this one (from 1), as RELION's --last_frame_sum and
@@ -436,7 +436,6 @@ pub fn name_the_flag(error: ufunc::Error) -> anyhow::Error {
 }
 
 impl Args {
-    /// The registration options these arguments ask for (unset ones keep the library's defaults).
     /// How EER movies are rendered into frames.
     pub fn eer_rendering(&self) -> crate::io::eer::EerRendering {
         crate::io::eer::EerRendering {
@@ -445,6 +444,7 @@ impl Args {
         }
     }
 
+    /// The registration options these arguments ask for (unset ones keep the library's defaults).
     pub fn align_options(&self) -> AlignOptions {
         let defaults = AlignOptions::default();
         AlignOptions {

@@ -167,9 +167,9 @@ impl Drop for Staging {
 pub struct FrameRow {
     /// The frame's index in the movie, from 0.
     pub frame: usize,
-    /// The shift (rows) that registers the frame onto frame 0.
+    /// The shift (rows) that registers the frame onto the first aligned.
     pub dy: f64,
-    /// The shift (columns) that registers the frame onto frame 0.
+    /// The shift (columns) that registers the frame onto the first aligned.
     pub dx: f64,
     /// The correlation peak's height (see `Alignment::peaks`).
     pub peak: f64,
@@ -565,7 +565,7 @@ pub fn write_relion_star(
 
 /// Writes `NAME.patches.csv`: per patch (numbered row by row from 0) and frame, the patch's
 /// centre (row, col in the movie's pixels), the drift left after the whole-frame shift that it
-/// measured (`dy`, `dx`: what moves the patch onto frame 0's), the model's value there (empty
+/// measured (`dy`, `dx`: what moves the patch onto the first aligned frame's), the model's value there (empty
 /// where no model was fitted), the peak, and whether the patch settled (only those are fitted).
 /// The frames are the movie's from `first` on (the model's time counts from that one).
 pub fn write_patches_csv(out: &mut impl Write, local: &LocalAlignment, first: usize) -> Result<()> {
@@ -856,6 +856,16 @@ mod tests {
                 total: 15.0,
                 early: 6.0,
                 late: 9.0
+            }
+        );
+        // From the movie's frame 2 (from 0) on: the steps end at frames 4 to 8 (from 1), and
+        // only the first, to frame 4 at 4 e/Å², is early.
+        assert_eq!(
+            AccumulatedMotion::of(&steps, 1.0, 0.0, 2),
+            AccumulatedMotion {
+                total: 15.0,
+                early: 1.0,
+                late: 14.0
             }
         );
         // A pre-exposure beyond the cutoff leaves no early frame; one frame has no motion.

@@ -130,6 +130,17 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             )
         })?;
     }
+    if let (true, Some(gain)) = (args.relion_star, &args.gain) {
+        if !crate::io::is_dot_gain(gain) && movies.iter().any(|m| crate::io::is_eer(m)) {
+            bail!(
+                "--relion-star names the gain reference {}, and RELION divides an EER movie's \
+                 frames by a gain that is not a .gain file, where this program multiplies them: \
+                 give the gain as a .gain file (Thermo Fisher's, or a TIFF of the gain to \
+                 multiply by, its rows top-down), or leave out --relion-star",
+                gain.display()
+            );
+        }
+    }
     if args.relion_star && (args.gain_rotate != 0 || args.gain_flip != GainFlip::None) {
         bail!(
             "--relion-star names the gain reference as a file, and RELION would read it as it \
@@ -742,11 +753,8 @@ impl Settings {
     /// The settings of `movie`'s results: these, and how `args` render it if it is an EER
     /// movie.
     pub fn for_movie(&self, movie: &Path, args: &Args) -> Settings {
-        let is_eer = movie
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("eer"));
         Settings {
-            eer: is_eer.then(|| args.eer_rendering()),
+            eer: crate::io::is_eer(movie).then(|| args.eer_rendering()),
             ..self.clone()
         }
     }
@@ -2561,9 +2569,9 @@ mod tests {
     }
 
     /// An EER movie of a drifting specimen, its electrons drawn page by page at 0.25 per pixel
-    /// per page: grouped 8 pages to a frame, the program finds the drift; the report records
-    /// the grouping, the log the pages left out, and a rerun with another grouping is not
-    /// skipped on.
+    /// per page: grouped 8 pages to a frame (the 3 left over left out), the program finds the
+    /// drift; the report and NAME.star record the grouping, and a rerun with another grouping
+    /// is not skipped on.
     #[test]
     fn an_eer_movie_is_grouped_and_aligned() {
         use crate::io::eer::{writer::write_eer, Event};
@@ -2634,6 +2642,35 @@ mod tests {
         assert_eq!(
             read_image(&up.join("falcon.aligned.mrc")).unwrap().dim(),
             (256, 256)
+        );
+        // RELION would divide by a gain that is not a .gain file: NAME.star cannot name one.
+        let gain = dir.join("gain.mrc");
+        let ones = ndarray::Array2::<f32>::ones(shape);
+        crate::io::mrc::write_mrc(
+            &mut std::fs::File::create(&gain).unwrap(),
+            ones.view(),
+            1.0,
+            "",
+        )
+        .unwrap();
+        let argv = [
+            "phase_correlation",
+            movies[0].as_str(),
+            "--out",
+            up.to_str().unwrap(),
+            "--relion-star",
+            "--gain",
+            gain.to_str().unwrap(),
+            "--eer-grouping",
+            "8",
+        ];
+        let error = format!(
+            "{:#}",
+            run(&Args::parse_from(argv), Progress::Quiet).unwrap_err()
+        );
+        assert!(
+            error.contains("RELION divides an EER movie's frames"),
+            "{error}"
         );
         // Another grouping is another result: a rerun into the same folder refuses to skip.
         let again = run_with(&out, &movies, &["--eer-grouping", "4"]);

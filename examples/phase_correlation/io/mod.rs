@@ -270,11 +270,22 @@ pub fn read_image(path: &Path) -> Result<Array2<f32>> {
     }
     let mut image = Array2::zeros(movie.frame_shape());
     let mut rows = image.view_mut();
-    if extension(path) == "gain" {
+    if is_dot_gain(path) {
         rows.invert_axis(Axis(0)); // undoes the TIFF reader's turning the rows upside down
     }
     movie.read_frame(0, rows)?;
     Ok(image)
+}
+
+/// Whether `path` is read as an EER movie.
+pub fn is_eer(path: &Path) -> bool {
+    extension(path) == "eer"
+}
+
+/// Whether `path` is Thermo Fisher's `.gain`, which RELION multiplies EER frames by (it
+/// divides them by any other gain).
+pub fn is_dot_gain(path: &Path) -> bool {
+    extension(path) == "gain"
 }
 
 /// A file's extension in lower case ("" for none).
