@@ -511,7 +511,7 @@ pub fn write_relion_star(
     )?;
     // Every frame of the movie; those not aligned RELION's NOT_OBSERVED.
     for frame in 0..*movie_frames {
-        match rows.iter().find(|r| r.frame == frame) {
+        match frame.checked_sub(aligned.start).and_then(|i| rows.get(i)) {
             Some(r) => writeln!(out, "{} {:.6} {:.6}", frame + 1, r.dx, r.dy)?,
             None => writeln!(out, "{} -9999.000000 -9999.000000", frame + 1)?,
         }

@@ -184,13 +184,16 @@ impl EerReader {
             bail!("not an EER file: it does not start as a TIFF does");
         };
         let find = |entries: &[Entry], tag| entries.iter().find(|e| e.tag == tag).copied();
+        // An entry's values, errors naming the page.
+        let values = |entry: Entry, what: &str, page: usize| {
+            entry
+                .unsigned(&file, layout, what)
+                .with_context(|| format!("page {page}"))
+        };
         let single = |entries: &[Entry], tag, what: &str, page: usize| -> Result<Option<u64>> {
             match find(entries, tag) {
                 None => Ok(None),
-                Some(entry) => match entry
-                    .unsigned(&file, layout, what)
-                    .with_context(|| format!("page {page}"))?[..]
-                {
+                Some(entry) => match values(entry, what, page)?[..] {
                     [value] => Ok(Some(value)),
                     ref values => bail!("page {page}: {} values for its {what}", values.len()),
                 },
@@ -236,15 +239,8 @@ impl EerReader {
             let offsets = find(entries, 273).with_context(|| format!("page {page} has no data"))?;
             let counts = find(entries, 279)
                 .with_context(|| format!("page {page} has no byte counts for its data"))?;
-            let values = |entry: Entry, what| {
-                entry
-                    .unsigned(&file, layout, what)
-                    .with_context(|| format!("page {page}"))
-            };
-            let (offsets, counts) = (
-                values(offsets, "strip offsets")?,
-                values(counts, "strip byte counts")?,
-            );
+            let offsets = values(offsets, "strip offsets", page)?;
+            let counts = values(counts, "strip byte counts", page)?;
             if offsets.len() != counts.len() {
                 bail!(
                     "page {page} has {} strip offsets but {} byte counts",
@@ -386,24 +382,21 @@ impl FrameReader for EerReader {
             .collect::<Result<_>>()?;
         // The events counted a band of rows at a time, the band staying in cache while every
         // page adds its events in it (a page at a time would sweep the whole frame per page).
-        // A band holds whole detector rows; the events are in detector-row order.
+        // A band holds whole detector rows, and a page's events come in detector-row order: its
+        // events in a band are the run of its places within the band's.
         const BAND_ROWS: usize = 32;
-        let band = BAND_ROWS << doubling;
-        let detector_row = |place: u32| (place as usize / cols) >> doubling;
         let image = out.as_slice_mut().unwrap_or_default();
+        let band = (BAND_ROWS << doubling) * cols;
         image
-            .par_chunks_mut(band * cols)
+            .par_chunks_mut(band)
             .enumerate()
             .for_each(|(b, counts)| {
-                let (first, end) = (b * BAND_ROWS, (b + 1) * BAND_ROWS);
-                let start = b * band * cols;
+                let start = b * band; // the last band may be shorter
+                let end = start + counts.len();
                 counts.fill(0.0);
                 for places in &places {
-                    let from = places.partition_point(|&p| detector_row(p) < first);
-                    for &p in places[from..]
-                        .iter()
-                        .take_while(|&&p| detector_row(p) < end)
-                    {
+                    let from = places.partition_point(|&p| (p as usize) < start);
+                    for &p in places[from..].iter().take_while(|&&p| (p as usize) < end) {
                         counts[p as usize - start] += 1.0;
                     }
                 }
