@@ -2544,6 +2544,20 @@ mod tests {
         assert!(done.converged, "{} passes", done.iterations);
         let line = Status::Done(done).describe();
         assert!(!line.contains("settle"), "{line}");
+        // From the movie's frame 1 on, the blank frame is still the movie's frame 2.
+        let movie = out.join("blank.npy");
+        ndarray_npy::write_npy(&movie, &frames).unwrap();
+        let ranged = out.join("ranged");
+        let args = ["--first-frame", "2"];
+        assert_eq!(
+            run_with(&ranged, &[movie.display().to_string()], &args).done(),
+            1
+        );
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(ranged.join("blank.shifts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["unregistered_frames"], serde_json::json!([2]));
         std::fs::remove_dir_all(&out).unwrap();
     }
 
@@ -2742,6 +2756,9 @@ mod tests {
             ranged_report["settings"]["frames"],
             serde_json::json!({"first": 4, "last": 13})
         );
+        // `--first-frame 1` alone is every frame: no range recorded, as without the flag.
+        let first_only = Args::parse_from(["phase_correlation", "--first-frame", "1"]);
+        assert!(Settings::of(&first_only).frames.is_none());
         // The frames numbered as the movie's (from 0), the shifts from the first kept.
         let shifts = |report: &serde_json::Value| -> Vec<(u64, f64, f64)> {
             report["shifts"]
