@@ -888,3 +888,46 @@ fn shifted_and_split_sums_add_up_to_the_aligned_sum() {
         }
     }
 }
+
+/// The frames as an alignment moves them are each frame at its shift, and add up to the
+/// aligned sum; frames other than those aligned are refused.
+#[test]
+fn corrected_frames_are_the_frames_at_their_shifts() {
+    use ufunc::registration::shifted_sum;
+    let mut m = movie(5, (48, 40), 20.0, 9);
+    let aligned = align_movie(&mut m, &AlignOptions::default()).unwrap();
+    let read = m.clone();
+    for target in [Target::Cpu, Target::Parallel] {
+        let mut corrected = aligned.corrected(&mut m, target).unwrap();
+        assert_eq!((corrected.len(), corrected.frame_shape()), (5, (48, 40)));
+        let mut sum = Array2::<f32>::zeros((48, 40));
+        let mut frame = Array2::<f32>::zeros((48, 40));
+        for i in 0..5 {
+            corrected.read_frame(i, frame.view_mut()).unwrap();
+            sum += &frame;
+            let mut one = read.slice(ndarray::s![i..=i, .., ..]).to_owned();
+            let alone = shifted_sum(&mut one, &aligned.shifts[i..=i], target).unwrap();
+            let worst = (&frame - &alone).iter().fold(0f32, |w, d| w.max(d.abs()));
+            assert!(worst < 1e-3, "frame {i} off by {worst}");
+        }
+        // Frame 4 moved (a frame at no shift would not tell a moved frame from one read).
+        assert!(aligned.shifts[4][0].hypot(aligned.shifts[4][1]) > 0.5);
+        let scale = aligned.sum.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = (&sum - &aligned.sum)
+            .iter()
+            .fold(0f32, |w, d| w.max(d.abs()));
+        assert!(worst <= 1e-5 * scale, "the frames add up within {worst}");
+    }
+    for mut other in [
+        Array3::<f32>::zeros((4, 48, 40)),
+        Array3::zeros((5, 48, 42)),
+    ] {
+        match aligned.corrected(&mut other, Target::Cpu) {
+            Err(Error::InvalidArgument { name, message }) => {
+                assert_eq!(name, "frames");
+                assert!(message.contains("5 frames of 48x40"), "{message}");
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+}

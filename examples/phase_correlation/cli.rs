@@ -19,7 +19,7 @@ use ufunc::Target;
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
 /// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star,
 /// NAME.patches.csv and NAME.patches.png with --patches, NAME.aligned_EVN.mrc and
-/// NAME.aligned_ODD.mrc with --split-sums).
+/// NAME.aligned_ODD.mrc with --split-sums, NAME.aligned_stack.mrcs with --aligned-stack).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -118,6 +118,13 @@ pub struct Args {
     /// read once more (once for these and the --dose-per-frame sum).
     #[arg(long)]
     pub split_sums: bool,
+    /// Also write NAME.aligned_stack.mrcs: the frames as aligned (each moved by its shift,
+    /// and by the local model with --patches), binned as the sum, not weighted by dose, as
+    /// MotionCor2's -OutStack 1 writes them: for tools that take aligned frames, or to look at
+    /// them. As large as the summed frames in float32 (binned); the movie is read once more
+    /// (once for it and the other sums).
+    #[arg(long)]
+    pub aligned_stack: bool,
     /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global
     /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
     #[arg(long)]

@@ -64,6 +64,7 @@ pub fn run_synthetic(args: &Args, progress: Progress, synth: &SynthOptions) -> R
             },
             // No file of it for RELION to read.
             relion_star: false,
+            aligned_stack: args.aligned_stack,
             // Nor a detector.
             defects: None,
             title: format!(

@@ -29,15 +29,18 @@ pub struct OutputPaths {
     /// The patches' drift and its plot, written with `--patches`.
     pub patches: PathBuf,
     pub patches_png: PathBuf,
+    /// The aligned frames, written with `--aligned-stack`.
+    pub stack: PathBuf,
 }
 
-/// The suffixes of the aligned sums (plain, weighted, even and odd frames'): MRC files that
-/// this program writes and never takes for a movie.
-pub const SUM_SUFFIXES: [&str; 4] = [
+/// The suffixes of the aligned sums (plain, weighted, even and odd frames') and of the aligned
+/// stack: MRC files that this program writes and never takes for a movie.
+pub const MRC_SUFFIXES: [&str; 5] = [
     "aligned.mrc",
     "aligned_DW.mrc",
     "aligned_EVN.mrc",
     "aligned_ODD.mrc",
+    "aligned_stack.mrcs",
 ];
 
 impl OutputPaths {
@@ -48,12 +51,13 @@ impl OutputPaths {
         OutputPaths {
             csv: at("shifts.csv"),
             json: at("shifts.json"),
-            mrc: at(SUM_SUFFIXES[0]),
+            mrc: at(MRC_SUFFIXES[0]),
             png: at("aligned.png"),
             drift: at("drift.png"),
-            mrc_dw: at(SUM_SUFFIXES[1]),
-            mrc_even: at(SUM_SUFFIXES[2]),
-            mrc_odd: at(SUM_SUFFIXES[3]),
+            mrc_dw: at(MRC_SUFFIXES[1]),
+            mrc_even: at(MRC_SUFFIXES[2]),
+            mrc_odd: at(MRC_SUFFIXES[3]),
+            stack: at(MRC_SUFFIXES[4]),
             star: dir.join(format!("{name}.star")),
             patches: at("patches.csv"),
             patches_png: at("patches.png"),

@@ -6,17 +6,18 @@ use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::{Args, GainFlip};
 use crate::defects::{DefectCounts, DefectList, Defects};
 use crate::io::eer::EerRendering;
+use crate::io::mrc::MrcStackWriter;
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
     frame_rows, report_movie, star_word, write_csv, write_json, write_patches_csv, write_preview,
     write_relion_micrographs, write_relion_star, AccumulatedMotion, OutputPaths, Staging,
-    StarGeneral, StarMicrograph, StarOptics, SUM_SUFFIXES,
+    StarGeneral, StarMicrograph, StarOptics, MRC_SUFFIXES,
 };
 use crate::plot::{write_drift_plot, write_patch_plot};
 use crate::summary::{Done, Outcome, Status, Summary};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ndarray::ArrayViewMut2;
+use ndarray::{Array2, ArrayViewMut2};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -113,6 +114,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             (settings.patches.is_some(), &outputs.patches_png),
             (settings.split_sums, &outputs.mrc_even),
             (settings.split_sums, &outputs.mrc_odd),
+            (args.aligned_stack, &outputs.stack),
         ]
         .into_iter()
         .filter(|(asked, path)| *asked && !path.is_file())
@@ -301,6 +303,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                     pixel_size: args.pixel_size.or(movie.pixel_size()),
                     settings: settings.clone(),
                     relion_star: args.relion_star,
+                    aligned_stack: args.aligned_stack,
                     defects,
                 };
                 let mut source = Ticking {
@@ -514,8 +517,9 @@ fn is_movie(path: &Path) -> bool {
     EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
 }
 
-/// Whether `path` is an aligned sum this program wrote (`NAME.aligned.mrc`,
-/// `NAME.aligned_DW.mrc`, `NAME.aligned_EVN.mrc`, `NAME.aligned_ODD.mrc`): with the default
+/// Whether `path` is an aligned sum or stack this program wrote (`NAME.aligned.mrc`,
+/// `NAME.aligned_DW.mrc`, `NAME.aligned_EVN.mrc`, `NAME.aligned_ODD.mrc`,
+/// `NAME.aligned_stack.mrcs`): with the default
 /// output folder, beside the movies, a rerun over the folder (or a glob such as `*.mrc`, or a
 /// shard listing it after other jobs wrote there) would take it for a movie.
 fn is_result(path: &Path) -> bool {
@@ -523,7 +527,7 @@ fn is_result(path: &Path) -> bool {
         .and_then(|n| n.to_str())
         .map(|n| n.to_ascii_lowercase())
         .is_some_and(|n| {
-            SUM_SUFFIXES
+            MRC_SUFFIXES
                 .iter()
                 .any(|suffix| n.ends_with(&format!(".{}", suffix.to_ascii_lowercase())))
         })
@@ -619,6 +623,8 @@ pub struct MovieMeta {
     pub settings: Settings,
     /// `--relion-star`: RELION's motion metadata is written too.
     pub relion_star: bool,
+    /// `--aligned-stack`: the aligned frames are written too.
+    pub aligned_stack: bool,
     /// The defects replaced in the frames.
     pub defects: Option<Replaced>,
     /// The frames of the file aligned, and how many it has (`--first-frame`, `--last-frame`);
@@ -971,6 +977,10 @@ struct Timing {
     /// `--dose-per-frame`, the time of the reading that made the weighted sum too).
     #[serde(skip_serializing_if = "Option::is_none")]
     split_sums_s: Option<f64>,
+    /// Reading the frames again, aligning them one by one and writing them, seconds (with
+    /// other sums, the time of the reading that made them too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aligned_stack_s: Option<f64>,
     /// Finding the defects (reading the frames once more for hot pixels), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     defects_s: Option<f64>,
@@ -1061,40 +1071,64 @@ pub fn align_and_write(
         crate::io::mrc::write_mrc(w, sum.view(), pixel_size.unwrap_or(1.0), &label)
     })?;
     staging.write(&outputs.png, |w| write_preview(w, sum.view()))?;
-    // The sums besides the aligned one, from one more reading of the frames for all of them.
+    // The sums besides the aligned one, and the aligned stack, from one more reading of the
+    // frames for all of them.
     let summing = Instant::now();
     let target = options.target;
-    let (weighted, halves) = match (&dose, meta.settings.split_sums) {
-        (None, false) => (None, None),
-        (Some(dose), false) => {
-            let weighted = as_aligned(&mut source, alignment, local, target, |f, s| {
-                dose_weighted_sum(f, s, dose, target)
-            })
+    let split = meta.settings.split_sums;
+    let passes: Vec<&str> = [
+        (dose.is_some(), "dose weighting"),
+        (split, "the even and odd sums"),
+        (meta.aligned_stack, "the aligned stack"),
+    ]
+    .into_iter()
+    .filter_map(|(asked, pass)| asked.then_some(pass))
+    .collect();
+    let failed = || format!("{}: {} failed{counted}", meta.movie, passes.join(" and "));
+    let sums = |frames: &mut dyn FrameSource, shifts: &[[f64; 2]]| {
+        other_sums(frames, shifts, dose.as_ref(), split, target)
+    };
+    let (weighted, halves) = if meta.aligned_stack {
+        let mut pass = None;
+        staging.write(&outputs.stack, |w| {
+            let label = format!(
+                "ufunc phase_correlation: frames {} to {} aligned",
+                first + 1,
+                first + n
+            );
+            let mut stack =
+                MrcStackWriter::new(w, sum_shape, n, pixel_size.unwrap_or(1.0), &label)?;
+            let corrected = match local {
+                Some(local) => local.corrected(&mut source, target),
+                None => alignment.corrected(&mut source, target),
+            };
+            let summed = corrected
+                .map_err(crate::cli::name_the_flag)
+                .and_then(|mut frames| {
+                    let mut stacking = Stacking {
+                        frames: &mut frames,
+                        stack: &mut stack,
+                        shape: sum_shape,
+                    };
+                    if dose.is_none() && !split {
+                        read_through(&mut stacking).map(|()| (None, None))
+                    } else {
+                        sums(&mut stacking, &vec![[0.0; 2]; n]).map_err(crate::cli::name_the_flag)
+                    }
+                });
+            if summed.is_ok() {
+                stack.finish()?;
+            }
+            pass = Some(summed);
+            Ok(())
+        })?;
+        pass.expect("the stack's pass ran").with_context(failed)?
+    } else if passes.is_empty() {
+        (None, None)
+    } else {
+        as_aligned(&mut source, alignment, local, target, sums)
             .map_err(crate::cli::name_the_flag)
-            .with_context(|| format!("{}: dose weighting failed{counted}", meta.movie))?;
-            (Some(weighted), None)
-        }
-        (None, true) => {
-            let halves = as_aligned(&mut source, alignment, local, target, |f, s| {
-                even_odd_sums(f, s, target)
-            })
-            .map_err(crate::cli::name_the_flag)
-            .with_context(|| format!("{}: the even and odd sums failed{counted}", meta.movie))?;
-            (None, Some(halves))
-        }
-        (Some(dose), true) => {
-            let (weighted, halves) = as_aligned(&mut source, alignment, local, target, |f, s| {
-                dose_weighted_and_even_odd_sums(f, s, dose, target)
-            })
-            .map_err(crate::cli::name_the_flag)
-            .with_context(|| {
-                format!(
-                    "{}: dose weighting and the even and odd sums failed{counted}",
-                    meta.movie
-                )
-            })?;
-            (Some(weighted), Some(halves))
-        }
+            .with_context(failed)?
     };
     let summing_s = summing.elapsed().as_secs_f64();
     if let Some(weighted) = weighted {
@@ -1118,6 +1152,7 @@ pub fn align_and_write(
     }
     let dose_weighting_s = dose.is_some().then_some(summing_s);
     let split_sums_s = meta.settings.split_sums.then_some(summing_s);
+    let aligned_stack_s = meta.aligned_stack.then_some(summing_s);
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -1133,6 +1168,7 @@ pub fn align_and_write(
         per_frame_ms: 1e3 * align_s / n as f64,
         dose_weighting_s,
         split_sums_s,
+        aligned_stack_s,
         defects_s: meta.defects.as_ref().map(|d| d.seconds),
         write_s,
     };
@@ -1193,6 +1229,9 @@ pub fn align_and_write(
         OutputPaths::remove_stale(&outputs.mrc_even)?;
         OutputPaths::remove_stale(&outputs.mrc_odd)?;
     }
+    if !meta.aligned_stack {
+        OutputPaths::remove_stale(&outputs.stack)?;
+    }
     if local.is_none() {
         OutputPaths::remove_stale(&outputs.patches)?;
         OutputPaths::remove_stale(&outputs.patches_png)?;
@@ -1245,6 +1284,71 @@ fn as_aligned<T>(
             let none = vec![[0.0; 2]; source.len()];
             sum(&mut local.corrected(source, target)?, &none)
         }
+    }
+}
+
+/// The sums besides the plain one: weighted by exposure, and the even and odd halves.
+type OtherSums = (Option<Array2<f32>>, Option<[Array2<f32>; 2]>);
+
+/// The sums of `frames` at `shifts` besides the plain one: weighted by `dose` where given, and
+/// the even and odd halves where `split`, without reading them for neither.
+fn other_sums(
+    frames: &mut dyn FrameSource,
+    shifts: &[[f64; 2]],
+    dose: Option<&DoseWeighting>,
+    split: bool,
+    target: ufunc::Target,
+) -> ufunc::Result<OtherSums> {
+    Ok(match (dose, split) {
+        (Some(dose), false) => (Some(dose_weighted_sum(frames, shifts, dose, target)?), None),
+        (None, true) => (None, Some(even_odd_sums(frames, shifts, target)?)),
+        (Some(dose), true) => {
+            let (weighted, halves) = dose_weighted_and_even_odd_sums(frames, shifts, dose, target)?;
+            (Some(weighted), Some(halves))
+        }
+        (None, false) => (None, None),
+    })
+}
+
+/// Reads every frame of `frames` once, for a [`Stacking`] source to write them.
+fn read_through(frames: &mut dyn FrameSource) -> Result<()> {
+    let mut frame = Array2::zeros(frames.frame_shape());
+    for i in 0..frames.len() {
+        frames
+            .read_frame(i, frame.view_mut())
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
+    Ok(())
+}
+
+/// A frame source that writes every frame it reads, Fourier-cropped to `shape` (`--bin`),
+/// into the aligned stack.
+struct Stacking<'a, W: std::io::Write + std::io::Seek> {
+    frames: &'a mut dyn FrameSource,
+    stack: &'a mut MrcStackWriter<W>,
+    shape: (usize, usize),
+}
+
+impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
+    fn frame_shape(&self) -> (usize, usize) {
+        self.frames.frame_shape()
+    }
+    fn len(&self) -> usize {
+        self.frames.len()
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        mut out: ArrayViewMut2<'_, f32>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.frames.read_frame(index, out.view_mut())?;
+        let written = match out.dim() == self.shape {
+            true => self.stack.write_frame(index, out.view()),
+            false => fourier_crop(out.view(), self.shape)
+                .and_then(|binned| self.stack.write_frame(index, binned.view())),
+        };
+        written.with_context(|| format!("cannot write frame {index} to the aligned stack"))?;
+        Ok(())
     }
 }
 
@@ -2347,6 +2451,123 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--aligned-stack` writes the frames as aligned, binned as the sum, which add up to it
+    /// (whole-frame or local), are aligned with each other, and are only those summed; a rerun
+    /// asks for it, a forced one without the flag removes it, and no run takes it for a movie.
+    #[test]
+    fn an_aligned_stack_holds_the_frames_as_aligned() {
+        use crate::io::mrc::MrcReader;
+        use crate::io::FrameReader;
+        use crate::synth::{synth_movie, SynthOptions};
+        let dir = temp_dir("stack");
+        let synth = synth_movie(&SynthOptions {
+            frames: 8,
+            shape: (128, 128),
+            dose: None,
+            margin: 0,
+            ..Default::default()
+        });
+        let path = dir.join("drift.npy");
+        ndarray_npy::write_npy(&path, &synth.frames).unwrap();
+        let movie = [path.display().to_string()];
+        let out = dir.join("out");
+        let stack_path = out.join("drift.aligned_stack.mrcs");
+        let stack = |frames: usize, shape: (usize, usize)| {
+            let mut reader = MrcReader::open(&stack_path).unwrap();
+            assert_eq!((reader.len(), reader.frame_shape()), (frames, shape));
+            let mut all = ndarray::Array3::zeros((frames, shape.0, shape.1));
+            for (k, frame) in all.outer_iter_mut().enumerate() {
+                reader.read_frame(k, frame).unwrap();
+            }
+            (all, reader.pixel_size())
+        };
+        let adds_up = |frames: &ndarray::Array3<f32>, what: &str| {
+            let sum = read_image(&out.join("drift.aligned.mrc")).unwrap();
+            let scale = sum.iter().fold(0f32, |s, v| s.max(v.abs()));
+            let worst = (&frames.sum_axis(ndarray::Axis(0)) - &sum)
+                .iter()
+                .fold(0f32, |w, v| w.max(v.abs()));
+            assert!(worst < 1e-4 * scale, "{what}: off the sum by {worst}");
+        };
+        let rms = |a: ndarray::ArrayView2<f32>, b: ndarray::ArrayView2<f32>| {
+            ((&a - &b).mapv(|d| d * d).mean().unwrap()).sqrt()
+        };
+
+        // Binned, with the halves from the same reading.
+        let flags = [
+            "--aligned-stack",
+            "--bin",
+            "2",
+            "--split-sums",
+            "--pixel-size",
+            "1.5",
+        ];
+        assert_eq!(run_with(&out, &movie, &flags).done(), 1);
+        let (frames, pixel) = stack(8, (64, 64));
+        assert_eq!(pixel, Some(3.0));
+        adds_up(&frames, "binned");
+        let raw = &synth.frames;
+        let last = fourier_crop(raw.index_axis(ndarray::Axis(0), 7), (64, 64)).unwrap();
+        let first = fourier_crop(raw.index_axis(ndarray::Axis(0), 0), (64, 64)).unwrap();
+        let (moved, unmoved) = (
+            rms(
+                frames.index_axis(ndarray::Axis(0), 7),
+                frames.index_axis(ndarray::Axis(0), 0),
+            ),
+            rms(last.view(), first.view()),
+        );
+        assert!(
+            moved < 0.1 * unmoved,
+            "frame 7 aligned is {moved} off frame 0, {unmoved} unaligned"
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("drift.shifts.json")).unwrap())
+                .unwrap();
+        let timing = &report["timing"];
+        assert!(timing["aligned_stack_s"].as_f64().is_some());
+        assert_eq!(timing["aligned_stack_s"], timing["split_sums_s"]);
+        assert!(is_result(&stack_path));
+        let error = find_movies(&[out.display().to_string()]).unwrap_err();
+        assert!(
+            error.to_string().contains("no movie in the folder"),
+            "{error}"
+        );
+
+        // Alone, of a range of frames, moved by a local model.
+        let flags = [
+            "--aligned-stack",
+            "--first-frame",
+            "3",
+            "--patches",
+            "3",
+            "--force",
+        ];
+        assert_eq!(run_with(&out, &movie, &flags).done(), 1);
+        let (frames, pixel) = stack(6, (128, 128));
+        assert_eq!(pixel, Some(1.0), "unknown, as the sum's");
+        adds_up(&frames, "local");
+        let bytes = std::fs::read(&stack_path).unwrap();
+        let label = String::from_utf8_lossy(&bytes[224..304]);
+        assert!(label.contains("frames 3 to 8 aligned"), "{label}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("drift.shifts.json")).unwrap())
+                .unwrap();
+        assert!(report["local"].is_object(), "{}", report["local"]);
+
+        // Reruns: a missing stack is not finished; forced without the flag, the stack goes.
+        std::fs::remove_file(&stack_path).unwrap();
+        let error = failure(&run_with(&out, &movie, &flags[..5]));
+        assert!(
+            error.contains("lack") && error.contains("aligned_stack.mrcs"),
+            "{error}"
+        );
+        assert_eq!(run_with(&out, &movie, &flags).done(), 1);
+        assert!(stack_path.is_file());
+        assert_eq!(run_with(&out, &movie, &flags[1..]).done(), 1);
+        assert!(!stack_path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// `--relion-micrographs` lists the movies done or skipped, not those that failed, by the
     /// canonical paths of their sums and STARs, with an optics group per pixel size and
     /// RELION's accumulated motion; it is rewritten by a rerun that skips them, and a run that
@@ -2515,6 +2736,7 @@ mod tests {
             pixel_size: None,
             settings: Settings::of(&Args::parse_from(["phase_correlation"])),
             relion_star: false,
+            aligned_stack: false,
             defects: None,
         };
         let outputs = OutputPaths::new(&out, "blank");

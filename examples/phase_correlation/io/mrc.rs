@@ -1,7 +1,7 @@
 //! MRC2014 files (`.mrc`, `.mrcs`, `.st`): a stack of NZ frames of NY rows by NX columns after a
 //! 1024-byte header and NSYMBT bytes of extended header. Modes 0 (int8), 1 (int16), 2 (float32),
 //! 6 (uint16) and 12 (float16) are read, in the byte order the machine stamp (MACHST) gives; the
-//! writer writes little-endian float32 images. No maintained crate reads MRC, hence this one.
+//! writers write little-endian float32 images and image stacks. No maintained crate reads MRC, hence this one.
 //!
 //! Header words used (4 bytes each, from byte 0): NX NY NZ MODE at 0..16, MX MY MZ at 28..40,
 //! CELLA at 40..52, MAPC MAPR MAPS at 64..76, DMIN DMAX DMEAN at 76..88, ISPG at 88, NSYMBT at
@@ -11,8 +11,9 @@
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 const HEADER: usize = 1024;
@@ -131,31 +132,184 @@ pub fn write_mrc(
     pixel_size: f32,
     label: &str,
 ) -> Result<()> {
-    let (ny, nx) = image.dim();
-    let n = (nx * ny).max(1) as f64;
-    let (mut min, mut max, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0f64);
-    for &v in image {
-        min = min.min(v);
-        max = max.max(v);
-        sum += v as f64;
+    let mut stats = Statistics::default();
+    stats.add(image);
+    out.write_all(&header(image.dim(), 1, pixel_size, &stats, label)?)?;
+    write_values(out, image, &mut Vec::new())
+}
+
+/// Writes an image stack (MRC2014 float32, NZ images, ISPG 0 and MZ 1 as mrcfile marks a
+/// stack), frame by frame, to a file whose statistics are known only at the end: the header
+/// is written again by [`MrcStackWriter::finish`].
+pub struct MrcStackWriter<W: Write + Seek> {
+    out: W,
+    shape: (usize, usize),
+    written: Vec<bool>,
+    pixel_size: f32,
+    label: String,
+    stats: Statistics,
+    /// An image's bytes, kept from one image to the next.
+    bytes: Vec<u8>,
+}
+
+impl<W: Write + Seek> MrcStackWriter<W> {
+    /// A stack of `frames` images of `(rows, cols)` in `out`, of `pixel_size` Å, labelled.
+    pub fn new(
+        mut out: W,
+        shape: (usize, usize),
+        frames: usize,
+        pixel_size: f32,
+        label: &str,
+    ) -> Result<Self> {
+        let stats = Statistics::default();
+        out.write_all(&header(shape, frames, pixel_size, &stats, label)?)?;
+        Ok(MrcStackWriter {
+            out,
+            shape,
+            written: vec![false; frames],
+            pixel_size,
+            label: label.to_owned(),
+            stats,
+            bytes: Vec::new(),
+        })
     }
-    let mean = sum / n;
-    let rms = (image
-        .iter()
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / n)
-        .sqrt();
-    if image.is_empty() {
-        (min, max) = (0.0, 0.0);
+
+    /// Writes image `index` of the stack (each once, in any order).
+    pub fn write_frame(&mut self, index: usize, image: ArrayView2<'_, f32>) -> Result<()> {
+        let frames = self.written.len();
+        match self.written.get(index) {
+            None => bail!("the stack has {frames} images, not an image {index}"),
+            Some(true) => bail!("image {index} of the stack is written twice"),
+            Some(false) if image.dim() != self.shape => bail!(
+                "image {index} is {}x{}, not {}x{} as the stack's",
+                image.nrows(),
+                image.ncols(),
+                self.shape.0,
+                self.shape.1
+            ),
+            Some(false) => {}
+        }
+        let bytes = self.shape.0 * self.shape.1 * size_of::<f32>();
+        self.out
+            .seek(SeekFrom::Start((HEADER + index * bytes) as u64))?;
+        write_values(&mut self.out, image, &mut self.bytes)?;
+        self.stats.add(image);
+        self.written[index] = true;
+        Ok(())
     }
+
+    /// Writes the header again with the statistics of every image, once all are written.
+    pub fn finish(mut self) -> Result<W> {
+        if let Some(missing) = self.written.iter().position(|w| !w) {
+            bail!("image {missing} of the stack was never written");
+        }
+        let frames = self.written.len();
+        let header = header(
+            self.shape,
+            frames,
+            self.pixel_size,
+            &self.stats,
+            &self.label,
+        )?;
+        self.out.seek(SeekFrom::Start(0))?;
+        self.out.write_all(&header)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// DMIN, DMAX, DMEAN and RMS of the values added so far.
+#[derive(Debug)]
+struct Statistics {
+    min: f32,
+    max: f32,
+    sum: f64,
+    squares: f64,
+    count: usize,
+}
+
+impl Default for Statistics {
+    fn default() -> Self {
+        Statistics {
+            min: f32::INFINITY,
+            max: f32::NEG_INFINITY,
+            sum: 0.0,
+            squares: 0.0,
+            count: 0,
+        }
+    }
+}
+
+/// Values taken at a time by [`Statistics::add`]: independent sums that the compiler
+/// vectorises (one running sum would wait on each addition).
+const LANES: usize = 8;
+
+impl Statistics {
+    fn add(&mut self, image: ArrayView2<'_, f32>) {
+        let mut min = [f32::INFINITY; LANES];
+        let mut max = [f32::NEG_INFINITY; LANES];
+        let mut sum = [0f64; LANES];
+        let mut squares = [0f64; LANES];
+        let mut lane = |k: usize, v: f32| {
+            min[k] = min[k].min(v);
+            max[k] = max[k].max(v);
+            sum[k] += v as f64;
+            squares[k] += v as f64 * v as f64;
+        };
+        for row in image.rows() {
+            let row = row
+                .to_slice()
+                .map(Cow::Borrowed)
+                .unwrap_or_else(|| row.to_vec().into());
+            let chunks = row.chunks_exact(LANES);
+            for &v in chunks.remainder() {
+                lane(0, v);
+            }
+            for chunk in chunks {
+                for (k, &v) in chunk.iter().enumerate() {
+                    lane(k, v);
+                }
+            }
+        }
+        self.min = min.into_iter().fold(self.min, f32::min);
+        self.max = max.into_iter().fold(self.max, f32::max);
+        self.sum += sum.iter().sum::<f64>();
+        self.squares += squares.iter().sum::<f64>();
+        self.count += image.len();
+    }
+
+    /// `(min, max, mean, rms)`, where RMS is the standard deviation from the mean (MRC2014's);
+    /// zeros with no values.
+    fn summary(&self) -> (f32, f32, f32, f32) {
+        if self.count == 0 {
+            return (0.0, 0.0, 0.0, 0.0);
+        }
+        let n = self.count as f64;
+        let mean = self.sum / n;
+        let variance = (self.squares / n - mean * mean).max(0.0);
+        (self.min, self.max, mean as f32, variance.sqrt() as f32)
+    }
+}
+
+/// The header of a float32 stack of `frames` images of `(ny, nx)`.
+fn header(
+    (ny, nx): (usize, usize),
+    frames: usize,
+    pixel_size: f32,
+    stats: &Statistics,
+    label: &str,
+) -> Result<[u8; HEADER]> {
     let mut h = [0u8; HEADER];
     let mut put = |word: usize, bytes: [u8; 4]| h[4 * word..4 * word + 4].copy_from_slice(&bytes);
-    let (nxi, nyi) = (i32::try_from(nx)?, i32::try_from(ny)?);
+    let (nxi, nyi, nzi) = (
+        i32::try_from(nx)?,
+        i32::try_from(ny)?,
+        i32::try_from(frames)?,
+    );
     for (word, v) in [
         (0, nxi),
         (1, nyi),
-        (2, 1),
+        (2, nzi),
         (3, 2),
         (7, nxi),
         (8, nyi),
@@ -184,7 +338,8 @@ pub fn write_mrc(
     ] {
         put(word, v.to_le_bytes());
     }
-    for (word, v) in [(19, min), (20, max), (21, mean as f32), (54, rms as f32)] {
+    let (min, max, mean, rms) = stats.summary();
+    for (word, v) in [(19, min), (20, max), (21, mean), (54, rms)] {
         put(word, v.to_le_bytes());
     }
     put(52, *b"MAP ");
@@ -193,12 +348,20 @@ pub fn write_mrc(
     let len = label.len().min(80);
     h[224..224 + len].copy_from_slice(&label[..len]);
     h[224 + len..304].fill(b' ');
-    out.write_all(&h)?;
-    let mut data = Vec::with_capacity(nx * ny * 4);
-    for &v in image {
-        data.extend_from_slice(&v.to_le_bytes());
+    Ok(h)
+}
+
+/// `image`'s values, little-endian, row by row, through `bytes` (one write for the image).
+fn write_values(
+    out: &mut impl Write,
+    image: ArrayView2<'_, f32>,
+    bytes: &mut Vec<u8>,
+) -> Result<()> {
+    bytes.resize(image.len() * size_of::<f32>(), 0);
+    for (b, &v) in bytes.chunks_exact_mut(size_of::<f32>()).zip(image) {
+        b.copy_from_slice(&v.to_le_bytes());
     }
-    out.write_all(&data)?;
+    out.write_all(bytes)?;
     Ok(())
 }
 
@@ -228,5 +391,66 @@ mod tests {
             7.0 * 1.5
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A stack written out of order reads back as its images, with the statistics of them all
+    /// and the header of an image stack (ISPG 0, MZ 1); images written twice, beyond the
+    /// stack, of another shape or never are errors.
+    #[test]
+    fn stacks_read_back_exactly_with_their_statistics() {
+        let images: Vec<Array2<f32>> = (0..3)
+            .map(|k| Array2::from_shape_fn((4, 6), |(y, x)| (k * 100 + y * 6 + x) as f32 - 7.5))
+            .collect();
+        let out = std::io::Cursor::new(Vec::new());
+        let mut stack = MrcStackWriter::new(out, (4, 6), 3, 0.8, "a stack").unwrap();
+        for k in [2, 0, 1] {
+            stack.write_frame(k, images[k].view()).unwrap();
+        }
+        for (index, image, error) in [
+            (1, images[1].view(), "image 1 of the stack is written twice"),
+            (
+                3,
+                images[0].view(),
+                "the stack has 3 images, not an image 3",
+            ),
+        ] {
+            let message = stack.write_frame(index, image).unwrap_err().to_string();
+            assert_eq!(message, error);
+        }
+        let bytes = stack.finish().unwrap().into_inner();
+        assert_eq!(bytes.len(), 1024 + 3 * 4 * 6 * 4);
+        let word = |w: usize| i32::from_le_bytes(bytes[4 * w..4 * w + 4].try_into().unwrap());
+        let float = |w: usize| f32::from_le_bytes(bytes[4 * w..4 * w + 4].try_into().unwrap());
+        assert_eq!([word(0), word(1), word(2), word(3)], [6, 4, 3, 2]);
+        assert_eq!((word(9), word(22)), (1, 0), "MZ and ISPG of an image stack");
+        let all: Vec<f64> = images.iter().flatten().map(|&v| v as f64).collect();
+        let mean = all.iter().sum::<f64>() / all.len() as f64;
+        let rms = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
+        assert_eq!((float(19), float(20)), (-7.5, 215.5));
+        assert!((float(21) as f64 - mean).abs() < 1e-4 && (float(54) as f64 - rms).abs() < 1e-3);
+        assert_eq!(float(12), 0.8);
+
+        let dir = std::env::temp_dir().join(format!("ufunc-mrc-stack-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("stack.mrcs");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut reader = MrcReader::open(&path).unwrap();
+        assert_eq!((reader.len(), reader.frame_shape()), (3, (4, 6)));
+        assert_eq!(reader.pixel_size(), Some(0.8));
+        let mut back = Array2::zeros((4, 6));
+        for (k, image) in images.iter().enumerate() {
+            reader.read_frame(k, back.view_mut()).unwrap();
+            assert_eq!(&back, image);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let out = std::io::Cursor::new(Vec::new());
+        let mut stack = MrcStackWriter::new(out, (4, 6), 2, 1.0, "short").unwrap();
+        let wrong = Array2::<f32>::zeros((6, 4));
+        let message = stack.write_frame(0, wrong.view()).unwrap_err().to_string();
+        assert_eq!(message, "image 0 is 6x4, not 4x6 as the stack's");
+        stack.write_frame(1, images[0].view()).unwrap();
+        let message = stack.finish().unwrap_err().to_string();
+        assert_eq!(message, "image 0 of the stack was never written");
     }
 }

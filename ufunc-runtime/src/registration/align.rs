@@ -4,6 +4,7 @@
 //! spectrum. The aligned sum applies the sub-pixel shifts by a Fourier shift.
 
 use super::dose::{DoseWeighting, FrameWeights};
+use super::local::CorrectedFrames;
 use super::pcc::{half_product_peak, normalise, row_power, threads_of, ImagePlan, ScratchPool};
 use super::upsample::signed_bin;
 use super::{Normalization, PccOptions};
@@ -136,6 +137,37 @@ pub struct Alignment {
 }
 
 impl Alignment {
+    /// `frames` (the movie aligned) moved by their shifts (a Fourier shift each), as a frame
+    /// source: the aligned frames one at a time, as MotionCor2's `-OutStack` writes them. An
+    /// error where `frames` are not those aligned (another count or frame shape).
+    ///
+    /// ```
+    /// use ndarray::{Array2, Array3};
+    /// use ufunc_runtime::registration::{align_movie, AlignOptions, FrameSource};
+    /// use ufunc_runtime::Target;
+    /// # fn main() -> Result<(), ufunc_runtime::Error> {
+    /// let spot = |row: usize| Array2::from_shape_fn((32, 32), |(y, x)| {
+    ///     (-(((y as f32 - row as f32).powi(2) + (x as f32 - 16.0).powi(2)) / 8.0)).exp()
+    /// });
+    /// let mut movie = Array3::zeros((2, 32, 32));
+    /// movie.index_axis_mut(ndarray::Axis(0), 0).assign(&spot(14));
+    /// movie.index_axis_mut(ndarray::Axis(0), 1).assign(&spot(17)); // 3 rows further on
+    /// let alignment = align_movie(&mut movie, &AlignOptions::default())?;
+    /// let mut aligned = alignment.corrected(&mut movie, Target::Cpu)?;
+    /// let mut frame = Array2::zeros((32, 32));
+    /// aligned.read_frame(1, frame.view_mut()).expect("frame 1");
+    /// assert!((&frame - &spot(14)).iter().all(|d| d.abs() < 1e-3));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn corrected<'a, S: FrameSource + ?Sized>(
+        &'a self,
+        frames: &'a mut S,
+        target: Target,
+    ) -> Result<CorrectedFrames<'a, S>> {
+        CorrectedFrames::new(frames, &self.shifts, self.sum.dim(), None, target)
+    }
+
     /// The frames that had nothing to register (peak 0; see [`Alignment::shifts`]).
     pub fn unregistered_frames(&self) -> Vec<usize> {
         (0..self.peaks.len())

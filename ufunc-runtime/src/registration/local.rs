@@ -172,18 +172,26 @@ pub struct LocalAlignment {
 impl LocalAlignment {
     /// `frames` (the movie aligned) as this alignment moves them, as a frame source: each
     /// frame read is moved by its whole-frame shift (a Fourier shift) and by the model. For
-    /// [`super::dose_weighted_sum`] and [`super::even_odd_sums`] with shifts of 0.
+    /// [`super::dose_weighted_sum`] and [`super::even_odd_sums`] with shifts of 0, or to
+    /// write the aligned frames out. An error where `frames` are not those aligned (another
+    /// count or frame shape).
     pub fn corrected<'a, S: FrameSource + ?Sized>(
         &'a self,
         frames: &'a mut S,
         target: Target,
     ) -> Result<CorrectedFrames<'a, S>> {
-        CorrectedFrames::new(frames, &self.global.shifts, self.motion.model(), target)
+        CorrectedFrames::new(
+            frames,
+            &self.global.shifts,
+            self.global.sum.dim(),
+            self.motion.model(),
+            target,
+        )
     }
 }
 
-/// A movie's frames moved by their whole-frame shifts and a local model: see
-/// [`LocalAlignment::corrected`].
+/// A movie's frames moved by their whole-frame shifts and, where there is one, a local model:
+/// see [`Alignment::corrected`] and [`LocalAlignment::corrected`].
 pub struct CorrectedFrames<'a, S: FrameSource + ?Sized> {
     frames: &'a mut S,
     shifts: &'a [[f64; 2]],
@@ -195,14 +203,16 @@ pub struct CorrectedFrames<'a, S: FrameSource + ?Sized> {
 }
 
 impl<'a, S: FrameSource + ?Sized> CorrectedFrames<'a, S> {
-    fn new(
+    /// `frames` moved by `shifts` and `model`, which were found for frames of `aligned`
+    /// `(rows, cols)`.
+    pub(super) fn new(
         frames: &'a mut S,
         shifts: &'a [[f64; 2]],
+        aligned: (usize, usize),
         model: Option<&'a MotionModel>,
         target: Target,
     ) -> Result<Self> {
         let (ny, nx) = frames.frame_shape();
-        let aligned = model.map_or((ny, nx), |m| m.frame_shape);
         if shifts.len() != frames.len() || aligned != (ny, nx) {
             return Err(Error::InvalidArgument {
                 name: "frames",
@@ -408,8 +418,13 @@ pub fn align_patches<S: FrameSource + ?Sized>(
     };
     let sum = match &motion {
         LocalMotion::Fitted(model) => {
-            let mut corrected =
-                CorrectedFrames::new(frames, &global.shifts, Some(model), options.align.target)?;
+            let mut corrected = CorrectedFrames::new(
+                frames,
+                &global.shifts,
+                (ny, nx),
+                Some(model),
+                options.align.target,
+            )?;
             added(&mut corrected)?
         }
         LocalMotion::Unfitted(_) => global.sum.clone(),
@@ -466,7 +481,7 @@ fn align_each_patch<S: FrameSource + ?Sized>(
         }
         bytes += row_bytes(row.1);
     }
-    let mut moved = CorrectedFrames::new(frames, shifts, None, options.align.target)?;
+    let mut moved = CorrectedFrames::new(frames, shifts, (ny, nx), None, options.align.target)?;
     let mut frame = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
     let mut tracks = vec![];
     for set in sets {
