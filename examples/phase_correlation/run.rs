@@ -1090,7 +1090,7 @@ pub fn align_and_write(
     };
     let (weighted, halves) = if meta.aligned_stack {
         let mut pass = None;
-        staging.write(&outputs.stack, |w| {
+        let written = staging.write(&outputs.stack, |w| {
             let label = format!(
                 "ufunc phase_correlation: frames {} to {} aligned",
                 first + 1,
@@ -1109,20 +1109,32 @@ pub fn align_and_write(
                         frames: &mut frames,
                         stack: &mut stack,
                         shape: sum_shape,
+                        failure: None,
                     };
-                    if dose.is_none() && !split {
+                    let summed = if dose.is_none() && !split {
                         read_through(&mut stacking).map(|()| (None, None))
                     } else {
                         sums(&mut stacking, &vec![[0.0; 2]; n]).map_err(crate::cli::name_the_flag)
+                    };
+                    // A frame that could not be written stopped the reading: that is the error.
+                    match stacking.failure {
+                        Some(failure) => Err(failure),
+                        None => summed,
                     }
                 });
-            if summed.is_ok() {
-                stack.finish()?;
-            }
+            let finished = summed.is_ok();
             pass = Some(summed);
-            Ok(())
-        })?;
-        pass.expect("the stack's pass ran").with_context(failed)?
+            match finished {
+                true => stack.finish().map(|_| ()),
+                // Not synced: the staging removes it.
+                false => bail!("the aligned stack was not finished"),
+            }
+        });
+        match pass {
+            Some(Err(e)) => return Err(e.context(failed())),
+            Some(Ok(sums)) => written.map(|()| sums)?,
+            None => return Err(written.expect_err("no pass without an error")),
+        }
     } else if passes.is_empty() {
         (None, None)
     } else {
@@ -1322,11 +1334,12 @@ fn read_through(frames: &mut dyn FrameSource) -> Result<()> {
 }
 
 /// A frame source that writes every frame it reads, Fourier-cropped to `shape` (`--bin`),
-/// into the aligned stack.
+/// into the aligned stack; where that fails, the reading fails and `failure` says why.
 struct Stacking<'a, W: std::io::Write + std::io::Seek> {
     frames: &'a mut dyn FrameSource,
     stack: &'a mut MrcStackWriter<W>,
     shape: (usize, usize),
+    failure: Option<anyhow::Error>,
 }
 
 impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
@@ -1347,7 +1360,11 @@ impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
             false => fourier_crop(out.view(), self.shape)
                 .and_then(|binned| self.stack.write_frame(index, binned.view())),
         };
-        written.with_context(|| format!("cannot write frame {index} to the aligned stack"))?;
+        if let Err(e) = written {
+            self.failure =
+                Some(e.context(format!("cannot write frame {index} to the aligned stack")));
+            return Err("the aligned stack could not be written".into());
+        }
         Ok(())
     }
 }
@@ -2533,6 +2550,22 @@ mod tests {
             "{error}"
         );
 
+        // The weighted sum from the stack's reading (frames moved, then transformed) is the
+        // one made without it (spectra moved).
+        let weighted = |flags: &[&str], to: &str| {
+            let out = dir.join(to);
+            let dose = ["--dose-per-frame", "1", "--pixel-size", "1", "--bin", "2"];
+            assert_eq!(
+                run_with(&out, &movie, &[&dose[..], flags].concat()).done(),
+                1
+            );
+            read_image(&out.join("drift.aligned_DW.mrc")).unwrap()
+        };
+        let (with, without) = (weighted(&["--aligned-stack"], "dw"), weighted(&[], "no_dw"));
+        let scale = without.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = (&with - &without).iter().fold(0f32, |w, v| w.max(v.abs()));
+        assert!(worst < 1e-5 * scale, "the weighted sums differ by {worst}");
+
         // Alone, of a range of frames, moved by a local model.
         let flags = [
             "--aligned-stack",
@@ -2552,7 +2585,7 @@ mod tests {
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("drift.shifts.json")).unwrap())
                 .unwrap();
-        assert!(report["local"].is_object(), "{}", report["local"]);
+        assert_eq!(report["local"]["fitted"], true, "{}", report["local"]);
 
         // Reruns: a missing stack is not finished; forced without the flag, the stack goes.
         std::fs::remove_file(&stack_path).unwrap();
@@ -2566,6 +2599,49 @@ mod tests {
         assert_eq!(run_with(&out, &movie, &flags[1..]).done(), 1);
         assert!(!stack_path.exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A frame that cannot be written to the stack stops the reading, and the writing's error
+    /// is the one told.
+    #[test]
+    fn a_stack_that_cannot_be_written_says_why() {
+        /// Takes the header, then fails.
+        struct Full(usize);
+        impl std::io::Write for Full {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                match self.0 >= 1024 {
+                    true => Err(std::io::Error::other("no space left")),
+                    false => {
+                        self.0 += bytes.len();
+                        Ok(bytes.len())
+                    }
+                }
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        impl std::io::Seek for Full {
+            fn seek(&mut self, _: std::io::SeekFrom) -> std::io::Result<u64> {
+                Ok(0)
+            }
+        }
+        let mut stack = MrcStackWriter::new(Full(0), (4, 4), 2, 1.0, "full").unwrap();
+        let mut frames = ndarray::Array3::<f32>::ones((2, 4, 4));
+        let mut stacking = Stacking {
+            frames: &mut frames,
+            stack: &mut stack,
+            shape: (4, 4),
+            failure: None,
+        };
+        let error = read_through(&mut stacking).unwrap_err().to_string();
+        assert_eq!(error, "the aligned stack could not be written");
+        let failure = format!("{:#}", stacking.failure.unwrap());
+        assert!(
+            failure.starts_with("cannot write frame 0 to the aligned stack")
+                && failure.ends_with("no space left"),
+            "{failure}"
+        );
     }
 
     /// `--relion-micrographs` lists the movies done or skipped, not those that failed, by the

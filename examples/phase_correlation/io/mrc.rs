@@ -1,7 +1,8 @@
 //! MRC2014 files (`.mrc`, `.mrcs`, `.st`): a stack of NZ frames of NY rows by NX columns after a
 //! 1024-byte header and NSYMBT bytes of extended header. Modes 0 (int8), 1 (int16), 2 (float32),
 //! 6 (uint16) and 12 (float16) are read, in the byte order the machine stamp (MACHST) gives; the
-//! writers write little-endian float32 images and image stacks. No maintained crate reads MRC, hence this one.
+//! writers write little-endian float32 images and image stacks. No maintained crate reads MRC,
+//! hence this one.
 //!
 //! Header words used (4 bytes each, from byte 0): NX NY NZ MODE at 0..16, MX MY MZ at 28..40,
 //! CELLA at 40..52, MAPC MAPR MAPS at 64..76, DMIN DMAX DMEAN at 76..88, ISPG at 88, NSYMBT at
@@ -218,13 +219,16 @@ impl<W: Write + Seek> MrcStackWriter<W> {
     }
 }
 
-/// DMIN, DMAX, DMEAN and RMS of the values added so far.
+/// DMIN, DMAX, DMEAN and RMS of the values added so far: each image's mean and squared
+/// deviations from it in two passes, merged with the others' (Chan, Golub and LeVeque), so
+/// that an image of one value has an RMS of 0 however large the value.
 #[derive(Debug)]
 struct Statistics {
     min: f32,
     max: f32,
-    sum: f64,
-    squares: f64,
+    mean: f64,
+    /// The sum of the squared deviations from `mean`.
+    deviations: f64,
     count: usize,
 }
 
@@ -233,8 +237,8 @@ impl Default for Statistics {
         Statistics {
             min: f32::INFINITY,
             max: f32::NEG_INFINITY,
-            sum: 0.0,
-            squares: 0.0,
+            mean: 0.0,
+            deviations: 0.0,
             count: 0,
         }
     }
@@ -244,37 +248,51 @@ impl Default for Statistics {
 /// vectorises (one running sum would wait on each addition).
 const LANES: usize = 8;
 
+/// `f` of every value of `image`, row by row, `LANES` at a time (lane `k` of each chunk in
+/// accumulator `k`; the rest of a row in lane 0).
+fn each_lane(image: ArrayView2<'_, f32>, mut f: impl FnMut(usize, f32)) {
+    for row in image.rows() {
+        let row = row
+            .to_slice()
+            .map(Cow::Borrowed)
+            .unwrap_or_else(|| row.to_vec().into());
+        let chunks = row.chunks_exact(LANES);
+        for &v in chunks.remainder() {
+            f(0, v);
+        }
+        for chunk in chunks {
+            for (k, &v) in chunk.iter().enumerate() {
+                f(k, v);
+            }
+        }
+    }
+}
+
 impl Statistics {
     fn add(&mut self, image: ArrayView2<'_, f32>) {
+        if image.is_empty() {
+            return;
+        }
         let mut min = [f32::INFINITY; LANES];
         let mut max = [f32::NEG_INFINITY; LANES];
         let mut sum = [0f64; LANES];
-        let mut squares = [0f64; LANES];
-        let mut lane = |k: usize, v: f32| {
+        each_lane(image, |k, v| {
             min[k] = min[k].min(v);
             max[k] = max[k].max(v);
             sum[k] += v as f64;
-            squares[k] += v as f64 * v as f64;
-        };
-        for row in image.rows() {
-            let row = row
-                .to_slice()
-                .map(Cow::Borrowed)
-                .unwrap_or_else(|| row.to_vec().into());
-            let chunks = row.chunks_exact(LANES);
-            for &v in chunks.remainder() {
-                lane(0, v);
-            }
-            for chunk in chunks {
-                for (k, &v) in chunk.iter().enumerate() {
-                    lane(k, v);
-                }
-            }
-        }
+        });
+        let n = image.len() as f64;
+        let mean = sum.iter().sum::<f64>() / n;
+        let mut squares = [0f64; LANES];
+        each_lane(image, |k, v| squares[k] += (v as f64 - mean).powi(2));
+        let deviations = squares.iter().sum::<f64>();
         self.min = min.into_iter().fold(self.min, f32::min);
         self.max = max.into_iter().fold(self.max, f32::max);
-        self.sum += sum.iter().sum::<f64>();
-        self.squares += squares.iter().sum::<f64>();
+        let before = self.count as f64;
+        let total = before + n;
+        let delta = mean - self.mean;
+        self.mean += delta * n / total;
+        self.deviations += deviations + delta * delta * before * n / total;
         self.count += image.len();
     }
 
@@ -284,10 +302,8 @@ impl Statistics {
         if self.count == 0 {
             return (0.0, 0.0, 0.0, 0.0);
         }
-        let n = self.count as f64;
-        let mean = self.sum / n;
-        let variance = (self.squares / n - mean * mean).max(0.0);
-        (self.min, self.max, mean as f32, variance.sqrt() as f32)
+        let rms = (self.deviations / self.count as f64).sqrt();
+        (self.min, self.max, self.mean as f32, rms as f32)
     }
 }
 
@@ -452,5 +468,29 @@ mod tests {
         stack.write_frame(1, images[0].view()).unwrap();
         let message = stack.finish().unwrap_err().to_string();
         assert_eq!(message, "image 0 of the stack was never written");
+    }
+
+    /// Images of one value have an RMS of 0 however large the value, and images of different
+    /// means merge into the statistics of all their values.
+    #[test]
+    fn statistics_are_those_of_all_the_values() {
+        let mut stats = Statistics::default();
+        stats.add(Array2::from_elem((3, 11), 1e6f32).view());
+        stats.add(Array2::from_elem((2, 11), 1e6f32).view());
+        assert_eq!(stats.summary(), (1e6, 1e6, 1e6, 0.0));
+        let (a, b) = (
+            Array2::from_shape_fn((4, 9), |(y, x)| (y * 9 + x) as f32),
+            Array2::from_shape_fn((5, 3), |(y, x)| 1000.0 + (y * x) as f32 * 0.5),
+        );
+        let mut stats = Statistics::default();
+        stats.add(a.view());
+        stats.add(b.t());
+        let all: Vec<f64> = a.iter().chain(b.iter()).map(|&v| v as f64).collect();
+        let mean = all.iter().sum::<f64>() / all.len() as f64;
+        let rms = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / all.len() as f64).sqrt();
+        let (min, max, m, r) = stats.summary();
+        assert_eq!((min, max), (0.0, 1004.0));
+        assert!(((m as f64) - mean).abs() < 1e-3 && ((r as f64) - rms).abs() < 1e-3);
+        assert_eq!(Statistics::default().summary(), (0.0, 0.0, 0.0, 0.0));
     }
 }
