@@ -931,3 +931,69 @@ fn corrected_frames_are_the_frames_at_their_shifts() {
         }
     }
 }
+
+/// The groups' amplitude spectra, summed, are those of each group's frames moved and added,
+/// transformed by the FFT module and centred by `fftshift`, for even and odd frames; the
+/// other sums of the same reading are those made apart; a group of 0 frames is refused.
+#[test]
+fn grouped_amplitude_spectra_are_the_groups_transformed_and_centred() {
+    use ufunc::fft::{fft2, fftshift};
+    use ufunc::num_complex::Complex32;
+    use ufunc::registration::{aligned_sums, even_odd_sums, shifted_sum, SumsWanted};
+    for shape in [(48, 40), (47, 41)] {
+        let mut m = movie(7, shape, 20.0, 11);
+        let aligned = align_movie(&mut m, &AlignOptions::default()).unwrap();
+        let mut expected = Array2::<f32>::zeros(shape);
+        for start in [0, 3, 6] {
+            let end = (start + 3).min(7);
+            let mut group = m.slice(ndarray::s![start..end, .., ..]).to_owned();
+            let sum = shifted_sum(&mut group, &aligned.shifts[start..end], Target::Cpu).unwrap();
+            let spectrum = fft2(&sum.mapv(|v| Complex32::new(v, 0.0))).unwrap();
+            expected += &fftshift(&spectrum.mapv(|c| c.norm() / (shape.0 * shape.1) as f32));
+        }
+        for target in [Target::Cpu, Target::Parallel] {
+            let wanted = SumsWanted {
+                halves: true,
+                spectrum_group: Some(3),
+                ..Default::default()
+            };
+            let sums = aligned_sums(&mut m, &aligned.shifts, &wanted, target).unwrap();
+            let spectrum = sums.spectrum.unwrap();
+            let scale = expected.iter().fold(0f32, |s, v| s.max(*v));
+            // Row and column 0 of an even side are its Nyquist frequency, where a sub-pixel
+            // shift leaves an imaginary part that a real image (the group's sum) cannot hold.
+            let inner = |a: &Array2<f32>| {
+                a.slice(ndarray::s![1 - shape.0 % 2.., 1 - shape.1 % 2..])
+                    .to_owned()
+            };
+            let worst = (inner(&spectrum) - inner(&expected))
+                .iter()
+                .fold(0f32, |w, d| w.max(d.abs()));
+            assert!(worst < 1e-5 * scale, "{shape:?}: off by {worst} of {scale}");
+            let nyquist = (&spectrum - &expected)
+                .row(0)
+                .iter()
+                .fold(0f32, |w, d| w.max(d.abs()));
+            assert!(
+                nyquist < 1e-2 * scale,
+                "{shape:?}: Nyquist off by {nyquist}"
+            );
+            assert_eq!(
+                sums.halves.unwrap(),
+                even_odd_sums(&mut m, &aligned.shifts, target).unwrap()
+            );
+            assert!(sums.weighted.is_none());
+        }
+    }
+    let mut m = movie(3, (16, 16), 20.0, 12);
+    let wanted = SumsWanted {
+        spectrum_group: Some(0),
+        ..Default::default()
+    };
+    match aligned_sums(&mut m, &[[0.0; 2]; 3], &wanted, Target::Cpu) {
+        Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, "spectrum_group"),
+        other => panic!("{other:?}"),
+    }
+    let nothing = aligned_sums(&mut m, &[[0.0; 2]; 3], &SumsWanted::default(), Target::Cpu);
+    assert_eq!(nothing.unwrap(), Default::default());
+}

@@ -19,7 +19,8 @@ use ufunc::Target;
 /// NAME.shifts.csv, NAME.shifts.json, NAME.aligned.mrc, NAME.aligned.png and NAME.drift.png
 /// (and NAME.aligned_DW.mrc with --dose-per-frame, NAME.star with --relion-star,
 /// NAME.patches.csv and NAME.patches.png with --patches, NAME.aligned_EVN.mrc and
-/// NAME.aligned_ODD.mrc with --split-sums, NAME.aligned_stack.mrcs with --aligned-stack).
+/// NAME.aligned_ODD.mrc with --split-sums, NAME.aligned_stack.mrcs with --aligned-stack,
+/// NAME.aligned_PS.mrc with --ps-grouping).
 /// With no movie, it runs on a built-in synthetic movie and reports the error against the truth.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
@@ -125,6 +126,20 @@ pub struct Args {
     /// (once for it and the other sums).
     #[arg(long)]
     pub aligned_stack: bool,
+    /// Also write NAME.aligned_PS.mrc, the power spectrum for CTF estimation that RELION's
+    /// motion correction writes (--grouping_for_ps; its GUI's "sum power spectra every E
+    /// e/Å²" is N = E over the dose per frame): the amplitude spectra of groups of N aligned
+    /// frames, summed; of the frames binned by --bin, made square, cut to CTFFIND's 1.4 Å
+    /// where the pixels are smaller, and resampled to --ps-size pixels. Its header gives the
+    /// pixel size CTFFIND reads it at; --relion-micrographs lists it (rlnCtfPowerSpectrum),
+    /// for RELION's CTFFIND job with --use_given_ps. Needs the pixel size. The movie is read
+    /// once more (once for it and the other sums).
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ps_grouping: Option<u32>,
+    /// The side of --ps-grouping's power spectrum in pixels (even; RELION's --ps_size)
+    /// [default: 512].
+    #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = ps_size, requires = "ps_grouping")]
+    pub ps_size: Option<usize>,
     /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global
     /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
     #[arg(long)]
@@ -380,6 +395,15 @@ fn amplitude_contrast(s: &str) -> Result<f64, String> {
 /// `--align-size`: what `AlignOptions::max_size` allows.
 fn align_size(s: &str) -> Result<usize, String> {
     number_in(s, |&n| n >= 2, "a whole number of pixels >= 2")
+}
+
+/// `--ps-size`: an even number of pixels, as RELION requires.
+fn ps_size(s: &str) -> Result<usize, String> {
+    number_in(
+        s,
+        |&n: &usize| n >= 2 && n % 2 == 0,
+        "an even number of pixels >= 2",
+    )
 }
 
 /// `--memory-limit`: a size in MiB.

@@ -10,6 +10,7 @@ mod demo;
 mod io;
 mod output;
 mod plot;
+mod power_spectrum;
 mod run;
 mod summary;
 mod synth;

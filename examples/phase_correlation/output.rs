@@ -31,16 +31,20 @@ pub struct OutputPaths {
     pub patches_png: PathBuf,
     /// The aligned frames, written with `--aligned-stack`.
     pub stack: PathBuf,
+    /// RELION's power spectrum for CTF estimation, written with `--ps-grouping`.
+    pub power_spectrum: PathBuf,
 }
 
-/// The suffixes of the aligned sums (plain, weighted, even and odd frames') and of the aligned
-/// stack: MRC files that this program writes and never takes for a movie.
-pub const MRC_SUFFIXES: [&str; 5] = [
+/// The suffixes of the aligned sums (plain, weighted, even and odd frames'), of the aligned
+/// stack and of the power spectrum: MRC files that this program writes and never takes for a
+/// movie.
+pub const MRC_SUFFIXES: [&str; 6] = [
     "aligned.mrc",
     "aligned_DW.mrc",
     "aligned_EVN.mrc",
     "aligned_ODD.mrc",
     "aligned_stack.mrcs",
+    "aligned_PS.mrc",
 ];
 
 impl OutputPaths {
@@ -58,6 +62,7 @@ impl OutputPaths {
             mrc_even: at(MRC_SUFFIXES[2]),
             mrc_odd: at(MRC_SUFFIXES[3]),
             stack: at(MRC_SUFFIXES[4]),
+            power_spectrum: at(MRC_SUFFIXES[5]),
             star: dir.join(format!("{name}.star")),
             patches: at("patches.csv"),
             patches_png: at("patches.png"),
@@ -255,6 +260,8 @@ pub struct StarMicrograph {
     /// `--even_odd_split` lists them in a tomography project's micrographs STAR (the labels
     /// are RELION's; its single-particle STAR leaves them out).
     pub halves: Option<(String, String)>,
+    /// The power spectrum for CTF estimation (`--ps-grouping`).
+    pub power_spectrum: Option<String>,
 }
 
 /// The length of a movie's drift (RELION's `rlnAccumMotionTotal`, `Early` and `Late`): the
@@ -371,8 +378,10 @@ pub fn write_relion_micrographs(
         )?;
     }
     writeln!(out)?;
-    // The halves' columns where every movie has them (all or none: one run's settings).
+    // The halves' and the power spectra's columns where every movie has them (all or none:
+    // one run's settings).
     let halves = mics.iter().all(|m| m.halves.is_some());
+    let spectra = mics.iter().all(|m| m.power_spectrum.is_some());
     write_loop_header(
         out,
         "micrographs",
@@ -392,6 +401,7 @@ pub fn write_relion_micrographs(
                 .into_iter()
                 .flatten(),
         )
+        .chain(spectra.then_some("_rlnCtfPowerSpectrum"))
         .collect::<Vec<_>>(),
     )?;
     for (mic, group) in mics.iter().zip(group_of) {
@@ -407,6 +417,9 @@ pub fn write_relion_micrographs(
         )?;
         if let (true, Some((even, odd))) = (halves, &mic.halves) {
             write!(out, " {} {}", star_word(even)?, star_word(odd)?)?;
+        }
+        if let (true, Some(spectrum)) = (spectra, &mic.power_spectrum) {
+            write!(out, " {}", star_word(spectrum)?)?;
         }
         writeln!(out)?;
     }
@@ -901,6 +914,7 @@ mod tests {
                 late: 2.25,
             },
             halves: None,
+            power_spectrum: None,
         };
         let optics = StarOptics {
             voltage_kv: 300.0,

@@ -14,6 +14,7 @@ use crate::output::{
     StarGeneral, StarMicrograph, StarOptics, MRC_SUFFIXES,
 };
 use crate::plot::{write_drift_plot, write_patch_plot};
+use crate::power_spectrum::{relion_power_spectrum, Geometry as PowerSpectrumGeometry};
 use crate::summary::{Done, Outcome, Status, Summary};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -23,8 +24,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ufunc::registration::{
-    align_movie, align_patches, dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums,
-    AlignOptions, Alignment, DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
+    align_movie, align_patches, aligned_sums, AlignOptions, AlignedSums, Alignment, DoseWeighting,
+    FrameSource, LocalAlignment, LocalMotion, PatchOptions, SumsWanted,
 };
 
 /// How progress is shown.
@@ -115,6 +116,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             (settings.split_sums, &outputs.mrc_even),
             (settings.split_sums, &outputs.mrc_odd),
             (args.aligned_stack, &outputs.stack),
+            (settings.power_spectrum.is_some(), &outputs.power_spectrum),
         ]
         .into_iter()
         .filter(|(asked, path)| *asked && !path.is_file())
@@ -416,7 +418,7 @@ fn write_micrographs_star(
     };
     let mics = listed
         .iter()
-        .map(|outputs| star_micrograph(outputs, dose, settings.split_sums))
+        .map(|outputs| star_micrograph(outputs, dose, settings))
         .collect::<Result<Vec<_>>>()
         .with_context(context)?;
     if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty()) {
@@ -433,7 +435,7 @@ fn write_micrographs_star(
 fn star_micrograph(
     outputs: &OutputPaths,
     dose: &DoseReport,
-    split_sums: bool,
+    settings: &Settings,
 ) -> Result<StarMicrograph> {
     let report = outputs.report()?;
     let json = outputs.json.display();
@@ -460,7 +462,12 @@ fn star_micrograph(
         pixel_size: number("pixel_size")? as f32,
         sum_pixel_size: number("sum_pixel_size")? as f32,
         motion: AccumulatedMotion::of(&shifts, dose.per_frame, dose.pre_exposure, first),
-        halves: split_sums.then(|| (path(&outputs.mrc_even), path(&outputs.mrc_odd))),
+        halves: settings
+            .split_sums
+            .then(|| (path(&outputs.mrc_even), path(&outputs.mrc_odd))),
+        power_spectrum: settings
+            .power_spectrum
+            .map(|_| path(&outputs.power_spectrum)),
     })
 }
 
@@ -673,7 +680,20 @@ pub struct Settings {
     /// `--first-frame` and `--last-frame`; left out without them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<FramesReport>,
+    /// `--ps-grouping` and `--ps-size`; left out without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_spectrum: Option<PowerSpectrumReport>,
 }
+
+/// RELION's power spectrum for CTF estimation: frames in a group, and pixels a side.
+#[derive(Serialize, Clone, Copy)]
+pub struct PowerSpectrumReport {
+    pub grouping: usize,
+    pub size: usize,
+}
+
+/// `--ps-size`'s default, RELION's `--ps_size`'s.
+const DEFAULT_PS_SIZE: usize = 512;
 
 /// The frames of the movie aligned and summed, from 1 (`last`: none for the movie's last).
 #[derive(Serialize, Clone, Copy)]
@@ -753,6 +773,10 @@ impl Settings {
                     last: args.last_frame.map(|l| l as usize),
                 },
             ),
+            power_spectrum: args.ps_grouping.map(|grouping| PowerSpectrumReport {
+                grouping: grouping as usize,
+                size: args.ps_size.unwrap_or(DEFAULT_PS_SIZE),
+            }),
         }
     }
 
@@ -981,6 +1005,10 @@ struct Timing {
     /// other sums, the time of the reading that made them too).
     #[serde(skip_serializing_if = "Option::is_none")]
     aligned_stack_s: Option<f64>,
+    /// Reading the frames again for the power spectrum, seconds (with other sums, the time of
+    /// the reading that made them too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    power_spectrum_s: Option<f64>,
     /// Finding the defects (reading the frames once more for hot pixels), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     defects_s: Option<f64>,
@@ -1014,20 +1042,33 @@ pub fn align_and_write(
     };
     let sum_shape = binned_shape((ny, nx), meta.settings.bin)?;
     // Known before aligning, so that a movie that cannot be weighted fails at once.
-    let dose = match (&meta.settings.dose, meta.pixel_size) {
-        (None, _) => None,
+    let known_pixel_size = |flag: &str| match meta.pixel_size {
         // Writers that know no pixel size put 1 Å in an MRC header.
-        (Some(_), Some(1.0)) if meta.settings.pixel_size.is_none() => bail!(
-            "{}: --dose-per-frame needs the frames' pixel size, and the movie's header says \
-             1 Å, which writers put where they know none: pass --pixel-size (1 if it is)",
+        Some(1.0) if meta.settings.pixel_size.is_none() => bail!(
+            "{}: {flag} needs the frames' pixel size, and the movie's header says 1 Å, which \
+             writers put where they know none: pass --pixel-size (1 if it is)",
             meta.movie
         ),
-        (Some(dose), Some(pixel_size)) => Some(dose.weighting(pixel_size, first)),
-        (Some(_), None) => bail!(
-            "{}: --dose-per-frame needs the frames' pixel size, which the movie's header does \
-             not give: pass --pixel-size",
+        Some(pixel_size) => Ok(pixel_size),
+        None => bail!(
+            "{}: {flag} needs the frames' pixel size, which the movie's header does not give: \
+             pass --pixel-size",
             meta.movie
         ),
+    };
+    let dose = match &meta.settings.dose {
+        Some(dose) => Some(dose.weighting(known_pixel_size("--dose-per-frame")?, first)),
+        None => None,
+    };
+    // With the pixel size, and the spectrum's size checked against the sum's.
+    let power_spectrum = match meta.settings.power_spectrum {
+        Some(ps) => {
+            let pixel_size = known_pixel_size("--ps-grouping")? as f64;
+            PowerSpectrumGeometry::of(nx, sum_shape, pixel_size, ps.size)
+                .with_context(|| meta.movie.clone())?;
+            Some((ps, pixel_size))
+        }
+        None => None,
     };
     let start = Instant::now();
     let mut source = TimedReads {
@@ -1080,15 +1121,25 @@ pub fn align_and_write(
         (dose.is_some(), "dose weighting"),
         (split, "the even and odd sums"),
         (meta.aligned_stack, "the aligned stack"),
+        (power_spectrum.is_some(), "the power spectrum"),
     ]
     .into_iter()
     .filter_map(|(asked, pass)| asked.then_some(pass))
     .collect();
     let failed = || format!("{}: {} failed{counted}", meta.movie, passes.join(" and "));
-    let sums = |frames: &mut dyn FrameSource, shifts: &[[f64; 2]]| {
-        other_sums(frames, shifts, dose.as_ref(), split, target)
+    let wanted = SumsWanted {
+        dose: dose.as_ref(),
+        halves: split,
+        spectrum_group: power_spectrum.map(|(ps, _)| ps.grouping),
     };
-    let (weighted, halves) = if meta.aligned_stack {
+    let sums = |frames: &mut dyn FrameSource, shifts: &[[f64; 2]]| {
+        aligned_sums(frames, shifts, &wanted, target)
+    };
+    let AlignedSums {
+        weighted,
+        halves,
+        spectrum,
+    } = if meta.aligned_stack {
         let mut pass = None;
         let written = staging.write(&outputs.stack, |w| {
             let label = format!(
@@ -1111,8 +1162,8 @@ pub fn align_and_write(
                         shape: sum_shape,
                         failure: None,
                     };
-                    let summed = if dose.is_none() && !split {
-                        read_through(&mut stacking).map(|()| (None, None))
+                    let summed = if passes.len() == 1 {
+                        read_through(&mut stacking).map(|()| AlignedSums::default())
                     } else {
                         sums(&mut stacking, &vec![[0.0; 2]; n]).map_err(crate::cli::name_the_flag)
                     };
@@ -1136,7 +1187,7 @@ pub fn align_and_write(
             None => return Err(written.expect_err("no pass without an error")),
         }
     } else if passes.is_empty() {
-        (None, None)
+        AlignedSums::default()
     } else {
         as_aligned(&mut source, alignment, local, target, sums)
             .map_err(crate::cli::name_the_flag)
@@ -1165,6 +1216,18 @@ pub fn align_and_write(
     let dose_weighting_s = dose.is_some().then_some(summing_s);
     let split_sums_s = meta.settings.split_sums.then_some(summing_s);
     let aligned_stack_s = meta.aligned_stack.then_some(summing_s);
+    let power_spectrum_s = power_spectrum.is_some().then_some(summing_s);
+    if let (Some(spectrum), Some((ps, pixel_size))) = (spectrum, power_spectrum) {
+        let written = relion_power_spectrum(spectrum.view(), sum_shape, pixel_size, ps.size)?;
+        staging.write(&outputs.power_spectrum, |w| {
+            let label = format!(
+                "ufunc phase_correlation: power spectrum, groups of {} frames",
+                ps.grouping
+            );
+            let pixel_size = written.pixel_size as f32;
+            crate::io::mrc::write_mrc(w, written.image.view(), pixel_size, &label)
+        })?;
+    }
     staging.write(&outputs.drift, |w| {
         write_drift_plot(
             w,
@@ -1181,6 +1244,7 @@ pub fn align_and_write(
         dose_weighting_s,
         split_sums_s,
         aligned_stack_s,
+        power_spectrum_s,
         defects_s: meta.defects.as_ref().map(|d| d.seconds),
         write_s,
     };
@@ -1244,6 +1308,9 @@ pub fn align_and_write(
     if !meta.aligned_stack {
         OutputPaths::remove_stale(&outputs.stack)?;
     }
+    if power_spectrum.is_none() {
+        OutputPaths::remove_stale(&outputs.power_spectrum)?;
+    }
     if local.is_none() {
         OutputPaths::remove_stale(&outputs.patches)?;
         OutputPaths::remove_stale(&outputs.patches_png)?;
@@ -1297,29 +1364,6 @@ fn as_aligned<T>(
             sum(&mut local.corrected(source, target)?, &none)
         }
     }
-}
-
-/// The sums besides the plain one: weighted by exposure, and the even and odd halves.
-type OtherSums = (Option<Array2<f32>>, Option<[Array2<f32>; 2]>);
-
-/// The sums of `frames` at `shifts` besides the plain one: weighted by `dose` where given, and
-/// the even and odd halves where `split`, without reading them for neither.
-fn other_sums(
-    frames: &mut dyn FrameSource,
-    shifts: &[[f64; 2]],
-    dose: Option<&DoseWeighting>,
-    split: bool,
-    target: ufunc::Target,
-) -> ufunc::Result<OtherSums> {
-    Ok(match (dose, split) {
-        (Some(dose), false) => (Some(dose_weighted_sum(frames, shifts, dose, target)?), None),
-        (None, true) => (None, Some(even_odd_sums(frames, shifts, target)?)),
-        (Some(dose), true) => {
-            let (weighted, halves) = dose_weighted_and_even_odd_sums(frames, shifts, dose, target)?;
-            (Some(weighted), Some(halves))
-        }
-        (None, false) => (None, None),
-    })
 }
 
 /// Reads every frame of `frames` once, for a [`Stacking`] source to write them.
@@ -1433,6 +1477,18 @@ mod tests {
         argv.extend(movies.iter().cloned());
         argv.extend(extra.iter().map(|s| s.to_string()));
         run(&Args::parse_from(argv), Progress::Quiet).unwrap()
+    }
+
+    /// A synthetic drifting movie written to `dir/NAME.npy`, and the argument naming it.
+    fn npy_movie(
+        dir: &Path,
+        name: &str,
+        options: crate::synth::SynthOptions,
+    ) -> (crate::synth::SynthMovie, [String; 1]) {
+        let synth = crate::synth::synth_movie(&options);
+        let path = dir.join(format!("{name}.npy"));
+        ndarray_npy::write_npy(&path, &synth.frames).unwrap();
+        (synth, [path.display().to_string()])
     }
 
     /// The error of the first movie of `summary`, which must have failed.
@@ -2475,18 +2531,16 @@ mod tests {
     fn an_aligned_stack_holds_the_frames_as_aligned() {
         use crate::io::mrc::MrcReader;
         use crate::io::FrameReader;
-        use crate::synth::{synth_movie, SynthOptions};
+        use crate::synth::SynthOptions;
         let dir = temp_dir("stack");
-        let synth = synth_movie(&SynthOptions {
+        let options = SynthOptions {
             frames: 8,
             shape: (128, 128),
             dose: None,
             margin: 0,
             ..Default::default()
-        });
-        let path = dir.join("drift.npy");
-        ndarray_npy::write_npy(&path, &synth.frames).unwrap();
-        let movie = [path.display().to_string()];
+        };
+        let (synth, movie) = npy_movie(&dir, "drift", options);
         let out = dir.join("out");
         let stack_path = out.join("drift.aligned_stack.mrcs");
         let stack = |frames: usize, shape: (usize, usize)| {
@@ -2598,6 +2652,122 @@ mod tests {
         assert!(stack_path.is_file());
         assert_eq!(run_with(&out, &movie, &flags[1..]).done(), 1);
         assert!(!stack_path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--ps-grouping` writes RELION's power spectrum of the groups' amplitude spectra (the
+    /// library's, made square, cut to 1.4 Å and resampled), at the pixel size CTFFIND reads it
+    /// at, lists it in the micrographs STAR, and is a setting of the results; it needs the
+    /// pixel size and a `--ps-size` the sum has pixels for.
+    #[test]
+    fn a_power_spectrum_is_written_for_ctffind() {
+        use crate::io::mrc::MrcReader;
+        use crate::io::FrameReader;
+        use crate::power_spectrum::relion_power_spectrum;
+        use crate::synth::SynthOptions;
+        let dir = temp_dir("spectrum");
+        let options = SynthOptions {
+            frames: 7,
+            shape: (128, 160),
+            dose: Some(4.0),
+            ..Default::default()
+        };
+        let (synth, movie) = npy_movie(&dir, "drift", options);
+        let out = dir.join("out");
+        let star = dir.join("mics.star");
+        let flags = [
+            "--ps-grouping",
+            "3",
+            "--ps-size",
+            "32",
+            "--pixel-size",
+            "1",
+            "--relion-star",
+            "--dose-per-frame",
+            "1",
+            "--cs",
+            "2.7",
+            "--relion-micrographs",
+            star.to_str().unwrap(),
+        ];
+        assert_eq!(run_with(&out, &movie, &flags).done(), 1);
+        let ps_path = out.join("drift.aligned_PS.mrc");
+        let mut reader = MrcReader::open(&ps_path).unwrap();
+        assert_eq!((reader.len(), reader.frame_shape()), (1, (32, 32)));
+        // 128 pixels cut to ceil(128 / 1.4) = 92, of 128 / 92 Å.
+        assert_eq!(reader.pixel_size(), Some((128.0 / 92.0) as f32));
+        let mut written = ndarray::Array2::zeros((32, 32));
+        reader.read_frame(0, written.view_mut()).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("drift.shifts.json")).unwrap())
+                .unwrap();
+        let shifts: Vec<[f64; 2]> = report["shifts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| [r["dy"].as_f64().unwrap(), r["dx"].as_f64().unwrap()])
+            .collect();
+        assert!(shifts[6][0].hypot(shifts[6][1]) > 1.0, "{shifts:?}");
+        let wanted = ufunc::registration::SumsWanted {
+            spectrum_group: Some(3),
+            ..Default::default()
+        };
+        let mut frames = synth.frames.clone();
+        let sums = aligned_sums(&mut frames, &shifts, &wanted, ufunc::Target::Cpu).unwrap();
+        let expected =
+            relion_power_spectrum(sums.spectrum.unwrap().view(), (128, 160), 1.0, 32).unwrap();
+        let scale = expected.image.iter().fold(0f32, |s, v| s.max(v.abs()));
+        let worst = (&written - &expected.image)
+            .iter()
+            .fold(0f32, |w, v| w.max(v.abs()));
+        assert!(
+            worst < 1e-4 * scale,
+            "off the library's by {worst} of {scale}"
+        );
+        assert_eq!(report["settings"]["power_spectrum"]["grouping"], 3);
+        assert!(report["timing"]["power_spectrum_s"].as_f64().is_some());
+        let text = std::fs::read_to_string(&star).unwrap();
+        assert!(text.contains("_rlnCtfPowerSpectrum #8\n"), "{text}");
+        let row = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("drift.star"))
+            .unwrap();
+        assert!(row.ends_with("drift.aligned_PS.mrc"), "{row}");
+        assert!(is_result(&ps_path));
+
+        // Reruns: a missing spectrum is not finished; without the flag, other settings;
+        // forced without it, the spectrum goes.
+        std::fs::remove_file(&ps_path).unwrap();
+        let error = failure(&run_with(&out, &movie, &flags));
+        assert!(
+            error.contains("lack") && error.contains("aligned_PS.mrc"),
+            "{error}"
+        );
+        let error = failure(&run_with(&out, &movie, &flags[4..6]));
+        assert!(error.contains("settings.power_spectrum"), "{error}");
+        assert_eq!(run_with(&out, &movie, &["--force"]).done(), 1);
+        assert!(!ps_path.exists());
+
+        // No pixel size, or more pixels than 1.4 Å leaves: refused before aligning.
+        let error = failure(&run_with(&out, &movie, &["--ps-grouping", "2", "--force"]));
+        assert!(
+            error.contains("--ps-grouping needs the frames' pixel size"),
+            "{error}"
+        );
+        let too_large = ["--ps-grouping", "2", "--pixel-size", "1", "--force"];
+        let error = failure(&run_with(&out, &movie, &too_large));
+        assert!(
+            error.contains("--ps-size 512 is more than the 92 pixels"),
+            "{error}"
+        );
+        for bad in [
+            &["--ps-grouping", "2", "--ps-size", "31"][..],
+            &["--ps-size", "32"],
+        ] {
+            let argv = [&["phase_correlation"][..], bad].concat();
+            assert!(Args::try_parse_from(argv).is_err(), "{bad:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -3322,16 +3492,14 @@ mod tests {
     /// frames is named by its flag.
     #[test]
     fn patches_write_the_local_drift_and_relions_model() {
-        use crate::synth::{synth_movie, SynthOptions};
+        use crate::synth::SynthOptions;
         let dir = temp_dir("patches");
-        let synth = synth_movie(&SynthOptions {
+        let options = SynthOptions {
             frames: 8,
             shape: (144, 160),
             ..Default::default()
-        });
-        let movie = dir.join("local.npy");
-        ndarray_npy::write_npy(&movie, &synth.frames).unwrap();
-        let movies = [movie.display().to_string()];
+        };
+        let (_, movies) = npy_movie(&dir, "local", options);
         let flags = [
             "--patches",
             "4x3",

@@ -633,34 +633,68 @@ pub(super) fn streamed_sum<S: FrameSource + ?Sized>(
     threads: Threads,
     dose: Option<&DoseWeighting>,
 ) -> Result<Array2<f32>> {
-    let parts = usize::from(dose.is_none());
-    let (weighted, mut plain) = streamed_sums(frames, shifts, plan, threads, dose, parts)?;
-    Ok(match weighted {
+    let wanted = Wanted {
+        dose,
+        parts: usize::from(dose.is_none()),
+        spectrum_group: None,
+    };
+    let mut sums = streamed_sums(frames, shifts, plan, threads, wanted)?;
+    Ok(match sums.weighted {
         Some(weighted) => weighted,
-        None => plain.remove(0),
+        None => sums.plain.remove(0),
     })
 }
 
-/// The weighted sum (with a dose) and the plain sums that [`streamed_sums`] makes.
-pub(super) type Sums = (Option<Array2<f32>>, Vec<Array2<f32>>);
+/// What one [`streamed_sums`] pass makes: the sum weighted by `dose` where given, `parts`
+/// plain sums (frame `i` added to sum `i % parts`), and with a `spectrum_group` the amplitude
+/// spectra of groups of that many frames, summed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Wanted<'a> {
+    pub dose: Option<&'a DoseWeighting>,
+    pub parts: usize,
+    pub spectrum_group: Option<usize>,
+}
 
-/// [`streamed_sum`] into `parts` plain sums, frame `i` added to sum `i % parts`, and with
-/// `dose` also the weighted sum of all the frames: each frame read and transformed once for
+/// What [`streamed_sums`] makes, as [`Wanted`]: the amplitudes as a half spectrum, divided by
+/// the frame's pixels (a forward-normalised transform's).
+pub(super) struct Sums {
+    pub weighted: Option<Array2<f32>>,
+    pub plain: Vec<Array2<f32>>,
+    pub amplitudes: Option<Array2<f32>>,
+}
+
+/// [`streamed_sum`] into the sums `wanted` asks for: each frame read and transformed once for
 /// all of them.
 pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
     frames: &mut S,
     shifts: &[[f64; 2]],
     plan: &ImagePlan<f32>,
     threads: Threads,
-    dose: Option<&DoseWeighting>,
-    parts: usize,
+    wanted: Wanted<'_>,
 ) -> Result<Sums> {
-    debug_assert!(parts > 0 || dose.is_some(), "a pass that sums nothing");
+    let Wanted {
+        dose,
+        parts,
+        spectrum_group,
+    } = wanted;
+    debug_assert!(
+        parts > 0 || dose.is_some() || spectrum_group.is_some(),
+        "a pass that sums nothing"
+    );
     let (ny, nx) = (plan.height(), plan.width());
     let zeroed = || try_zeroed_fft::<Complex<f32>, _>(&Ix2(ny, plan.half_width()));
     let mut totals = (0..parts).map(|_| zeroed()).collect::<Result<Vec<_>>>()?;
     let mut weighted = match dose {
         Some(dose) => Some((zeroed()?, FrameWeights::new(dose, (ny, nx), threads)?)),
+        None => None,
+    };
+    // The group's sum so far, and the amplitudes of the groups summed.
+    let mut grouped = match spectrum_group {
+        Some(group) => Some((
+            group.max(1),
+            zeroed()?,
+            try_zeroed_fft::<f32, _>(&Ix2(ny, plan.half_width()))?,
+        )),
         None => None,
     };
     let mut image = try_zeroed_fft::<f32, _>(&Ix2(ny, nx))?;
@@ -673,6 +707,13 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
         }
         if parts > 0 {
             add_shifted(&mut totals[i % parts], &spectrum, shift, nx, threads, None);
+        }
+        if let Some((group, total, amplitudes)) = &mut grouped {
+            add_shifted(total, &spectrum, shift, nx, threads, None);
+            if (i + 1) % *group == 0 || i + 1 == shifts.len() {
+                let scale = 1.0 / (ny * nx) as f32;
+                take_amplitudes(amplitudes, total, scale, threads);
+            }
         }
     }
     let inverse = |total: &Spectrum| -> Result<Array2<f32>> {
@@ -692,7 +733,35 @@ pub(super) fn streamed_sums<S: FrameSource + ?Sized>(
         .into_iter()
         .map(|t| inverse(&t))
         .collect::<Result<_>>()?;
-    Ok((weighted, plain))
+    Ok(Sums {
+        weighted,
+        plain,
+        amplitudes: grouped.map(|(_, _, amplitudes)| amplitudes),
+    })
+}
+
+/// Adds `scale` times the amplitudes of `total` to `amplitudes`, and zeroes `total`.
+fn take_amplitudes(
+    amplitudes: &mut Array2<f32>,
+    total: &mut Spectrum,
+    scale: f32,
+    threads: Threads,
+) {
+    let cols = total.ncols().max(1);
+    let total = total.as_slice_mut().expect("a standard-layout spectrum");
+    let amplitudes = amplitudes
+        .as_slice_mut()
+        .expect("standard-layout amplitudes");
+    amplitudes
+        .par_chunks_mut(cols)
+        .zip(total.par_chunks_mut(cols))
+        .with_min_len(threads.min_len())
+        .for_each(|(a, t)| {
+            for (a, t) in a.iter_mut().zip(t) {
+                *a += scale * t.norm();
+                *t = Complex::new(0.0, 0.0);
+            }
+        });
 }
 
 /// `error` and what caused it, outermost first (`"frame 3: cannot decode the page: ..."`): a

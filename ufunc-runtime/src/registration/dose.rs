@@ -3,7 +3,9 @@
 //! weighted by how much of the specimen's signal at each frequency its electrons have not yet
 //! destroyed, so the high frequencies come from the first frames and the low ones from all.
 
-use super::align::{check_frames, host_threads, streamed_sum, streamed_sums, FrameSource};
+use super::align::{
+    check_frames, host_threads, streamed_sum, streamed_sums, FrameSource, Sums, Wanted,
+};
 use super::pcc::ImagePlan;
 use super::upsample::signed_bin;
 use crate::alloc::try_zeroed_fft;
@@ -201,9 +203,12 @@ pub fn even_odd_sums<S: FrameSource + ?Sized>(
     shifts: &[[f64; 2]],
     target: Target,
 ) -> Result<[Array2<f32>; 2]> {
-    let (plan, threads) = prepared(frames, shifts, target)?;
-    let (_, halves) = streamed_sums(frames, shifts, &plan, threads, None, 2)?;
-    Ok(halves.try_into().expect("two sums"))
+    let wanted = SumsWanted {
+        halves: true,
+        ..Default::default()
+    };
+    let sums = aligned_sums(frames, shifts, &wanted, target)?;
+    Ok(sums.halves.expect("halves asked for"))
 }
 
 /// [`dose_weighted_sum`] and [`even_odd_sums`] together, from one reading of the frames, each
@@ -229,11 +234,113 @@ pub fn dose_weighted_and_even_odd_sums<S: FrameSource + ?Sized>(
     dose: &DoseWeighting,
     target: Target,
 ) -> Result<(Array2<f32>, [Array2<f32>; 2])> {
-    dose.check()?;
+    let wanted = SumsWanted {
+        dose: Some(dose),
+        halves: true,
+        ..Default::default()
+    };
+    let sums = aligned_sums(frames, shifts, &wanted, target)?;
+    let weighted = sums.weighted.expect("a weighted sum with a dose");
+    Ok((weighted, sums.halves.expect("halves asked for")))
+}
+
+/// The sums that [`aligned_sums`] makes from one reading of the frames.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SumsWanted<'a> {
+    /// The sum weighted by this exposure, as [`dose_weighted_sum`] makes it.
+    pub dose: Option<&'a DoseWeighting>,
+    /// The even and the odd frames' sums, as [`even_odd_sums`] makes them.
+    pub halves: bool,
+    /// The amplitude spectra of groups of this many consecutive frames (from frame 0; the
+    /// last group may be short), each group's frames moved by their shifts and added, summed
+    /// over the groups (see [`AlignedSums::spectrum`]).
+    pub spectrum_group: Option<usize>,
+}
+
+/// What [`aligned_sums`] made, as [`SumsWanted`] asked.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlignedSums {
+    /// The sum weighted by exposure.
+    pub weighted: Option<Array2<f32>>,
+    /// The even and the odd frames' sums.
+    pub halves: Option<[Array2<f32>; 2]>,
+    /// The groups' amplitude spectra summed: the frame's full plane of frequencies, zero
+    /// frequency at `(rows / 2, cols / 2)` (NumPy's `fftshift`), each group's spectrum divided
+    /// by the frame's pixels, as RELION's motion correction sums them for CTFFIND
+    /// (`--grouping_for_ps`). A frame's own spectrum shows the Thon rings under shot noise; a
+    /// group's shows them above it, and the sum over the groups averages that noise.
+    pub spectrum: Option<Array2<f32>>,
+}
+
+/// The sums `wanted` asks for, of `frames` each moved by its `shift`, from one reading of the
+/// frames (none where nothing is asked for), each frame transformed once for all of them.
+///
+/// ```
+/// use ndarray::Array3;
+/// use ufunc_runtime::registration::{aligned_sums, SumsWanted};
+/// use ufunc_runtime::Target;
+/// # fn main() -> Result<(), ufunc_runtime::Error> {
+/// let mut movie = Array3::from_shape_fn((3, 4, 6), |(f, y, x)| (f + y * x) as f32);
+/// let wanted = SumsWanted { halves: true, spectrum_group: Some(2), ..Default::default() };
+/// let sums = aligned_sums(&mut movie, &[[0.0, 0.0]; 3], &wanted, Target::Cpu)?;
+/// let spectrum = sums.spectrum.expect("asked for");
+/// assert_eq!(spectrum.dim(), (4, 6));
+/// // At zero frequency: the means of frames 0 + 1 and of frame 2.
+/// let mean = |f: f32| f + 1.5 * 2.5;
+/// assert!((spectrum[[2, 3]] - (mean(0.0) + mean(1.0) + mean(2.0))).abs() < 1e-4);
+/// assert!(sums.halves.is_some() && sums.weighted.is_none());
+/// # Ok(())
+/// # }
+/// ```
+pub fn aligned_sums<S: FrameSource + ?Sized>(
+    frames: &mut S,
+    shifts: &[[f64; 2]],
+    wanted: &SumsWanted<'_>,
+    target: Target,
+) -> Result<AlignedSums> {
+    if let Some(dose) = wanted.dose {
+        dose.check()?;
+    }
+    if wanted.spectrum_group == Some(0) {
+        return Err(Error::InvalidArgument {
+            name: "spectrum_group",
+            message: "a group of 0 frames: at least 1 is needed".into(),
+        });
+    }
     let (plan, threads) = prepared(frames, shifts, target)?;
-    let (weighted, halves) = streamed_sums(frames, shifts, &plan, threads, Some(dose), 2)?;
-    let weighted = weighted.expect("a weighted sum with a dose");
-    Ok((weighted, halves.try_into().expect("two sums")))
+    let parts = if wanted.halves { 2 } else { 0 };
+    if wanted.dose.is_none() && parts == 0 && wanted.spectrum_group.is_none() {
+        return Ok(AlignedSums::default());
+    }
+    let pass = Wanted {
+        dose: wanted.dose,
+        parts,
+        spectrum_group: wanted.spectrum_group,
+    };
+    let Sums {
+        weighted,
+        plain,
+        amplitudes,
+    } = streamed_sums(frames, shifts, &plan, threads, pass)?;
+    Ok(AlignedSums {
+        weighted,
+        halves: plain.try_into().ok(),
+        spectrum: amplitudes.map(|half| centred_plane(&half, plan.width())),
+    })
+}
+
+/// The full plane of a real image's `half` spectrum (`cols / 2 + 1` columns) of values that
+/// are the same at a frequency and its opposite (amplitudes), zero frequency at the centre.
+fn centred_plane(half: &Array2<f32>, cols: usize) -> Array2<f32> {
+    let rows = half.nrows();
+    Array2::from_shape_fn((rows, cols), |(r, c)| {
+        let ky = (r + rows - rows / 2) % rows;
+        let kx = c as isize - (cols / 2) as isize;
+        match kx >= 0 {
+            true => half[[ky, kx as usize]],
+            false => half[[(rows - ky) % rows, kx.unsigned_abs()]],
+        }
+    })
 }
 
 /// The frames streamed once, moved by `shifts`, weighted by `dose` where given, and added, on

@@ -38,7 +38,8 @@ mod upsample;
 
 pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
 pub use dose::{
-    dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums, shifted_sum, DoseWeighting,
+    aligned_sums, dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums, shifted_sum,
+    AlignedSums, DoseWeighting, SumsWanted,
 };
 pub use local::{
     align_patches, CorrectedFrames, LocalAlignment, LocalMotion, MotionModel, PatchOptions,
