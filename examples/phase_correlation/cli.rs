@@ -140,6 +140,12 @@ pub struct Args {
     /// [default: 512].
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = ps_size, requires = "ps_grouping")]
     pub ps_size: Option<usize>,
+    /// Write the sums and the aligned stack in float16 (MRC mode 12), in half the space, as
+    /// RELION's --float16 writes them (a sum with values beyond float16's 65504 fails).
+    /// CTFFIND cannot read float16 micrographs, so with --relion-micrographs it needs
+    /// --ps-grouping, as RELION requires.
+    #[arg(long)]
+    pub float16: bool,
     /// Also write NAME.star, RELION's motion-correction metadata of the movie (its global
     /// shift per frame, as RELION's MotionCorr job writes it), for RELION's Bayesian polishing.
     #[arg(long)]

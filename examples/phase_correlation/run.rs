@@ -6,7 +6,7 @@ use crate::binning::{binned_shape, fourier_crop};
 use crate::cli::{Args, GainFlip};
 use crate::defects::{DefectCounts, DefectList, Defects};
 use crate::io::eer::EerRendering;
-use crate::io::mrc::MrcStackWriter;
+use crate::io::mrc::{write_mrc_in, MrcStackWriter, Precision};
 use crate::io::{oriented_gain, read_image, usable_gain, Movie, EXTENSIONS};
 use crate::output::{
     frame_rows, report_movie, star_word, write_csv, write_json, write_patches_csv, write_preview,
@@ -18,7 +18,7 @@ use crate::power_spectrum::{relion_power_spectrum, Geometry as PowerSpectrumGeom
 use crate::summary::{Done, Outcome, Status, Summary};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ndarray::{Array2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -144,6 +144,13 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 gain.display()
             );
         }
+    }
+    if args.float16 && args.relion_micrographs.is_some() && args.ps_grouping.is_none() {
+        bail!(
+            "--float16 with --relion-micrographs needs --ps-grouping: CTFFIND cannot read \
+             float16 sums, and RELION's CTF estimation then reads the power spectra (RELION \
+             requires them likewise)"
+        );
     }
     if args.relion_star && (args.gain_rotate != 0 || args.gain_flip != GainFlip::None) {
         bail!(
@@ -683,6 +690,9 @@ pub struct Settings {
     /// `--ps-grouping` and `--ps-size`; left out without them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_spectrum: Option<PowerSpectrumReport>,
+    /// `--float16`; left out without it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub float16: bool,
 }
 
 /// RELION's power spectrum for CTF estimation: frames in a group, and pixels a side.
@@ -777,6 +787,7 @@ impl Settings {
                 grouping: grouping as usize,
                 size: args.ps_size.unwrap_or(DEFAULT_PS_SIZE),
             }),
+            float16: args.float16,
         }
     }
 
@@ -1107,9 +1118,20 @@ pub fn align_and_write(
     let sum = fourier_crop(aligned_sum.view(), sum_shape)?;
     // The binned pixel's size: the frame's width over the sum's.
     let pixel_size = meta.pixel_size.map(|p| p * nx as f32 / sum_shape.1 as f32);
+    // The sums' and the stack's (`--float16`).
+    let precision = match meta.settings.float16 {
+        true => Precision::Float16,
+        false => Precision::Float32,
+    };
+    let write_sum = |w: &mut _, image: ArrayView2<'_, f32>, label: &str| {
+        write_mrc_in(w, image, pixel_size.unwrap_or(1.0), label, precision)
+    };
     staging.write(&outputs.mrc, |w| {
-        let label = format!("ufunc phase_correlation: aligned sum of {n} frames");
-        crate::io::mrc::write_mrc(w, sum.view(), pixel_size.unwrap_or(1.0), &label)
+        write_sum(
+            w,
+            sum.view(),
+            &format!("ufunc phase_correlation: aligned sum of {n} frames"),
+        )
     })?;
     staging.write(&outputs.png, |w| write_preview(w, sum.view()))?;
     // The sums besides the aligned one, and the aligned stack, from one more reading of the
@@ -1147,8 +1169,14 @@ pub fn align_and_write(
                 first + 1,
                 first + n
             );
-            let mut stack =
-                MrcStackWriter::new(w, sum_shape, n, pixel_size.unwrap_or(1.0), &label)?;
+            let mut stack = MrcStackWriter::new(
+                w,
+                sum_shape,
+                n,
+                precision,
+                pixel_size.unwrap_or(1.0),
+                &label,
+            )?;
             let corrected = match local {
                 Some(local) => local.corrected(&mut source, target),
                 None => alignment.corrected(&mut source, target),
@@ -1198,7 +1226,7 @@ pub fn align_and_write(
         let weighted = fourier_crop(weighted.view(), sum_shape)?;
         staging.write(&outputs.mrc_dw, |w| {
             let label = format!("ufunc phase_correlation: dose-weighted sum of {n} frames");
-            crate::io::mrc::write_mrc(w, weighted.view(), pixel_size.unwrap_or(1.0), &label)
+            write_sum(w, weighted.view(), &label)
         })?;
     }
     if let Some([even, odd]) = halves {
@@ -1209,7 +1237,7 @@ pub fn align_and_write(
             let half = fourier_crop(half.view(), sum_shape)?;
             staging.write(path, |w| {
                 let label = format!("ufunc phase_correlation: aligned sum of the {which} frames");
-                crate::io::mrc::write_mrc(w, half.view(), pixel_size.unwrap_or(1.0), &label)
+                write_sum(w, half.view(), &label)
             })?;
         }
     }
@@ -2771,6 +2799,98 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--float16` writes the sums and the stack in float16, as the float32 run's rounded to
+    /// it, and the power spectrum in float32 (as RELION); it is a setting of the results, and
+    /// with `--relion-micrographs` it needs `--ps-grouping`.
+    #[test]
+    fn float16_writes_the_sums_rounded_in_half_the_space() {
+        use crate::synth::SynthOptions;
+        let dir = temp_dir("float16");
+        let options = SynthOptions {
+            frames: 6,
+            shape: (64, 64),
+            dose: Some(4.0),
+            ..Default::default()
+        };
+        let (_, movie) = npy_movie(&dir, "drift", options);
+        let flags = [
+            "--split-sums",
+            "--aligned-stack",
+            "--dose-per-frame",
+            "1",
+            "--pixel-size",
+            "1",
+            "--ps-grouping",
+            "2",
+            "--ps-size",
+            "32",
+        ];
+        let (single, half) = (dir.join("single"), dir.join("half"));
+        assert_eq!(run_with(&single, &movie, &flags).done(), 1);
+        let halved = [&flags[..], &["--float16"]].concat();
+        assert_eq!(run_with(&half, &movie, &halved).done(), 1);
+        let mode = |path: &Path| {
+            let bytes = std::fs::read(path).unwrap();
+            i32::from_le_bytes(bytes[12..16].try_into().unwrap())
+        };
+        for suffix in MRC_SUFFIXES {
+            let (a, b) = (
+                single.join(format!("drift.{suffix}")),
+                half.join(format!("drift.{suffix}")),
+            );
+            let spectrum = suffix == "aligned_PS.mrc";
+            assert_eq!(
+                (mode(&a), mode(&b)),
+                (2, if spectrum { 2 } else { 12 }),
+                "{suffix}"
+            );
+            let (sa, sb) = (
+                std::fs::metadata(&a).unwrap().len(),
+                std::fs::metadata(&b).unwrap().len(),
+            );
+            if !spectrum {
+                assert_eq!(sb - 1024, (sa - 1024) / 2, "{suffix}");
+            }
+            let mut reader = crate::io::mrc::MrcReader::open(&a).unwrap();
+            let mut other = crate::io::mrc::MrcReader::open(&b).unwrap();
+            let mut frame = ndarray::Array2::zeros(reader.frame_shape());
+            let mut back = frame.clone();
+            use crate::io::FrameReader;
+            for k in 0..reader.len() {
+                reader.read_frame(k, frame.view_mut()).unwrap();
+                other.read_frame(k, back.view_mut()).unwrap();
+                if !spectrum {
+                    frame.mapv_inplace(|v| half::f16::from_f32(v).to_f32());
+                }
+                assert_eq!(frame, back, "{suffix} frame {k}");
+            }
+        }
+        let error = failure(&run_with(&half, &movie, &flags));
+        assert!(error.contains("settings.float16"), "{error}");
+        let star = dir.join("mics.star");
+        let relion = [
+            "--float16",
+            "--relion-star",
+            "--dose-per-frame",
+            "1",
+            "--cs",
+            "2.7",
+            "--relion-micrographs",
+            star.to_str().unwrap(),
+        ];
+        let mut argv = vec!["phase_correlation".to_owned()];
+        argv.extend(movie.iter().cloned());
+        argv.extend(relion.iter().map(|s| s.to_string()));
+        let error = run(&Args::parse_from(argv), Progress::Quiet).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("--float16 with --relion-micrographs needs --ps-grouping"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A frame that cannot be written to the stack stops the reading, and the writing's error
     /// is the one told.
     #[test]
@@ -2796,7 +2916,8 @@ mod tests {
                 Ok(0)
             }
         }
-        let mut stack = MrcStackWriter::new(Full(0), (4, 4), 2, 1.0, "full").unwrap();
+        let mut stack =
+            MrcStackWriter::new(Full(0), (4, 4), 2, Precision::Float32, 1.0, "full").unwrap();
         let mut frames = ndarray::Array3::<f32>::ones((2, 4, 4));
         let mut stacking = Stacking {
             frames: &mut frames,

@@ -11,7 +11,8 @@
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
-use ndarray::{ArrayView2, ArrayViewMut2};
+use half::f16;
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -125,6 +126,47 @@ impl FrameReader for MrcReader {
     }
 }
 
+/// How the values are written: float32 (mode 2) or float16 (mode 12, half the bytes, as
+/// RELION's `--float16` writes its sums).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    #[default]
+    Float32,
+    Float16,
+}
+
+impl Precision {
+    fn mode(self) -> i32 {
+        match self {
+            Precision::Float32 => 2,
+            Precision::Float16 => 12,
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            Precision::Float32 => 4,
+            Precision::Float16 => 2,
+        }
+    }
+
+    /// `image`'s values as written where they change: float16's nearest; an error where one
+    /// is beyond float16's range (65504), which it would hold as infinite.
+    fn rounded(self, image: ArrayView2<'_, f32>) -> Result<Option<Array2<f32>>> {
+        if self == Precision::Float32 {
+            return Ok(None);
+        }
+        let largest = image.iter().fold(0f32, |m, v| m.max(v.abs()));
+        if largest > f16::MAX.to_f32() {
+            bail!(
+                "values up to {largest} do not fit in float16 (MRC mode 12 holds at most \
+                 65504): leave out --float16"
+            );
+        }
+        Ok(Some(image.mapv(|v| f16::from_f32(v).to_f32())))
+    }
+}
+
 /// Writes `image` as a little-endian MRC2014 float32 file (mode 2, NZ = 1), with one label and
 /// a pixel size of `pixel_size` Å (in CELLA). Statistics (DMIN, DMAX, DMEAN, RMS) are filled in.
 pub fn write_mrc(
@@ -133,18 +175,39 @@ pub fn write_mrc(
     pixel_size: f32,
     label: &str,
 ) -> Result<()> {
-    let mut stats = Statistics::default();
-    stats.add(image);
-    out.write_all(&header(image.dim(), 1, pixel_size, &stats, label)?)?;
-    write_values(out, image, &mut Vec::new())
+    write_mrc_in(out, image, pixel_size, label, Precision::Float32)
 }
 
-/// Writes an image stack (MRC2014 float32, NZ images, ISPG 0 and MZ 1 as mrcfile marks a
-/// stack), frame by frame, to a file whose statistics are known only at the end: the header
-/// is written again by [`MrcStackWriter::finish`].
+/// [`write_mrc`] in `precision`; the statistics are those of the values as written.
+pub fn write_mrc_in(
+    out: &mut impl Write,
+    image: ArrayView2<'_, f32>,
+    pixel_size: f32,
+    label: &str,
+    precision: Precision,
+) -> Result<()> {
+    let rounded = precision.rounded(image)?;
+    let image = rounded.as_ref().map_or(image, |r| r.view());
+    let mut stats = Statistics::default();
+    stats.add(image);
+    out.write_all(&header(
+        image.dim(),
+        1,
+        precision,
+        pixel_size,
+        &stats,
+        label,
+    )?)?;
+    write_values(out, image, precision, &mut Vec::new())
+}
+
+/// Writes an image stack (MRC2014 float32 or float16, NZ images, ISPG 0 and MZ 1 as mrcfile
+/// marks a stack), frame by frame, to a file whose statistics are known only at the end: the
+/// header is written again by [`MrcStackWriter::finish`].
 pub struct MrcStackWriter<W: Write + Seek> {
     out: W,
     shape: (usize, usize),
+    precision: Precision,
     written: Vec<bool>,
     pixel_size: f32,
     label: String,
@@ -154,19 +217,24 @@ pub struct MrcStackWriter<W: Write + Seek> {
 }
 
 impl<W: Write + Seek> MrcStackWriter<W> {
-    /// A stack of `frames` images of `(rows, cols)` in `out`, of `pixel_size` Å, labelled.
+    /// A stack of `frames` images of `(rows, cols)` in `out`, of `pixel_size` Å, labelled,
+    /// written in `precision`.
     pub fn new(
         mut out: W,
         shape: (usize, usize),
         frames: usize,
+        precision: Precision,
         pixel_size: f32,
         label: &str,
     ) -> Result<Self> {
         let stats = Statistics::default();
-        out.write_all(&header(shape, frames, pixel_size, &stats, label)?)?;
+        out.write_all(&header(
+            shape, frames, precision, pixel_size, &stats, label,
+        )?)?;
         Ok(MrcStackWriter {
             out,
             shape,
+            precision,
             written: vec![false; frames],
             pixel_size,
             label: label.to_owned(),
@@ -190,10 +258,12 @@ impl<W: Write + Seek> MrcStackWriter<W> {
             ),
             Some(false) => {}
         }
-        let bytes = self.shape.0 * self.shape.1 * size_of::<f32>();
+        let rounded = self.precision.rounded(image)?;
+        let image = rounded.as_ref().map_or(image, |r| r.view());
+        let bytes = self.shape.0 * self.shape.1 * self.precision.bytes();
         self.out
             .seek(SeekFrom::Start((HEADER + index * bytes) as u64))?;
-        write_values(&mut self.out, image, &mut self.bytes)?;
+        write_values(&mut self.out, image, self.precision, &mut self.bytes)?;
         self.stats.add(image);
         self.written[index] = true;
         Ok(())
@@ -208,6 +278,7 @@ impl<W: Write + Seek> MrcStackWriter<W> {
         let header = header(
             self.shape,
             frames,
+            self.precision,
             self.pixel_size,
             &self.stats,
             &self.label,
@@ -307,10 +378,11 @@ impl Statistics {
     }
 }
 
-/// The header of a float32 stack of `frames` images of `(ny, nx)`.
+/// The header of a stack of `frames` images of `(ny, nx)` in `precision`.
 fn header(
     (ny, nx): (usize, usize),
     frames: usize,
+    precision: Precision,
     pixel_size: f32,
     stats: &Statistics,
     label: &str,
@@ -326,7 +398,7 @@ fn header(
         (0, nxi),
         (1, nyi),
         (2, nzi),
-        (3, 2),
+        (3, precision.mode()),
         (7, nxi),
         (8, nyi),
         (9, 1),
@@ -367,15 +439,26 @@ fn header(
     Ok(h)
 }
 
-/// `image`'s values, little-endian, row by row, through `bytes` (one write for the image).
+/// `image`'s values in `precision`, little-endian, row by row, through `bytes` (one write for
+/// the image).
 fn write_values(
     out: &mut impl Write,
     image: ArrayView2<'_, f32>,
+    precision: Precision,
     bytes: &mut Vec<u8>,
 ) -> Result<()> {
-    bytes.resize(image.len() * size_of::<f32>(), 0);
-    for (b, &v) in bytes.chunks_exact_mut(size_of::<f32>()).zip(image) {
-        b.copy_from_slice(&v.to_le_bytes());
+    bytes.resize(image.len() * precision.bytes(), 0);
+    match precision {
+        Precision::Float32 => {
+            for (b, &v) in bytes.chunks_exact_mut(4).zip(image) {
+                b.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        Precision::Float16 => {
+            for (b, &v) in bytes.chunks_exact_mut(2).zip(image) {
+                b.copy_from_slice(&f16::from_f32(v).to_le_bytes());
+            }
+        }
     }
     out.write_all(bytes)?;
     Ok(())
@@ -418,7 +501,8 @@ mod tests {
             .map(|k| Array2::from_shape_fn((4, 6), |(y, x)| (k * 100 + y * 6 + x) as f32 - 7.5))
             .collect();
         let out = std::io::Cursor::new(Vec::new());
-        let mut stack = MrcStackWriter::new(out, (4, 6), 3, 0.8, "a stack").unwrap();
+        let mut stack =
+            MrcStackWriter::new(out, (4, 6), 3, Precision::Float32, 0.8, "a stack").unwrap();
         for k in [2, 0, 1] {
             stack.write_frame(k, images[k].view()).unwrap();
         }
@@ -461,13 +545,68 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
 
         let out = std::io::Cursor::new(Vec::new());
-        let mut stack = MrcStackWriter::new(out, (4, 6), 2, 1.0, "short").unwrap();
+        let mut stack =
+            MrcStackWriter::new(out, (4, 6), 2, Precision::Float32, 1.0, "short").unwrap();
         let wrong = Array2::<f32>::zeros((6, 4));
         let message = stack.write_frame(0, wrong.view()).unwrap_err().to_string();
         assert_eq!(message, "image 0 is 6x4, not 4x6 as the stack's");
         stack.write_frame(1, images[0].view()).unwrap();
         let message = stack.finish().unwrap_err().to_string();
         assert_eq!(message, "image 0 of the stack was never written");
+    }
+
+    /// Float16 files (mode 12) read back as float16's nearest values, with their statistics,
+    /// in half the bytes, images and stacks alike; a value beyond float16's range is refused.
+    #[test]
+    fn float16_files_hold_the_nearest_values() {
+        let image = Array2::from_shape_fn((3, 5), |(y, x)| (y * 5 + x) as f32 * 1.1 - 4.0);
+        let nearest = image.mapv(|v| f16::from_f32(v).to_f32());
+        assert_ne!(nearest, image, "values that float16 rounds");
+        let dir = std::env::temp_dir().join(format!("ufunc-mrc-f16-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut single = Vec::new();
+        write_mrc_in(&mut single, image.view(), 1.0, "f16", Precision::Float16).unwrap();
+        assert_eq!(single.len(), 1024 + 15 * 2);
+        let mut stack = MrcStackWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            (3, 5),
+            2,
+            Precision::Float16,
+            1.0,
+            "f16 stack",
+        )
+        .unwrap();
+        stack.write_frame(1, image.view()).unwrap();
+        stack.write_frame(0, image.view()).unwrap();
+        let stacked = stack.finish().unwrap().into_inner();
+        assert_eq!(stacked.len(), 1024 + 2 * 15 * 2);
+        for (name, bytes, frames) in [("single.mrc", &single, 1), ("stack.mrcs", &stacked, 2)] {
+            assert_eq!(i32::from_le_bytes(bytes[12..16].try_into().unwrap()), 12);
+            let mean = f32::from_le_bytes(bytes[84..88].try_into().unwrap());
+            assert!(
+                (mean - nearest.mean().unwrap()).abs() < 1e-6,
+                "{name}: {mean}"
+            );
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let mut reader = MrcReader::open(&path).unwrap();
+            assert_eq!(reader.len(), frames);
+            let mut back = Array2::zeros((3, 5));
+            for k in 0..frames {
+                reader.read_frame(k, back.view_mut()).unwrap();
+                assert_eq!(back, nearest, "{name}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut large = image.clone();
+        large[[2, 1]] = -70000.0;
+        let error = write_mrc_in(&mut Vec::new(), large.view(), 1.0, "", Precision::Float16)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("values up to 70000 do not fit in float16"),
+            "{error}"
+        );
     }
 
     /// Images of one value have an RMS of 0 however large the value, and images of different
