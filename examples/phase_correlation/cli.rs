@@ -128,7 +128,8 @@ pub struct Args {
     pub aligned_stack: bool,
     /// Also write NAME.aligned_PS.mrc, the power spectrum for CTF estimation that RELION's
     /// motion correction writes (--grouping_for_ps; its GUI's "sum power spectra every E
-    /// e/Å²" is N = E over the dose per frame): the amplitude spectra of groups of N aligned
+    /// e/Å²" is N = E over the dose per frame, rounded, at least 1): the amplitude spectra of
+    /// groups of N aligned
     /// frames, summed; of the frames binned by --bin, made square, cut to CTFFIND's 1.4 Å
     /// where the pixels are smaller, and resampled to --ps-size pixels. Its header gives the
     /// pixel size CTFFIND reads it at; --relion-micrographs lists it (rlnCtfPowerSpectrum),

@@ -36,15 +36,22 @@ impl Geometry {
         let mut pixel_size = pixel_size * nx as f64 / binned.1 as f64;
         let side = binned.0.min(binned.1);
         let mut kept = side;
-        if pixel_size < CTFFIND_PIXEL_SIZE {
-            kept = (side as f64 * pixel_size / CTFFIND_PIXEL_SIZE).ceil() as usize;
-            kept += kept % 2;
-            pixel_size = side as f64 * pixel_size / kept as f64;
+        // Compared in f32, as the pixel size is given: `--pixel-size 1.4` is not smaller.
+        if (pixel_size as f32) < CTFFIND_PIXEL_SIZE as f32 {
+            let cut = (side as f64 * pixel_size / CTFFIND_PIXEL_SIZE).ceil() as usize;
+            // Even, and never more than there is (an odd side just under 1.4 Å).
+            let cut = cut + cut % 2;
+            if cut < side {
+                kept = cut;
+                pixel_size = side as f64 * pixel_size / kept as f64;
+            }
         }
         if size > kept {
+            // `--ps-size` is even.
+            let most = kept & !1;
             bail!(
                 "--ps-size {size} is more than the {kept} pixels the power spectrum of the \
-                 {}x{} sum has{}: choose at most {kept}",
+                 {}x{} sum has{}: choose at most {most}",
                 binned.0,
                 binned.1,
                 match kept < side {
@@ -63,7 +70,10 @@ impl Geometry {
 
 /// From `spectrum`, a movie's groups' amplitude spectra summed (centred, of frames of
 /// `pixel_size` Å), the power spectrum RELION writes at `size` pixels a side for a sum binned
-/// to `binned` `(rows, cols)`: the centre of `binned` (the binned frames' spectrum); made
+/// to `binned` `(rows, cols)` (of the binned sum's pixel size, `pixel_size` times the frames'
+/// columns over the sum's, where RELION takes `pixel_size` times the binning factor: the same
+/// but where `--bin` leaves a side that is not a whole multiple): the centre of `binned` (the
+/// binned frames' spectrum); made
 /// square by resampling the longer side to the shorter (a Fourier crop, as RELION's, which
 /// makes a pixel the same frequency step both ways); the centre that reaches 1.4 Å kept where
 /// the pixels are smaller (an even side, the pixel size grown to match); resampled to `size`.
@@ -144,9 +154,25 @@ mod tests {
     }
 
     /// Binned frames keep the centre of the spectrum at the binned pixel size; pixels of
-    /// 1.4 Å or more are not cut; too large a size is refused, naming both sizes.
+    /// 1.4 Å or more are not cut, nor are odd sides just under it; too large a size is refused,
+    /// naming both sizes and an even one to choose.
     #[test]
     fn binned_and_large_pixels_and_sizes() {
+        for (side, pixel) in [(41, 1.4f32), (41, 1.39), (41, 1.38), (40, 1.39)] {
+            let spectrum = ring((side, side), pixel as f64, 0.1);
+            let ps = relion_power_spectrum(spectrum.view(), (side, side), pixel as f64, 20);
+            let ps = ps.unwrap();
+            assert_eq!(ps.image.dim(), (20, 20), "{side} {pixel}");
+        }
+        let odd = ring((41, 41), 1.4, 0.1);
+        let error = relion_power_spectrum(odd.view(), (41, 41), 1.4f32 as f64, 42)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.ends_with("41 pixels the power spectrum of the 41x41 sum has: choose at most 40"),
+            "{error}"
+        );
         let spectrum = ring((128, 128), 1.0, 0.15);
         let ps = relion_power_spectrum(spectrum.view(), (64, 64), 1.0, 64).unwrap();
         assert_eq!(ps.pixel_size, 2.0);

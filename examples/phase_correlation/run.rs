@@ -533,7 +533,7 @@ fn is_movie(path: &Path) -> bool {
 
 /// Whether `path` is an aligned sum or stack this program wrote (`NAME.aligned.mrc`,
 /// `NAME.aligned_DW.mrc`, `NAME.aligned_EVN.mrc`, `NAME.aligned_ODD.mrc`,
-/// `NAME.aligned_stack.mrcs`): with the default
+/// `NAME.aligned_stack.mrcs`, `NAME.aligned_PS.mrc`): with the default
 /// output folder, beside the movies, a rerun over the folder (or a glob such as `*.mrc`, or a
 /// shard listing it after other jobs wrote there) would take it for a movie.
 fn is_result(path: &Path) -> bool {
@@ -1245,8 +1245,10 @@ pub fn align_and_write(
     let split_sums_s = meta.settings.split_sums.then_some(summing_s);
     let aligned_stack_s = meta.aligned_stack.then_some(summing_s);
     let power_spectrum_s = power_spectrum.is_some().then_some(summing_s);
-    if let (Some(spectrum), Some((ps, pixel_size))) = (spectrum, power_spectrum) {
-        let written = relion_power_spectrum(spectrum.view(), sum_shape, pixel_size, ps.size)?;
+    if let Some((ps, pixel_size)) = power_spectrum {
+        let spectrum = spectrum.context("the reading made no power spectrum")?;
+        let written = relion_power_spectrum(spectrum.view(), sum_shape, pixel_size, ps.size)
+            .with_context(|| format!("{}: the power spectrum failed", meta.movie))?;
         staging.write(&outputs.power_spectrum, |w| {
             let label = format!(
                 "ufunc phase_correlation: power spectrum, groups of {} frames",
@@ -2726,32 +2728,39 @@ mod tests {
         assert_eq!(reader.pixel_size(), Some((128.0 / 92.0) as f32));
         let mut written = ndarray::Array2::zeros((32, 32));
         reader.read_frame(0, written.view_mut()).unwrap();
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("drift.shifts.json")).unwrap())
-                .unwrap();
-        let shifts: Vec<[f64; 2]> = report["shifts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| [r["dy"].as_f64().unwrap(), r["dx"].as_f64().unwrap()])
-            .collect();
+        // A report and its shifts.
+        let report_in = |dir: &Path| -> (serde_json::Value, Vec<[f64; 2]>) {
+            let json = std::fs::read_to_string(dir.join("drift.shifts.json")).unwrap();
+            let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let rows = report["shifts"].as_array().unwrap().iter();
+            let shifts = rows
+                .map(|r| [r["dy"].as_f64().unwrap(), r["dx"].as_f64().unwrap()])
+                .collect();
+            (report, shifts)
+        };
+        let (report, shifts) = report_in(&out);
         assert!(shifts[6][0].hypot(shifts[6][1]) > 1.0, "{shifts:?}");
         let wanted = ufunc::registration::SumsWanted {
             spectrum_group: Some(3),
             ..Default::default()
         };
-        let mut frames = synth.frames.clone();
-        let sums = aligned_sums(&mut frames, &shifts, &wanted, ufunc::Target::Cpu).unwrap();
-        let expected =
-            relion_power_spectrum(sums.spectrum.unwrap().view(), (128, 160), 1.0, 32).unwrap();
-        let scale = expected.image.iter().fold(0f32, |s, v| s.max(v.abs()));
-        let worst = (&written - &expected.image)
-            .iter()
-            .fold(0f32, |w, v| w.max(v.abs()));
-        assert!(
-            worst < 1e-4 * scale,
-            "off the library's by {worst} of {scale}"
-        );
+        // The library's spectrum of `frames` at `shifts`, as the program makes it for a sum
+        // of `binned`, is `written`; its pixel size.
+        let library = |written: &Array2<f32>, mut frames: ndarray::Array3<f32>, shifts, binned| {
+            let sums = aligned_sums(&mut frames, shifts, &wanted, ufunc::Target::Cpu).unwrap();
+            let spectrum = sums.spectrum.unwrap();
+            let expected = relion_power_spectrum(spectrum.view(), binned, 1.0, 32).unwrap();
+            let scale = expected.image.iter().fold(0f32, |s, v| s.max(v.abs()));
+            let worst = (written - &expected.image)
+                .iter()
+                .fold(0f32, |w, v| w.max(v.abs()));
+            assert!(
+                worst < 1e-4 * scale,
+                "off the library's by {worst} of {scale}"
+            );
+            expected.pixel_size
+        };
+        library(&written, synth.frames.clone(), &shifts, (128, 160));
         assert_eq!(report["settings"]["power_spectrum"]["grouping"], 3);
         assert!(report["timing"]["power_spectrum_s"].as_f64().is_some());
         let text = std::fs::read_to_string(&star).unwrap();
@@ -2763,6 +2772,22 @@ mod tests {
             .unwrap();
         assert!(row.ends_with("drift.aligned_PS.mrc"), "{row}");
         assert!(is_result(&ps_path));
+
+        // Binned, from the second frame on, in the aligned stack's reading: the groups from
+        // frame 1, of the binned sum's pixels (2 Å: not cut), its centre at its own size.
+        let binned = dir.join("binned");
+        let flags_binned = [
+            &flags[..6],
+            &["--bin", "2", "--aligned-stack", "--first-frame", "2"],
+        ];
+        assert_eq!(run_with(&binned, &movie, &flags_binned.concat()).done(), 1);
+        let mut reader = MrcReader::open(&binned.join("drift.aligned_PS.mrc")).unwrap();
+        assert_eq!(reader.pixel_size(), Some(2.0));
+        reader.read_frame(0, written.view_mut()).unwrap();
+        let (_, shifts) = report_in(&binned);
+        assert_eq!(shifts.len(), 6);
+        let frames = synth.frames.slice(ndarray::s![1.., .., ..]).to_owned();
+        assert_eq!(library(&written, frames, &shifts, (64, 80)), 2.0);
 
         // Reruns: a missing spectrum is not finished; without the flag, other settings;
         // forced without it, the spectrum goes.
