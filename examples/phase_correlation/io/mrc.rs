@@ -11,7 +11,7 @@
 
 use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
-use half::f16;
+use half::{f16, slice::HalfFloatSliceExt};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use std::borrow::Cow;
 use std::fs::File;
@@ -156,14 +156,24 @@ impl Precision {
         if self == Precision::Float32 {
             return Ok(None);
         }
-        let largest = image.iter().fold(0f32, |m, v| m.max(v.abs()));
-        if largest > f16::MAX.to_f32() {
-            bail!(
-                "values up to {largest} do not fit in float16 (MRC mode 12 holds at most \
-                 65504): leave out --float16"
-            );
+        let mut rounded = image.to_owned();
+        let mut halves = vec![f16::ZERO; image.ncols()];
+        for mut row in rounded.rows_mut() {
+            let row = row
+                .as_slice_mut()
+                .expect("an owned array's rows are contiguous");
+            // Whole rows at a time, which the half crate converts with the CPU's F16C.
+            halves.convert_from_f32_slice(row);
+            if halves.iter().any(|h| h.is_infinite()) {
+                let largest = image.iter().fold(0f32, |m, v| m.max(v.abs()));
+                bail!(
+                    "values up to {largest} do not fit in float16 (MRC mode 12 holds at most \
+                     65504): leave out --float16"
+                );
+            }
+            halves.convert_to_f32_slice(row);
         }
-        Ok(Some(image.mapv(|v| f16::from_f32(v).to_f32())))
+        Ok(Some(rounded))
     }
 }
 
@@ -455,8 +465,17 @@ fn write_values(
             }
         }
         Precision::Float16 => {
-            for (b, &v) in bytes.chunks_exact_mut(2).zip(image) {
-                b.copy_from_slice(&f16::from_f32(v).to_le_bytes());
+            let mut halves = vec![f16::ZERO; image.ncols()];
+            let rows = bytes.chunks_exact_mut(2 * image.ncols().max(1));
+            for (out, row) in rows.zip(image.rows()) {
+                let row = row
+                    .to_slice()
+                    .map(Cow::Borrowed)
+                    .unwrap_or_else(|| row.to_vec().into());
+                halves.convert_from_f32_slice(&row);
+                for (b, h) in out.chunks_exact_mut(2).zip(&halves) {
+                    b.copy_from_slice(&h.to_le_bytes());
+                }
             }
         }
     }
