@@ -2,7 +2,7 @@
 //! the `first`, cpu against parallel, frame sources that fail, and bad options.
 
 mod common;
-use common::{drift, movie, Lcg};
+use common::{drift, movie, FailsAt, Lcg};
 use ndarray::{Array2, Array3, ArrayViewMut2, Axis};
 use ufunc::registration::{
     align_movie, phase_cross_correlation, AlignOptions, FrameSource, Normalization, PccOptions,
@@ -337,42 +337,31 @@ impl std::error::Error for Context {
     }
 }
 
-/// A source that fails on one frame: frame 2 with context over a plain message, or with `.1`,
-/// frame 3 with context over an error that prints its own source as its message.
-struct Broken(Array3<f32>, bool);
-impl FrameSource for Broken {
-    fn frame_shape(&self) -> (usize, usize) {
-        (self.0.shape()[1], self.0.shape()[2])
-    }
-    fn len(&self) -> usize {
-        self.0.shape()[0]
-    }
-    fn read_frame(
-        &mut self,
-        index: usize,
-        out: ArrayViewMut2<'_, f32>,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        match (index, self.1) {
-            (2, false) => Err(Box::new(Context(
-                "movie.tif: frame 2",
-                "truncated file: frame 2 ends at byte 4096".into(),
-            ))),
-            (3, true) => {
+/// A movie whose frame 2 fails with context over a plain message, or with `echo`, whose frame 3
+/// fails with context over an error that prints its own source as its message.
+fn broken(frames: usize, echo: bool) -> FailsAt {
+    FailsAt {
+        movie: Array3::zeros((frames, 8, 8)),
+        frame: if echo { 3 } else { 2 },
+        error: if echo {
+            || {
                 let io = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "end of file");
-                Err(Box::new(Context("movie.tif: frame 3", Box::new(Echo(io)))))
+                Box::new(Context("movie.tif: frame 3", Box::new(Echo(io))))
             }
-            _ => self.0.read_frame(index, out),
-        }
+        } else {
+            || {
+                Box::new(Context(
+                    "movie.tif: frame 2",
+                    "truncated file: frame 2 ends at byte 4096".into(),
+                ))
+            }
+        },
     }
 }
 
 #[test]
 fn bad_movies_and_options_are_errors() {
-    let e = align_movie(
-        &mut Broken(Array3::zeros((4, 8, 8)), false),
-        &AlignOptions::default(),
-    )
-    .unwrap_err();
+    let e = align_movie(&mut broken(4, false), &AlignOptions::default()).unwrap_err();
     // The source's error is shown with its cause, not its outermost context alone.
     assert_eq!(
         e.to_string(),
@@ -380,11 +369,7 @@ fn bad_movies_and_options_are_errors() {
          frame 2 ends at byte 4096"
     );
     // A cause that its wrapper prints as its own message is not repeated.
-    let e = align_movie(
-        &mut Broken(Array3::zeros((4, 8, 8)), true),
-        &AlignOptions::default(),
-    )
-    .unwrap_err();
+    let e = align_movie(&mut broken(4, true), &AlignOptions::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "invalid `frames`: frame 3 could not be read: movie.tif: frame 3: end of file"
@@ -760,7 +745,7 @@ fn grouping_errors_name_the_frame_and_the_group() {
         group,
         ..Default::default()
     };
-    let e = align_movie(&mut Broken(Array3::zeros((6, 8, 8)), false), &grouped(2)).unwrap_err();
+    let e = align_movie(&mut broken(6, false), &grouped(2)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "invalid `frames`: frame 2 could not be read: movie.tif: frame 2: truncated file: \

@@ -321,28 +321,13 @@ fn patches_with_nothing_to_register_leave_the_model_unfitted() {
 /// own reading names it (the inner reading's error is passed through, not wrapped again).
 #[test]
 fn a_corrected_frame_that_cannot_be_read_is_named_once() {
-    struct Failing(Array3<f32>);
-    impl ufunc::registration::FrameSource for Failing {
-        fn frame_shape(&self) -> (usize, usize) {
-            (self.0.shape()[1], self.0.shape()[2])
-        }
-        fn len(&self) -> usize {
-            self.0.shape()[0]
-        }
-        fn read_frame(
-            &mut self,
-            index: usize,
-            out: ndarray::ArrayViewMut2<'_, f32>,
-        ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-            match index {
-                3 => Err("truncated file".into()),
-                _ => self.0.read_frame(index, out),
-            }
-        }
-    }
     let (mut m, _) = movie(1.0, 15);
     let local = align_patches(&mut m, &options()).unwrap();
-    let mut failing = Failing(m);
+    let mut failing = common::FailsAt {
+        movie: m,
+        frame: 3,
+        error: || "truncated file".into(),
+    };
     let mut corrected = local.corrected(&mut failing, Target::Parallel).unwrap();
     let error = ufunc::registration::shifted_sum(&mut corrected, &[[0.0; 2]; FRAMES], Target::Cpu)
         .unwrap_err()

@@ -165,3 +165,29 @@ pub fn numbers(v: &serde_json::Value) -> Vec<f64> {
         .map(|x| x.as_f64().expect("a number"))
         .collect()
 }
+
+/// A movie held in memory whose frame `frame` cannot be read, for the reason `error` gives.
+pub struct FailsAt {
+    pub movie: ndarray::Array3<f32>,
+    pub frame: usize,
+    pub error: fn() -> Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl ufunc::registration::FrameSource for FailsAt {
+    fn frame_shape(&self) -> (usize, usize) {
+        (self.movie.shape()[1], self.movie.shape()[2])
+    }
+    fn len(&self) -> usize {
+        self.movie.shape()[0]
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        out: ndarray::ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        match index == self.frame {
+            true => Err((self.error)()),
+            false => self.movie.read_frame(index, out),
+        }
+    }
+}
