@@ -541,6 +541,37 @@ mod tests {
         }
     }
 
+    /// SerialEM's 4-bit MRC (mode 101) reads as the same counts in int8 (mrcfile's), rows of
+    /// odd width padded to a byte; a truncated one says its frames are 4-bit.
+    #[test]
+    fn four_bit_mrc_reads_as_its_counts() {
+        for width in [18, 19] {
+            let counts = read(&format!("counts_{width}.mrc"));
+            assert_eq!(counts.dim(), (3, 16, width));
+            assert!(counts.iter().any(|&v| v == 15.0) && counts.iter().all(|&v| v < 16.0));
+            assert_eq!(
+                read(&format!("counts_{width}_mode101.mrc")),
+                counts,
+                "{width}"
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("ufunc-mode101-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes = std::fs::read(fixture("counts_19_mode101.mrc")).unwrap();
+        assert_eq!(bytes.len(), 1024 + 3 * 16 * 10);
+        let path = dir.join("short.mrc");
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let error = format!("{:#}", Movie::open(&path).err().unwrap());
+        assert!(
+            error.contains(
+                "the header describes 1504 (1024 + 0 extended header + 3 frames of \
+                 16x19 4-bit (mode 101))"
+            ),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_2d_npy_is_one_frame() {
         let all = read("movie_u16.npy");
@@ -1358,6 +1389,8 @@ mod tests {
                         let expansion = match fixture.extension().and_then(|e| e.to_str()) {
                             Some("tif" | "tiff") => tiff::MAX_EXPANSION,
                             Some("eer") => eer::MAX_EXPANSION,
+                            // A 4-bit MRC (mode 101) holds two samples a byte.
+                            Some("mrc") => 2,
                             _ => 1,
                         };
                         // One file, rewritten in place where the bytes differ (truncating and

@@ -1,8 +1,8 @@
 //! MRC2014 files (`.mrc`, `.mrcs`, `.st`): a stack of NZ frames of NY rows by NX columns after a
 //! 1024-byte header and NSYMBT bytes of extended header. Modes 0 (int8), 1 (int16), 2 (float32),
-//! 6 (uint16) and 12 (float16) are read, in the byte order the machine stamp (MACHST) gives; the
-//! writers write little-endian float32 images and image stacks. No maintained crate reads MRC,
-//! hence this one.
+//! 6 (uint16), 12 (float16) and SerialEM's 101 (4-bit) are read, in the byte order the machine
+//! stamp (MACHST) gives; the writers write little-endian float32 or float16 images and image
+//! stacks. No maintained crate reads MRC, hence this one.
 //!
 //! Header words used (4 bytes each, from byte 0): NX NY NZ MODE at 0..16, MX MY MZ at 28..40,
 //! CELLA at 40..52, MAPC MAPR MAPS at 64..76, DMIN DMAX DMEAN at 76..88, ISPG at 88, NSYMBT at
@@ -20,13 +20,40 @@ use std::path::Path;
 
 const HEADER: usize = 1024;
 
+/// How an MRC file's values are stored.
+#[derive(Debug, Clone, Copy)]
+enum Values {
+    /// One value in each `Sample`.
+    Samples(Sample),
+    /// SerialEM's mode 101: 4-bit unsigned values, two a byte, the first in the low 4 bits,
+    /// each row starting on a byte (IMOD's definition; RELION's reading, LSB first).
+    Nibbles,
+}
+
+impl Values {
+    /// The bytes of a frame of `(rows, cols)`, where a file could hold them.
+    fn frame_bytes(self, (rows, cols): (u64, u64)) -> Option<u64> {
+        match self {
+            Values::Samples(sample) => data_bytes(1, (rows, cols), sample),
+            Values::Nibbles => rows.checked_mul(cols.div_ceil(2)),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Values::Samples(sample) => sample.name(),
+            Values::Nibbles => "4-bit (mode 101)",
+        }
+    }
+}
+
 /// Reads the frames of an MRC stack.
 pub struct MrcReader {
     file: File,
     data_offset: u64,
     frames: usize,
     shape: (usize, usize),
-    sample: Sample,
+    values: Values,
     little: bool,
     buffer: Vec<u8>,
     /// CELLA's x over MX, where both are positive (mrcfile's `voxel_size.x`; 0 is unset).
@@ -70,14 +97,18 @@ impl MrcReader {
         let cell_x = f32::from_bits(word(10) as u32);
         let pixel_size = Some(cell_x / word(7) as f32)
             .filter(|p| word(7) > 0 && cell_x > 0.0 && p.is_finite() && *p > 0.0);
-        let sample = match mode {
-            0 => Sample::I8,
-            1 => Sample::I16,
-            2 => Sample::F32,
-            6 => Sample::U16,
-            12 => Sample::F16,
+        let values = match mode {
+            0 => Values::Samples(Sample::I8),
+            1 => Values::Samples(Sample::I16),
+            2 => Values::Samples(Sample::F32),
+            6 => Values::Samples(Sample::U16),
+            12 => Values::Samples(Sample::F16),
+            101 => Values::Nibbles,
             3 | 4 => bail!("MRC mode {mode} (complex) is not supported: movies are real images"),
-            _ => bail!("unknown MRC mode {mode} (supported: 0 int8, 1 int16, 2 float32, 6 uint16, 12 float16)"),
+            _ => bail!(
+                "unknown MRC mode {mode} (supported: 0 int8, 1 int16, 2 float32, 6 uint16, \
+                 12 float16, 101 4-bit)"
+            ),
         };
         if nx < 0 || ny < 0 || nz < 0 || nsymbt < 0 {
             bail!("negative size in the header: NX={nx} NY={ny} NZ={nz} NSYMBT={nsymbt}");
@@ -85,13 +116,16 @@ impl MrcReader {
         let (nx, ny, nz) = (nx as u64, ny as u64, nz as u64);
         let data_offset = HEADER as u64 + nsymbt as u64;
         // Checked: sizes of up to 2^31 each make more than 2^64 bytes.
-        let expected = data_bytes(nz, (ny, nx), sample).and_then(|d| d.checked_add(data_offset));
+        let frame_bytes = values.frame_bytes((ny, nx));
+        let expected = frame_bytes
+            .and_then(|f| f.checked_mul(nz))
+            .and_then(|d| d.checked_add(data_offset));
         if expected.is_none_or(|expected| len < expected) {
             bail!(
                 "truncated: the file has {len} bytes, the header describes {} \
                  (1024 + {nsymbt} extended header + {nz} frames of {ny}x{nx} {})",
                 show_bytes(expected),
-                sample.name()
+                values.name()
             );
         }
         Ok(MrcReader {
@@ -99,7 +133,7 @@ impl MrcReader {
             data_offset,
             frames: nz as usize,
             shape: (ny as usize, nx as usize),
-            sample,
+            values,
             little,
             buffer: Vec::new(),
             pixel_size,
@@ -118,10 +152,36 @@ impl FrameReader for MrcReader {
         self.pixel_size
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        let (offset, frame_bytes) = frame_span(self.data_offset, index, self.shape, self.sample)?;
-        self.buffer.resize(frame_bytes, 0);
-        read_at(&self.file, offset, &mut self.buffer)?;
-        decode(&self.buffer, self.sample, self.little, &mut out);
+        match self.values {
+            Values::Samples(sample) => {
+                let (offset, bytes) = frame_span(self.data_offset, index, self.shape, sample)?;
+                self.buffer.resize(bytes, 0);
+                read_at(&self.file, offset, &mut self.buffer)?;
+                decode(&self.buffer, sample, self.little, &mut out);
+            }
+            Values::Nibbles => {
+                use rayon::prelude::*;
+                let (rows, cols) = self.shape;
+                let row_bytes = cols.div_ceil(2);
+                // A frame's bytes fit in the file, as `open` checked.
+                let bytes = rows * row_bytes;
+                let offset = (index as u64)
+                    .checked_mul(bytes as u64)
+                    .and_then(|o| o.checked_add(self.data_offset))
+                    .with_context(|| format!("frame {index} lies beyond what a file can hold"))?;
+                self.buffer.resize(bytes, 0);
+                read_at(&self.file, offset, &mut self.buffer)?;
+                let mut out_rows: Vec<_> = out.outer_iter_mut().collect();
+                out_rows
+                    .par_iter_mut()
+                    .zip(self.buffer.par_chunks(row_bytes.max(1)))
+                    .for_each(|(row, packed)| {
+                        for (col, v) in row.iter_mut().enumerate() {
+                            *v = ((packed[col / 2] >> (4 * (col % 2))) & 0x0f) as f32;
+                        }
+                    });
+            }
+        }
         Ok(())
     }
 }
