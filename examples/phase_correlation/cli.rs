@@ -122,8 +122,8 @@ pub struct Args {
     /// Also write NAME.aligned_stack.mrcs: the frames as aligned (each moved by its shift,
     /// and by the local model with --patches), binned as the sum, not weighted by dose, as
     /// MotionCor2's -OutStack 1 writes them: for tools that take aligned frames, or to look at
-    /// them. As large as the summed frames in float32 (binned); the movie is read once more
-    /// (once for it and the other sums).
+    /// them. As large as the summed frames in float32 (binned; half that with --float16); the
+    /// movie is read once more (once for it and the other sums).
     #[arg(long)]
     pub aligned_stack: bool,
     /// Also write NAME.aligned_PS.mrc, the power spectrum for CTF estimation that RELION's
@@ -142,7 +142,8 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = ps_size, requires = "ps_grouping")]
     pub ps_size: Option<usize>,
     /// Write the sums and the aligned stack in float16 (MRC mode 12), in half the space, as
-    /// RELION's --float16 writes them (a sum with values beyond float16's 65504 fails).
+    /// RELION's --float16 writes them (a sum with values beyond float16's 65504 fails); the
+    /// power spectrum stays float32.
     /// CTFFIND cannot read float16 micrographs, so with --relion-micrographs it needs
     /// --ps-grouping, as RELION requires.
     #[arg(long)]

@@ -24,8 +24,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ufunc::registration::{
-    align_movie, align_patches, aligned_sums, AlignOptions, AlignedSums, Alignment, DoseWeighting,
-    FrameSource, LocalAlignment, LocalMotion, PatchOptions, SumsWanted,
+    align_movie, align_patches, aligned_sums, AlignOptions, AlignedSums, Alignment,
+    CorrectedFrames, DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
+    SumsWanted,
 };
 
 /// How progress is shown.
@@ -966,8 +967,21 @@ fn differences(theirs: &serde_json::Value, ours: &serde_json::Value) -> Option<S
             (Value::Null, Value::Object(_)) if key == ".settings" => {
                 out.push("settings none recorded, by an earlier version".to_owned())
             }
-            _ if theirs != ours => out.push(format!("{} {theirs} (now {ours})", &key[1..])),
+            _ if theirs != ours => out.push(format!(
+                "{} {} (now {})",
+                &key[1..],
+                shown(theirs, ours),
+                shown(ours, theirs)
+            )),
             _ => {}
+        }
+    }
+    // A setting left out of a report: a flag that was off, or an option not given.
+    fn shown(value: &Value, other: &Value) -> String {
+        match (value, other) {
+            (Value::Null, Value::Bool(_)) => "false".to_owned(),
+            (Value::Null, _) => "none".to_owned(),
+            _ => value.to_string(),
         }
     }
     let mut out = Vec::new();
@@ -1062,9 +1076,12 @@ pub fn align_and_write(
         ),
         Some(pixel_size) => Ok(pixel_size),
         None => bail!(
-            "{}: {flag} needs the frames' pixel size, which the movie's header does not give: \
-             pass --pixel-size",
-            meta.movie
+            "{}: {flag} needs the frames' pixel size, which {}: pass --pixel-size",
+            meta.movie,
+            match Path::new(&meta.report_name).is_file() {
+                true => "the movie's header does not give",
+                false => "the built-in movie has none",
+            }
         ),
     };
     let dose = match &meta.settings.dose {
@@ -1177,11 +1194,7 @@ pub fn align_and_write(
                 pixel_size.unwrap_or(1.0),
                 &label,
             )?;
-            let corrected = match local {
-                Some(local) => local.corrected(&mut source, target),
-                None => alignment.corrected(&mut source, target),
-            };
-            let summed = corrected
+            let summed = corrected(&mut source, alignment, local, target)
                 .map_err(crate::cli::name_the_flag)
                 .and_then(|mut frames| {
                     let mut stacking = Stacking {
@@ -1389,10 +1402,24 @@ fn as_aligned<T>(
 ) -> ufunc::Result<T> {
     match local {
         None => sum(source, &alignment.shifts),
-        Some(local) => {
+        Some(_) => {
             let none = vec![[0.0; 2]; source.len()];
-            sum(&mut local.corrected(source, target)?, &none)
+            sum(&mut corrected(source, alignment, local, target)?, &none)
         }
+    }
+}
+
+/// The frames of `source` as aligned: moved by their whole-frame shifts, and by the local
+/// model where there is one.
+fn corrected<'a>(
+    source: &'a mut dyn FrameSource,
+    alignment: &'a Alignment,
+    local: Option<&'a LocalAlignment>,
+    target: ufunc::Target,
+) -> ufunc::Result<CorrectedFrames<'a, dyn FrameSource + 'a>> {
+    match local {
+        Some(local) => local.corrected(source, target),
+        None => alignment.corrected(source, target),
     }
 }
 
@@ -2205,7 +2232,7 @@ mod tests {
         let Status::Failed(error) = &with_gain.outcomes[0].status else {
             panic!("not failed")
         };
-        assert!(error.contains("(settings.gain null (now {"), "{error}");
+        assert!(error.contains("(settings.gain none (now {"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -2891,7 +2918,10 @@ mod tests {
             }
         }
         let error = failure(&run_with(&half, &movie, &flags));
-        assert!(error.contains("settings.float16"), "{error}");
+        assert!(
+            error.contains("settings.float16 true (now false)"),
+            "{error}"
+        );
         let star = dir.join("mics.star");
         let relion = [
             "--float16",
@@ -3878,6 +3908,36 @@ mod tests {
         }
         assert_eq!(files(&out).len(), 10);
         assert!(summary.peak_rss.is_some());
+        // With the stack, the power spectrum and float16: three more files each; the power
+        // spectrum needs a pixel size, which the built-in movie has not.
+        let with = |extra: &[&str]| {
+            let argv = [
+                &["phase_correlation", "--out", out.to_str().unwrap()],
+                extra,
+            ]
+            .concat();
+            crate::demo::run_synthetic(&Args::parse_from(argv), Progress::Quiet, &synth).unwrap()
+        };
+        let flags = [
+            "--aligned-stack",
+            "--ps-grouping",
+            "2",
+            "--ps-size",
+            "32",
+            "--float16",
+        ];
+        let summary = with(&[&flags[..], &["--pixel-size", "1.5", "--force"]].concat());
+        assert_eq!(summary.done(), 2);
+        assert_eq!(files(&out).len(), 14);
+        let summary = with(&[&flags[..], &["--force"]].concat());
+        let error = failure(&summary);
+        assert!(
+            error.ends_with(
+                "--ps-grouping needs the frames' pixel size, which the built-in \
+                 movie has none: pass --pixel-size"
+            ),
+            "{error}"
+        );
         std::fs::remove_dir_all(&out).unwrap();
     }
 }

@@ -163,12 +163,15 @@ impl FrameReader for MrcReader {
                 use rayon::prelude::*;
                 let (rows, cols) = self.shape;
                 let row_bytes = cols.div_ceil(2);
-                // A frame's bytes fit in the file, as `open` checked.
-                let bytes = rows * row_bytes;
+                let beyond = || format!("frame {index} lies beyond what a file can hold");
+                let bytes = self.values.frame_bytes((rows as u64, cols as u64));
+                let bytes = bytes
+                    .and_then(|b| usize::try_from(b).ok())
+                    .with_context(beyond)?;
                 let offset = (index as u64)
                     .checked_mul(bytes as u64)
                     .and_then(|o| o.checked_add(self.data_offset))
-                    .with_context(|| format!("frame {index} lies beyond what a file can hold"))?;
+                    .with_context(beyond)?;
                 self.buffer.resize(bytes, 0);
                 read_at(&self.file, offset, &mut self.buffer)?;
                 let mut out_rows: Vec<_> = out.outer_iter_mut().collect();
@@ -216,7 +219,7 @@ impl Precision {
         if self == Precision::Float32 {
             return Ok(None);
         }
-        let mut rounded = image.to_owned();
+        let mut rounded = image.as_standard_layout().into_owned();
         let mut halves = vec![f16::ZERO; image.ncols()];
         for mut row in rounded.rows_mut() {
             let row = row
