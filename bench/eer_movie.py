@@ -8,10 +8,15 @@ shift of each group of pages as CSV.
         [--group 40] [--dose 0.02] [--size 4096]
 """
 import argparse
-import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 from seed_movie import Specimen, drift, write_truth
+
+# The BigTIFF writer that the EER fixtures use too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "fixtures"))
+from bigtiff import BigTiff, page_tags  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("out")
@@ -48,29 +53,18 @@ def encode(pixels, symbols, total):
     return stream + b"\0" * (len(stream) % 2)
 
 
-with open(args.out, "wb") as f:
-    f.write(b"II" + struct.pack("<HHHQ", 43, 8, 0, 0))
-    strips = []
+pages = 0
+with BigTiff(args.out) as tif:
     for g, (dy, dx) in enumerate(truth):
         chance = (args.dose * 2 * specimen.moved(dy, dx)).ravel()
         for page in range(args.group):
             pixels = np.flatnonzero(rng.random(n * n) < chance)
             symbols = rng.integers(0, 16, len(pixels)) ^ 0x0A
-            stream = encode(pixels, symbols, n * n)
-            strips.append((f.tell(), len(stream)))
-            f.write(stream)
+            tags = page_tags(n, n, 65001)
+            if pages == 0:
+                tags.append((65001, 7, b"<metadata></metadata>"))  # as EPU's, which tifffile looks for
+            tif.add(encode(pixels, symbols, n * n), tags)
+            pages += 1
         print(f"group {g + 1}/{groups}", flush=True)
-    # The page directories, after all the data, each pointing at the next.
-    first = f.tell()
-    for i, (offset, size) in enumerate(strips):
-        at = f.tell()
-        tags = [(256, 4, n), (257, 4, n), (259, 3, 65001), (262, 3, 1), (273, 16, offset),
-                (278, 4, n), (279, 16, size)]
-        entries = b"".join(struct.pack("<HHQQ", tag, kind, 1, v) for tag, kind, v in tags)
-        last = i + 1 == len(strips)
-        f.write(struct.pack("<Q", len(tags)) + entries
-                + struct.pack("<Q", 0 if last else at + 8 + 20 * len(tags) + 8))
-    f.seek(8)
-    f.write(struct.pack("<Q", first))
 write_truth(args.out, truth, "group of pages")
-print(f"wrote {args.out}: {len(strips)} pages of {n}x{n}")
+print(f"wrote {args.out}: {pages} pages of {n}x{n}")
