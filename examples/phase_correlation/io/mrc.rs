@@ -9,7 +9,7 @@
 //! 92, EXTTYP at 104, NVERSION at 108, MAP ("MAP ") at 208, MACHST at 212, RMS at 216, NLABL at
 //! 220, then ten 80-character labels from 224.
 
-use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
+use super::{data_bytes, decode, file_len, read_at, show_bytes, FrameReader, Sample};
 use anyhow::{bail, Context, Result};
 use half::{f16, slice::HalfFloatSliceExt};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
@@ -54,6 +54,8 @@ pub struct MrcReader {
     frames: usize,
     shape: (usize, usize),
     values: Values,
+    /// Bytes a frame, within the file's size.
+    frame_bytes: usize,
     little: bool,
     buffer: Vec<u8>,
     /// CELLA's x over MX, where both are positive (mrcfile's `voxel_size.x`; 0 is unset).
@@ -128,12 +130,17 @@ impl MrcReader {
                 values.name()
             );
         }
+        // No more than the file's length, as just checked.
+        let frame_bytes = frame_bytes
+            .and_then(|b| usize::try_from(b).ok())
+            .context("a frame larger than memory can address")?;
         Ok(MrcReader {
             file,
             data_offset,
             frames: nz as usize,
             shape: (ny as usize, nx as usize),
             values,
+            frame_bytes,
             little,
             buffer: Vec::new(),
             pixel_size,
@@ -152,32 +159,22 @@ impl FrameReader for MrcReader {
         self.pixel_size
     }
     fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        // Within the file, which `open` found holds every frame.
+        let offset = (index as u64)
+            .checked_mul(self.frame_bytes as u64)
+            .and_then(|o| o.checked_add(self.data_offset))
+            .with_context(|| format!("frame {index} lies beyond what a file can hold"))?;
+        self.buffer.resize(self.frame_bytes, 0);
+        read_at(&self.file, offset, &mut self.buffer)?;
         match self.values {
-            Values::Samples(sample) => {
-                let (offset, bytes) = frame_span(self.data_offset, index, self.shape, sample)?;
-                self.buffer.resize(bytes, 0);
-                read_at(&self.file, offset, &mut self.buffer)?;
-                decode(&self.buffer, sample, self.little, &mut out);
-            }
+            Values::Samples(sample) => decode(&self.buffer, sample, self.little, &mut out),
             Values::Nibbles => {
                 use rayon::prelude::*;
-                let (rows, cols) = self.shape;
-                let row_bytes = cols.div_ceil(2);
-                let beyond = || format!("frame {index} lies beyond what a file can hold");
-                let bytes = self.values.frame_bytes((rows as u64, cols as u64));
-                let bytes = bytes
-                    .and_then(|b| usize::try_from(b).ok())
-                    .with_context(beyond)?;
-                let offset = (index as u64)
-                    .checked_mul(bytes as u64)
-                    .and_then(|o| o.checked_add(self.data_offset))
-                    .with_context(beyond)?;
-                self.buffer.resize(bytes, 0);
-                read_at(&self.file, offset, &mut self.buffer)?;
+                let row_bytes = self.shape.1.div_ceil(2).max(1);
                 let mut out_rows: Vec<_> = out.outer_iter_mut().collect();
                 out_rows
                     .par_iter_mut()
-                    .zip(self.buffer.par_chunks(row_bytes.max(1)))
+                    .zip(self.buffer.par_chunks(row_bytes))
                     .for_each(|(row, packed)| {
                         for (col, v) in row.iter_mut().enumerate() {
                             *v = ((packed[col / 2] >> (4 * (col % 2))) & 0x0f) as f32;
@@ -213,15 +210,25 @@ impl Precision {
         }
     }
 
-    /// `image`'s values as written where they change: float16's nearest; an error where one
-    /// is beyond float16's range (65504), which it would hold as infinite.
-    fn rounded(self, image: ArrayView2<'_, f32>) -> Result<Option<Array2<f32>>> {
+    /// `image`'s values in this precision, little-endian, row by row, into `bytes`; for
+    /// float16 also the values as written (its nearest), for the statistics. An error where a
+    /// value is beyond float16's range (65504), which it would hold as infinite.
+    fn encode(
+        self,
+        image: ArrayView2<'_, f32>,
+        bytes: &mut Vec<u8>,
+    ) -> Result<Option<Array2<f32>>> {
+        bytes.resize(image.len() * self.bytes(), 0);
         if self == Precision::Float32 {
+            for (b, &v) in bytes.chunks_exact_mut(4).zip(image) {
+                b.copy_from_slice(&v.to_le_bytes());
+            }
             return Ok(None);
         }
         let mut rounded = image.as_standard_layout().into_owned();
         let mut halves = vec![f16::ZERO; image.ncols()];
-        for mut row in rounded.rows_mut() {
+        let rows = bytes.chunks_exact_mut(2 * image.ncols().max(1));
+        for (mut row, out) in rounded.rows_mut().into_iter().zip(rows) {
             let row = row
                 .as_slice_mut()
                 .expect("an owned array's rows are contiguous");
@@ -235,6 +242,9 @@ impl Precision {
                 );
             }
             halves.convert_to_f32_slice(row);
+            for (b, h) in out.chunks_exact_mut(2).zip(&halves) {
+                b.copy_from_slice(&h.to_le_bytes());
+            }
         }
         Ok(Some(rounded))
     }
@@ -259,7 +269,8 @@ pub fn write_mrc_in(
     label: &str,
     precision: Precision,
 ) -> Result<()> {
-    let rounded = precision.rounded(image)?;
+    let mut bytes = Vec::new();
+    let rounded = precision.encode(image, &mut bytes)?;
     let image = rounded.as_ref().map_or(image, |r| r.view());
     let mut stats = Statistics::default();
     stats.add(image);
@@ -271,7 +282,8 @@ pub fn write_mrc_in(
         &stats,
         label,
     )?)?;
-    write_values(out, image, precision, &mut Vec::new())
+    out.write_all(&bytes)?;
+    Ok(())
 }
 
 /// Writes an image stack (MRC2014 float32 or float16, NZ images, ISPG 0 and MZ 1 as mrcfile
@@ -331,12 +343,11 @@ impl<W: Write + Seek> MrcStackWriter<W> {
             ),
             Some(false) => {}
         }
-        let rounded = self.precision.rounded(image)?;
+        let rounded = self.precision.encode(image, &mut self.bytes)?;
         let image = rounded.as_ref().map_or(image, |r| r.view());
-        let bytes = self.shape.0 * self.shape.1 * self.precision.bytes();
         self.out
-            .seek(SeekFrom::Start((HEADER + index * bytes) as u64))?;
-        write_values(&mut self.out, image, self.precision, &mut self.bytes)?;
+            .seek(SeekFrom::Start((HEADER + index * self.bytes.len()) as u64))?;
+        self.out.write_all(&self.bytes)?;
         self.stats.add(image);
         self.written[index] = true;
         Ok(())
@@ -510,40 +521,6 @@ fn header(
     h[224..224 + len].copy_from_slice(&label[..len]);
     h[224 + len..304].fill(b' ');
     Ok(h)
-}
-
-/// `image`'s values in `precision`, little-endian, row by row, through `bytes` (one write for
-/// the image).
-fn write_values(
-    out: &mut impl Write,
-    image: ArrayView2<'_, f32>,
-    precision: Precision,
-    bytes: &mut Vec<u8>,
-) -> Result<()> {
-    bytes.resize(image.len() * precision.bytes(), 0);
-    match precision {
-        Precision::Float32 => {
-            for (b, &v) in bytes.chunks_exact_mut(4).zip(image) {
-                b.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        Precision::Float16 => {
-            let mut halves = vec![f16::ZERO; image.ncols()];
-            let rows = bytes.chunks_exact_mut(2 * image.ncols().max(1));
-            for (out, row) in rows.zip(image.rows()) {
-                let row = row
-                    .to_slice()
-                    .map(Cow::Borrowed)
-                    .unwrap_or_else(|| row.to_vec().into());
-                halves.convert_from_f32_slice(&row);
-                for (b, h) in out.chunks_exact_mut(2).zip(&halves) {
-                    b.copy_from_slice(&h.to_le_bytes());
-                }
-            }
-        }
-    }
-    out.write_all(bytes)?;
-    Ok(())
 }
 
 #[cfg(test)]
