@@ -25,8 +25,9 @@ use ufunc::Target;
 #[derive(Parser, Debug, Clone)]
 #[command(name = "phase_correlation", version)]
 pub struct Args {
-    /// Movies (.npy, .tif/.tiff, .mrc/.mrcs/.st, .eer): files, folders (every movie in them) or
-    /// glob patterns such as 'session/*.tif'.
+    /// Movies (.npy, .tif/.tiff, .mrc/.mrcs/.st, .eer, .dm4/.dm3): files, folders (every movie
+    /// in them) or glob patterns such as 'session/*.tif'; a folder or glob leaves out MRC and DM
+    /// files of a single image (gain references, defect maps).
     pub movies: Vec<String>,
     /// Output folder [default: beside each movie; target/phase_correlation_demo for the demo].
     #[arg(long, value_name = "DIR")]
@@ -96,7 +97,8 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "FACTOR", default_value_t = 1.0, value_parser = bin_factor)]
     pub bin: f64,
     /// The movie's pixel size in Å, which the aligned sum's MRC header gives (times the --bin
-    /// factor) [default: the movie's MRC header's; unknown, the header says 1].
+    /// factor) [default: the movie's MRC header's, or a DM file's calibration; unknown, the
+    /// header says 1].
     #[arg(long, allow_hyphen_values = true, value_name = "ANGSTROM", value_parser = pixel_size)]
     pub pixel_size: Option<f32>,
     /// Also write NAME.aligned_DW.mrc, the sum weighted by exposure (Grant & Grigorieff 2015,
@@ -171,15 +173,16 @@ pub struct Args {
     /// would pull the shifts towards zero. The movie is read once more to find them.
     #[arg(long, allow_hyphen_values = true, value_name = "SIGMA", value_parser = hot_pixel_sigma)]
     pub hot_pixels: Option<f64>,
-    /// Replace the pixels FILE lists in every frame, as --hot-pixels does: a defect map (MRC or
-    /// TIFF of the frames' size, read as they are; not 0: a defect) or MotionCor2's defect file
+    /// Replace the pixels FILE lists in every frame, as --hot-pixels does: a defect map (MRC,
+    /// TIFF or DM4 of the frames' size, read as they are; not 0: a defect) or MotionCor2's defect file
     /// (.txt, a line `x y w h` per rectangle, x the column and y the row of the frames as read,
     /// an upsampled EER movie's as rendered); with --gain, the pixels the gain zeroes too.
     #[arg(long, value_name = "FILE")]
     pub defects: Option<PathBuf>,
-    /// Gain reference (MRC or TIFF, one frame of the movies' size) multiplied into every frame;
-    /// for EER movies also Thermo Fisher's .gain, and one of the detector's size with
-    /// --eer-upsampling 2 or 3. (RELION divides by an EER movie's gain when it is not a .gain
+    /// Gain reference (MRC, TIFF or Gatan's DM4, one frame of the movies' size) multiplied into
+    /// every frame; a DM4 (as GMS and SerialEM save K2 and K3 gains) is read as IMOD's dm2mrc
+    /// converts it, upside down as DigitalMicrograph shows it; for EER movies also Thermo
+    /// Fisher's .gain, and one of the detector's size with --eer-upsampling 2 or 3. (RELION divides by an EER movie's gain when it is not a .gain
     /// file: give it here as its reciprocal.)
     #[arg(long, value_name = "FILE")]
     pub gain: Option<PathBuf>,

@@ -200,7 +200,7 @@ pub enum DefectList {
 impl DefectList {
     /// Reads `file`: MotionCor2's defect file if its name ends in `.txt` (lowercase, as RELION
     /// tells them, so that RELION reads the file named in the motion metadata as we did), a
-    /// defect map (MRC or TIFF) otherwise.
+    /// defect map (MRC, TIFF or DM4) otherwise.
     pub fn read(file: &Path) -> Result<DefectList> {
         let extension = file
             .extension()
@@ -239,7 +239,7 @@ impl DefectList {
             || extension.eq_ignore_ascii_case("txt")
         {
             bail!(
-                "{}: --defects takes a defect map (an MRC or TIFF image) or MotionCor2's defect \
+                "{}: --defects takes a defect map (an MRC, TIFF or DM4 image) or MotionCor2's defect \
                  file, whose name ends in .txt (lowercase, as RELION tells them)",
                 file.display()
             );

@@ -486,37 +486,42 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for input in inputs {
         let path = Path::new(input);
-        if path.is_dir() {
-            let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
+        let (what, listed) = if path.is_dir() {
+            let listed: Vec<PathBuf> = std::fs::read_dir(path)
                 .with_context(|| format!("cannot list {input}"))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
                 .collect();
-            if inside.is_empty() {
-                bail!(
-                    "no movie in the folder {input} (movies end in .{})",
-                    EXTENSIONS.join(", .")
-                );
-            }
-            inside.sort();
-            found.extend(inside);
+            (format!("in the folder {input}"), listed)
         } else if !path.exists() && input.contains(['*', '?', '[']) {
-            let mut matches: Vec<PathBuf> = glob::glob(input)
+            let listed = glob::glob(input)
                 .with_context(|| format!("bad glob pattern {input:?}"))?
                 .filter_map(|p| p.ok())
-                .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
                 .collect();
-            if matches.is_empty() {
-                bail!(
-                    "no movie matches {input:?} (movies end in .{})",
-                    EXTENSIONS.join(", .")
-                );
-            }
-            matches.sort();
-            found.extend(matches);
+            (format!("matches {input:?}"), listed)
         } else {
             found.push(path.to_owned());
+            continue;
+        };
+        let (mut movies, single): (Vec<PathBuf>, Vec<PathBuf>) = listed
+            .into_iter()
+            .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
+            .partition(|p| !is_single_image(p));
+        if movies.is_empty() {
+            let names: Vec<String> = single.iter().map(|p| p.display().to_string()).collect();
+            match names.len() {
+                0 => bail!(
+                    "no movie {what} (movies end in .{})",
+                    EXTENSIONS.join(", .")
+                ),
+                _ => bail!(
+                    "no movie {what}: {} hold a single image each (gain references, defect \
+                     maps?), which a folder or glob leaves out; name such a file to align it",
+                    names.join(", ")
+                ),
+            }
         }
+        movies.sort();
+        found.extend(movies);
     }
     // The same file named twice (`b.npy`, `./b.npy`, a link to it) is one movie.
     let mut seen = HashSet::new();
@@ -530,6 +535,20 @@ fn is_movie(path: &Path) -> bool {
         .and_then(|e| e.to_str())
         .unwrap_or_default();
     EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+}
+
+/// Whether `path` is an MRC or DM file of a single image: in a folder or glob, a gain reference
+/// or defect map kept beside the movies (SerialEM's `SuperRef_*.dm4`), not a movie. Their
+/// headers say so; TIFF and EER files, whose pages would all be walked, are taken as movies.
+fn is_single_image(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    matches!(
+        ext.to_ascii_lowercase().as_str(),
+        "mrc" | "mrcs" | "st" | "dm4" | "dm3"
+    ) && Movie::open(path).is_ok_and(|movie| movie.len() == 1)
 }
 
 /// Whether `path` is an aligned sum or stack this program wrote (`NAME.aligned.mrc`,
@@ -1960,55 +1979,67 @@ mod tests {
     #[test]
     fn a_rerun_over_a_folder_skips_its_results_and_its_gain() {
         // Results beside the movies (no `--out`), and the gain kept there too: neither is
-        // taken for a movie, by the folder or by a glob over it.
-        let dir = temp_dir("rerun");
-        for name in ["movie_u16.npy", "gain.mrc"] {
-            std::fs::copy(fixture(name), dir.join(name)).unwrap();
+        // taken for a movie, by the folder or by a glob over it: an MRC gain, a DM4 one as
+        // SerialEM keeps beside its movies, or a TIFF.
+        for gain_name in ["gain.mrc", "gain.dm4", "gain.tif"] {
+            let dir = temp_dir("rerun");
+            for name in ["movie_u16.npy", gain_name] {
+                std::fs::copy(fixture(name), dir.join(name)).unwrap();
+            }
+            // The gain spelled the long way round: the report names it by its canonical path.
+            let gain = dir.join(".").join(gain_name).display().to_string();
+            let folder = dir.display().to_string();
+            let glob = format!("{folder}/*");
+            let run_on = |input: &str| {
+                let argv = [
+                    "phase_correlation",
+                    input,
+                    "--gain",
+                    &gain,
+                    "--upsample",
+                    "1",
+                ];
+                statuses(&run(&Args::parse_from(argv), Progress::Quiet).unwrap())
+            };
+            assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "done")]);
+            let report = std::fs::read_to_string(dir.join("movie_u16.shifts.json")).unwrap();
+            let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+            let canonical_gain = dir.join(gain_name).canonicalize().unwrap();
+            assert_eq!(
+                report["settings"]["gain"]["path"],
+                canonical_gain.display().to_string()
+            );
+            assert_eq!(
+                (
+                    &report["settings"]["gain"]["rotate"],
+                    &report["settings"]["gain"]["flip"]
+                ),
+                (&0.into(), &"none".into())
+            );
+            assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
+            assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
+            assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
+            // A glob that names the gain alone leaves no movie: an error, not a run of nothing.
+            let only_gain = format!("{folder}/*.{}", &gain_name[5..]);
+            let argv = ["phase_correlation", &only_gain, "--gain", &gain];
+            let err = run(&Args::parse_from(argv), Progress::Quiet).unwrap_err();
+            // A single-image MRC or DM file is no movie even without --gain; a TIFF is opened
+            // only to be aligned, so only --gain leaves it out.
+            let says = match gain_name {
+                "gain.tif" => "gain reference is left out".to_string(),
+                _ => {
+                    format!("{gain_name} hold a single image each (gain references, defect maps?)")
+                }
+            };
+            assert!(err.to_string().contains(&says), "{err}");
+            if gain_name != "gain.tif" {
+                let movie = dir.join("movie_u16.npy");
+                assert_eq!(find_movies(std::slice::from_ref(&folder)).unwrap(), [movie]);
+            }
+            // The movie, the gain and the movie's five results: nothing aligned twice.
+            assert_eq!(files(&dir).len(), 2 + 5, "{:?}", files(&dir));
+            std::fs::remove_dir_all(&dir).unwrap();
         }
-        // The gain spelled the long way round: the report names it by its canonical path.
-        let gain = dir.join(".").join("gain.mrc").display().to_string();
-        let folder = dir.display().to_string();
-        let glob = format!("{folder}/*");
-        let run_on = |input: &str| {
-            let argv = [
-                "phase_correlation",
-                input,
-                "--gain",
-                &gain,
-                "--upsample",
-                "1",
-            ];
-            statuses(&run(&Args::parse_from(argv), Progress::Quiet).unwrap())
-        };
-        assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "done")]);
-        let report = std::fs::read_to_string(dir.join("movie_u16.shifts.json")).unwrap();
-        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
-        let canonical_gain = dir.join("gain.mrc").canonicalize().unwrap();
-        assert_eq!(
-            report["settings"]["gain"]["path"],
-            canonical_gain.display().to_string()
-        );
-        assert_eq!(
-            (
-                &report["settings"]["gain"]["rotate"],
-                &report["settings"]["gain"]["flip"]
-            ),
-            (&0.into(), &"none".into())
-        );
-        assert_eq!(run_on(&folder), [("movie_u16.npy".into(), "skipped")]);
-        assert_eq!(run_on(&glob), [("movie_u16.npy".into(), "skipped")]);
-        assert!(is_result(&dir.join("movie_u16.aligned.mrc")));
-        // A glob that names the gain alone leaves no movie: an error, not a run of nothing.
-        let only_gain = format!("{folder}/*.mrc");
-        let argv = ["phase_correlation", &only_gain, "--gain", &gain];
-        let err = run(&Args::parse_from(argv), Progress::Quiet).unwrap_err();
-        assert!(
-            err.to_string().contains("gain reference is left out"),
-            "{err}"
-        );
-        // The movie, the gain and the movie's five results: nothing aligned twice.
-        assert_eq!(files(&dir).len(), 2 + 5, "{:?}", files(&dir));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -2586,7 +2617,6 @@ mod tests {
     /// asks for it, a forced one without the flag removes it, and no run takes it for a movie.
     #[test]
     fn an_aligned_stack_holds_the_frames_as_aligned() {
-        use crate::io::mrc::MrcReader;
         use crate::io::FrameReader;
         use crate::synth::SynthOptions;
         let dir = temp_dir("stack");
@@ -2601,7 +2631,7 @@ mod tests {
         let out = dir.join("out");
         let stack_path = out.join("drift.aligned_stack.mrcs");
         let stack = |frames: usize, shape: (usize, usize)| {
-            let mut reader = MrcReader::open(&stack_path).unwrap();
+            let mut reader = crate::io::mrc::open(&stack_path).unwrap();
             assert_eq!((reader.len(), reader.frame_shape()), (frames, shape));
             let mut all = ndarray::Array3::zeros((frames, shape.0, shape.1));
             for (k, frame) in all.outer_iter_mut().enumerate() {
@@ -2718,7 +2748,6 @@ mod tests {
     /// pixel size and a `--ps-size` the sum has pixels for.
     #[test]
     fn a_power_spectrum_is_written_for_ctffind() {
-        use crate::io::mrc::MrcReader;
         use crate::io::FrameReader;
         use crate::power_spectrum::relion_power_spectrum;
         use crate::synth::SynthOptions;
@@ -2749,7 +2778,7 @@ mod tests {
         ];
         assert_eq!(run_with(&out, &movie, &flags).done(), 1);
         let ps_path = out.join("drift.aligned_PS.mrc");
-        let mut reader = MrcReader::open(&ps_path).unwrap();
+        let mut reader = crate::io::mrc::open(&ps_path).unwrap();
         assert_eq!((reader.len(), reader.frame_shape()), (1, (32, 32)));
         // 128 pixels cut to ceil(128 / 1.4) = 92, of 128 / 92 Å.
         assert_eq!(reader.pixel_size(), Some((128.0 / 92.0) as f32));
@@ -2808,7 +2837,7 @@ mod tests {
             &["--bin", "2", "--aligned-stack", "--first-frame", "2"],
         ];
         assert_eq!(run_with(&binned, &movie, &flags_binned.concat()).done(), 1);
-        let mut reader = MrcReader::open(&binned.join("drift.aligned_PS.mrc")).unwrap();
+        let mut reader = crate::io::mrc::open(&binned.join("drift.aligned_PS.mrc")).unwrap();
         assert_eq!(reader.pixel_size(), Some(2.0));
         reader.read_frame(0, written.view_mut()).unwrap();
         let (_, shifts) = report_in(&binned);
@@ -2903,8 +2932,8 @@ mod tests {
             if !spectrum {
                 assert_eq!(sb - 1024, (sa - 1024) / 2, "{suffix}");
             }
-            let mut reader = crate::io::mrc::MrcReader::open(&a).unwrap();
-            let mut other = crate::io::mrc::MrcReader::open(&b).unwrap();
+            let mut reader = crate::io::mrc::open(&a).unwrap();
+            let mut other = crate::io::mrc::open(&b).unwrap();
             let mut frame = ndarray::Array2::zeros(reader.frame_shape());
             let mut back = frame.clone();
             use crate::io::FrameReader;

@@ -1,7 +1,8 @@
-//! Movies on disk: one [`Movie`] type over the npy, TIFF and MRC readers, each streaming one
-//! frame at a time (memory holds one frame, never the whole movie), every sample type converted
-//! to `f32`, an optional gain reference multiplied in; and the samples' byte decoding they share.
+//! Movies on disk: one [`Movie`] type over the npy, TIFF, MRC, EER and DM readers, each streaming
+//! one frame at a time (memory holds one frame, never the whole movie), every sample type
+//! converted to `f32`, an optional gain reference multiplied in; and the samples' byte decoding they share.
 
+pub mod dm;
 pub mod eer;
 pub mod mrc;
 pub mod npy;
@@ -47,7 +48,9 @@ pub struct Movie {
 }
 
 /// The file extensions [`Movie::open`] reads.
-pub const EXTENSIONS: &[&str] = &["npy", "tif", "tiff", "mrc", "mrcs", "st", "eer"];
+pub const EXTENSIONS: &[&str] = &[
+    "npy", "tif", "tiff", "mrc", "mrcs", "st", "eer", "dm4", "dm3",
+];
 
 impl Movie {
     /// Opens a movie by its extension (see [`EXTENSIONS`]); it must have at least one frame.
@@ -299,11 +302,12 @@ fn extension(path: &Path) -> String {
 fn open_reader(path: &Path, eer: EerRendering) -> Result<Box<dyn FrameReader>> {
     let ext = extension(path);
     Ok(match ext.as_str() {
-        "npy" => Box::new(npy::NpyReader::open(path)?),
+        "npy" => Box::new(npy::open(path)?),
         // `.gain`: Thermo Fisher's gain references (see `read_image`).
         "tif" | "tiff" | "gain" => Box::new(tiff::TiffReader::open(path)?),
-        "mrc" | "mrcs" | "st" => Box::new(mrc::MrcReader::open(path)?),
+        "mrc" | "mrcs" | "st" => Box::new(mrc::open(path)?),
         "eer" => Box::new(eer::EerReader::open(path, eer)?),
+        "dm4" | "dm3" => Box::new(dm::open(path)?),
         _ => bail!(
             "unknown movie format .{ext} (supported: {})",
             EXTENSIONS
@@ -313,6 +317,144 @@ fn open_reader(path: &Path, eer: EerRendering) -> Result<Box<dyn FrameReader>> {
                 .join(", ")
         ),
     })
+}
+
+/// How a file's values are stored.
+#[derive(Debug, Clone, Copy)]
+pub enum Values {
+    /// One value in each `Sample`.
+    Samples(Sample),
+    /// SerialEM's mode 101: 4-bit unsigned values, two a byte, the first in the low 4 bits,
+    /// each row starting on a byte (IMOD's definition; RELION's reading, LSB first).
+    Nibbles,
+}
+
+impl Values {
+    /// The bytes of a frame of `(rows, cols)`, where a file could hold them.
+    pub fn frame_bytes(self, (rows, cols): (u64, u64)) -> Option<u64> {
+        match self {
+            Values::Samples(sample) => data_bytes(1, (rows, cols), sample),
+            Values::Nibbles => rows.checked_mul(cols.div_ceil(2)),
+        }
+    }
+
+    /// The name users know them by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Values::Samples(sample) => sample.name(),
+            Values::Nibbles => "4-bit (mode 101)",
+        }
+    }
+}
+
+/// Frames stored one after another, uncompressed, from a byte offset: an MRC file's, an npy
+/// file's, a DM file's, and those of an ImageJ stack of one page directory. Their format's
+/// reader checked the file's size against them when it opened it.
+pub struct RawFrames {
+    file: std::fs::File,
+    offset: u64,
+    frames: usize,
+    shape: (usize, usize),
+    values: Values,
+    little: bool,
+    /// The file's first row is the image's top (DM's): the rows are read upside down, as IMOD
+    /// reads them (see `tiff::TiffReader::read_frame`).
+    top_down: bool,
+    pixel_size: Option<f32>,
+    buffer: Vec<u8>,
+}
+
+impl RawFrames {
+    /// `frames` of `shape` from byte `offset` of `file`, of `values` in the byte order `little`
+    /// says; rows bottom-up, as an MRC file's, and no pixel size.
+    pub fn new(
+        file: std::fs::File,
+        offset: u64,
+        frames: usize,
+        shape: (usize, usize),
+        values: Values,
+        little: bool,
+    ) -> RawFrames {
+        RawFrames {
+            file,
+            offset,
+            frames,
+            shape,
+            values,
+            little,
+            top_down: false,
+            pixel_size: None,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The same, the file's rows top-down.
+    pub fn top_down(self) -> RawFrames {
+        RawFrames {
+            top_down: true,
+            ..self
+        }
+    }
+
+    /// The same, with the pixel size the file states.
+    pub fn with_pixel_size(self, pixel_size: Option<f32>) -> RawFrames {
+        RawFrames { pixel_size, ..self }
+    }
+
+    /// Where the frames are in the file.
+    #[cfg(test)]
+    pub fn data_span(&self) -> std::ops::Range<usize> {
+        let (rows, cols) = (self.shape.0 as u64, self.shape.1 as u64);
+        let bytes = self.values.frame_bytes((rows, cols)).unwrap() as usize;
+        let start = self.offset as usize;
+        start..start + self.frames * bytes
+    }
+}
+
+impl FrameReader for RawFrames {
+    fn frame_shape(&self) -> (usize, usize) {
+        self.shape
+    }
+    fn len(&self) -> usize {
+        self.frames
+    }
+    fn pixel_size(&self) -> Option<f32> {
+        self.pixel_size
+    }
+    fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
+        if self.top_down {
+            out.invert_axis(Axis(0));
+        }
+        let (rows, cols) = self.shape;
+        let bytes = self.values.frame_bytes((rows as u64, cols as u64));
+        let start = bytes
+            .and_then(|b| b.checked_mul(index as u64))
+            .and_then(|o| o.checked_add(self.offset));
+        let (Some(start), Some(bytes)) = (start, bytes.and_then(|b| usize::try_from(b).ok()))
+        else {
+            let values = self.values.name();
+            bail!("frame {index} of {rows}x{cols} {values} lies beyond what a file can hold");
+        };
+        self.buffer.resize(bytes, 0);
+        read_at(&self.file, start, &mut self.buffer)?;
+        match self.values {
+            Values::Samples(sample) => decode(&self.buffer, sample, self.little, &mut out),
+            Values::Nibbles => {
+                use rayon::prelude::*;
+                let row_bytes = cols.div_ceil(2).max(1);
+                let mut out_rows: Vec<_> = out.outer_iter_mut().collect();
+                out_rows
+                    .par_iter_mut()
+                    .zip(self.buffer.par_chunks(row_bytes))
+                    .for_each(|(row, packed)| {
+                        for (col, v) in row.iter_mut().enumerate() {
+                            *v = ((packed[col / 2] >> (4 * (col % 2))) & 0x0f) as f32;
+                        }
+                    });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The sample types stored in movie files.
@@ -462,29 +604,6 @@ pub fn show_bytes(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
 }
 
-/// Where frame `index` of `shape` starts in a file whose data starts at `data_offset`, and its
-/// size in bytes (an error, not an overflow, where the file could not hold it).
-pub fn frame_span(
-    data_offset: u64,
-    index: usize,
-    shape: (usize, usize),
-    sample: Sample,
-) -> Result<(u64, usize)> {
-    let bytes = data_bytes(1, (shape.0 as u64, shape.1 as u64), sample);
-    let start = bytes
-        .and_then(|b| b.checked_mul(index as u64))
-        .and_then(|o| o.checked_add(data_offset));
-    match (start, bytes.and_then(|b| usize::try_from(b).ok())) {
-        (Some(start), Some(bytes)) => Ok((start, bytes)),
-        _ => bail!(
-            "frame {index} of {}x{} {} lies beyond what a file can hold",
-            shape.0,
-            shape.1,
-            sample.name()
-        ),
-    }
-}
-
 /// The length of a file, for the truncation checks.
 pub fn file_len(file: &std::fs::File) -> Result<u64> {
     Ok(file
@@ -494,7 +613,7 @@ pub fn file_len(file: &std::fs::File) -> Result<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ndarray::Array3;
 
@@ -529,7 +648,7 @@ mod tests {
             .collect();
         names.sort();
         // Update the count with a fixture added by the script.
-        assert_eq!(names.len(), 29, "{names:?}");
+        assert_eq!(names.len(), 36, "{names:?}");
         for name in &names {
             let frames = read(name);
             let same = frames.dim() == reference.dim()
@@ -586,7 +705,7 @@ mod tests {
     #[test]
     fn the_gain_multiplies_every_frame() {
         let expected = read("movie_times_gain.npy");
-        for gain_name in ["gain.mrc", "gain.tif"] {
+        for gain_name in ["gain.mrc", "gain.tif", "gain.dm4"] {
             let gain = read_image(&fixture(gain_name)).unwrap();
             let mut movie = Movie::open(&fixture("movie_mode1.mrc"))
                 .unwrap()
@@ -757,6 +876,24 @@ mod tests {
                 "bad_tiled_lzw.tif",
                 "frame 0: cannot decode the page: a tiled LZW page that the `tiff` crate (0.11) \
                  cannot decode: damaged, or one of the many good ones",
+            ),
+            (
+                "bad_complex.dm4",
+                "a complex image (DM data type 3): not supported",
+            ),
+            (
+                "bad_two_images.dm4",
+                "2 images (20 x 16 by x, y, ...; 20 x 16 x 3 by x, y, ...): expected one image \
+                 or stack of frames (beside DM's thumbnail)",
+            ),
+            (
+                "bad_truncated.dm4",
+                "truncated: a tag's 1920 bytes from byte",
+            ),
+            ("bad_tags.dm4", "truncated: the tags go on past byte"),
+            (
+                "bad_big_endian.dm4",
+                "a big-endian DM file (byte order 0): not supported",
             ),
             ("missing.mrc", "cannot open"),
             ("gain.txt", "unknown movie format .txt"),
@@ -1028,6 +1165,12 @@ mod tests {
         // The header's bytes, and how far every truncation is tried.
         let (header, truncate_to): (Vec<std::ops::Range<usize>>, usize) = match ext {
             "mrc" | "mrcs" | "st" => (std::iter::once(0..len.min(1024)).collect(), 1100),
+            // A DM file's tags are all through it, around the image's data (in one DM4 and one
+            // DM3 file: the others' tags are laid out as the DM4's).
+            "dm4" | "dm3" if ["movie_u16.dm4", "movie_i16.dm3"].contains(&name) => {
+                let data = dm::open(&fixture(name)).unwrap().data_span();
+                (vec![0..data.start, data.end..len], 300)
+            }
             "npy" => {
                 let end = match good.get(6) {
                     Some(1) if len >= 10 => 10 + u16::from_le_bytes([good[8], good[9]]) as usize,

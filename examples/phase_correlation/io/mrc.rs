@@ -9,10 +9,10 @@
 //! 92, EXTTYP at 104, NVERSION at 108, MAP ("MAP ") at 208, MACHST at 212, RMS at 216, NLABL at
 //! 220, then ten 80-character labels from 224.
 
-use super::{data_bytes, decode, file_len, read_at, show_bytes, FrameReader, Sample};
+use super::{file_len, show_bytes, RawFrames, Sample, Values};
 use anyhow::{bail, Context, Result};
 use half::{f16, slice::HalfFloatSliceExt};
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView2};
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -20,170 +20,77 @@ use std::path::Path;
 
 const HEADER: usize = 1024;
 
-/// How an MRC file's values are stored.
-#[derive(Debug, Clone, Copy)]
-enum Values {
-    /// One value in each `Sample`.
-    Samples(Sample),
-    /// SerialEM's mode 101: 4-bit unsigned values, two a byte, the first in the low 4 bits,
-    /// each row starting on a byte (IMOD's definition; RELION's reading, LSB first).
-    Nibbles,
-}
-
-impl Values {
-    /// The bytes of a frame of `(rows, cols)`, where a file could hold them.
-    fn frame_bytes(self, (rows, cols): (u64, u64)) -> Option<u64> {
-        match self {
-            Values::Samples(sample) => data_bytes(1, (rows, cols), sample),
-            Values::Nibbles => rows.checked_mul(cols.div_ceil(2)),
-        }
+/// Opens an MRC file's frames: reads and checks the header, and the file's size against it.
+pub fn open(path: &Path) -> Result<RawFrames> {
+    let mut file = File::open(path).context("cannot open")?;
+    let len = file_len(&file)?;
+    let mut header = [0u8; HEADER];
+    if len < HEADER as u64 {
+        bail!("{len} bytes: shorter than the 1024-byte MRC header");
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            Values::Samples(sample) => sample.name(),
-            Values::Nibbles => "4-bit (mode 101)",
-        }
+    file.read_exact(&mut header)
+        .context("cannot read the header")?;
+    if &header[208..212] != b"MAP " {
+        bail!("not an MRC2014 file: no \"MAP \" at byte 208");
     }
-}
-
-/// Reads the frames of an MRC stack.
-pub struct MrcReader {
-    file: File,
-    data_offset: u64,
-    frames: usize,
-    shape: (usize, usize),
-    values: Values,
-    /// Bytes a frame, within the file's size.
-    frame_bytes: usize,
-    little: bool,
-    buffer: Vec<u8>,
-    /// CELLA's x over MX, where both are positive (mrcfile's `voxel_size.x`; 0 is unset).
-    pixel_size: Option<f32>,
-}
-
-impl MrcReader {
-    /// Reads and checks the header, and the file's size against it.
-    pub fn open(path: &Path) -> Result<MrcReader> {
-        let mut file = File::open(path).context("cannot open")?;
-        let len = file_len(&file)?;
-        let mut header = [0u8; HEADER];
-        if len < HEADER as u64 {
-            bail!("{len} bytes: shorter than the 1024-byte MRC header");
-        }
-        file.read_exact(&mut header)
-            .context("cannot read the header")?;
-        if &header[208..212] != b"MAP " {
-            bail!("not an MRC2014 file: no \"MAP \" at byte 208");
-        }
-        // MACHST: 0x44 0x44 (or 0x44 0x41) little-endian, 0x11 0x11 big-endian.
-        let little = match header[212] {
+    // MACHST: 0x44 0x44 (or 0x44 0x41) little-endian, 0x11 0x11 big-endian.
+    let little = match header[212] {
             0x44 => true,
             0x11 => false,
             other => bail!("unknown MRC machine stamp 0x{other:02x} (expected 0x44 little-endian or 0x11 big-endian)"),
         };
-        let word = |i: usize| {
-            let b: [u8; 4] = [
-                header[4 * i],
-                header[4 * i + 1],
-                header[4 * i + 2],
-                header[4 * i + 3],
-            ];
-            if little {
-                i32::from_le_bytes(b)
-            } else {
-                i32::from_be_bytes(b)
-            }
-        };
-        let (nx, ny, nz, mode, nsymbt) = (word(0), word(1), word(2), word(3), word(23));
-        let cell_x = f32::from_bits(word(10) as u32);
-        let pixel_size = Some(cell_x / word(7) as f32)
-            .filter(|p| word(7) > 0 && cell_x > 0.0 && p.is_finite() && *p > 0.0);
-        let values = match mode {
-            0 => Values::Samples(Sample::I8),
-            1 => Values::Samples(Sample::I16),
-            2 => Values::Samples(Sample::F32),
-            6 => Values::Samples(Sample::U16),
-            12 => Values::Samples(Sample::F16),
-            101 => Values::Nibbles,
-            3 | 4 => bail!("MRC mode {mode} (complex) is not supported: movies are real images"),
-            _ => bail!(
-                "unknown MRC mode {mode} (supported: 0 int8, 1 int16, 2 float32, 6 uint16, \
+    let word = |i: usize| {
+        let b: [u8; 4] = [
+            header[4 * i],
+            header[4 * i + 1],
+            header[4 * i + 2],
+            header[4 * i + 3],
+        ];
+        if little {
+            i32::from_le_bytes(b)
+        } else {
+            i32::from_be_bytes(b)
+        }
+    };
+    let (nx, ny, nz, mode, nsymbt) = (word(0), word(1), word(2), word(3), word(23));
+    let cell_x = f32::from_bits(word(10) as u32);
+    let pixel_size = Some(cell_x / word(7) as f32)
+        .filter(|p| word(7) > 0 && cell_x > 0.0 && p.is_finite() && *p > 0.0);
+    let values = match mode {
+        0 => Values::Samples(Sample::I8),
+        1 => Values::Samples(Sample::I16),
+        2 => Values::Samples(Sample::F32),
+        6 => Values::Samples(Sample::U16),
+        12 => Values::Samples(Sample::F16),
+        101 => Values::Nibbles,
+        3 | 4 => bail!("MRC mode {mode} (complex) is not supported: movies are real images"),
+        _ => bail!(
+            "unknown MRC mode {mode} (supported: 0 int8, 1 int16, 2 float32, 6 uint16, \
                  12 float16, 101 4-bit)"
-            ),
-        };
-        if nx < 0 || ny < 0 || nz < 0 || nsymbt < 0 {
-            bail!("negative size in the header: NX={nx} NY={ny} NZ={nz} NSYMBT={nsymbt}");
-        }
-        let (nx, ny, nz) = (nx as u64, ny as u64, nz as u64);
-        let data_offset = HEADER as u64 + nsymbt as u64;
-        // Checked: sizes of up to 2^31 each make more than 2^64 bytes.
-        let frame_bytes = values.frame_bytes((ny, nx));
-        let expected = frame_bytes
-            .and_then(|f| f.checked_mul(nz))
-            .and_then(|d| d.checked_add(data_offset));
-        if expected.is_none_or(|expected| len < expected) {
-            bail!(
-                "truncated: the file has {len} bytes, the header describes {} \
+        ),
+    };
+    if nx < 0 || ny < 0 || nz < 0 || nsymbt < 0 {
+        bail!("negative size in the header: NX={nx} NY={ny} NZ={nz} NSYMBT={nsymbt}");
+    }
+    let (nx, ny, nz) = (nx as u64, ny as u64, nz as u64);
+    let data_offset = HEADER as u64 + nsymbt as u64;
+    // Checked: sizes of up to 2^31 each make more than 2^64 bytes.
+    let frame_bytes = values.frame_bytes((ny, nx));
+    let expected = frame_bytes
+        .and_then(|f| f.checked_mul(nz))
+        .and_then(|d| d.checked_add(data_offset));
+    if expected.is_none_or(|expected| len < expected) {
+        bail!(
+            "truncated: the file has {len} bytes, the header describes {} \
                  (1024 + {nsymbt} extended header + {nz} frames of {ny}x{nx} {})",
-                show_bytes(expected),
-                values.name()
-            );
-        }
-        // No more than the file's length, as just checked.
-        let frame_bytes = frame_bytes
-            .and_then(|b| usize::try_from(b).ok())
-            .context("a frame larger than memory can address")?;
-        Ok(MrcReader {
-            file,
-            data_offset,
-            frames: nz as usize,
-            shape: (ny as usize, nx as usize),
-            values,
-            frame_bytes,
-            little,
-            buffer: Vec::new(),
-            pixel_size,
-        })
+            show_bytes(expected),
+            values.name()
+        );
     }
-}
-
-impl FrameReader for MrcReader {
-    fn frame_shape(&self) -> (usize, usize) {
-        self.shape
-    }
-    fn len(&self) -> usize {
-        self.frames
-    }
-    fn pixel_size(&self) -> Option<f32> {
-        self.pixel_size
-    }
-    fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        // Within the file, which `open` found holds every frame.
-        let offset = (index as u64)
-            .checked_mul(self.frame_bytes as u64)
-            .and_then(|o| o.checked_add(self.data_offset))
-            .with_context(|| format!("frame {index} lies beyond what a file can hold"))?;
-        self.buffer.resize(self.frame_bytes, 0);
-        read_at(&self.file, offset, &mut self.buffer)?;
-        match self.values {
-            Values::Samples(sample) => decode(&self.buffer, sample, self.little, &mut out),
-            Values::Nibbles => {
-                use rayon::prelude::*;
-                let row_bytes = self.shape.1.div_ceil(2).max(1);
-                let mut out_rows: Vec<_> = out.outer_iter_mut().collect();
-                out_rows
-                    .par_iter_mut()
-                    .zip(self.buffer.par_chunks(row_bytes))
-                    .for_each(|(row, packed)| {
-                        for (col, v) in row.iter_mut().enumerate() {
-                            *v = ((packed[col / 2] >> (4 * (col % 2))) & 0x0f) as f32;
-                        }
-                    });
-            }
-        }
-        Ok(())
-    }
+    // No more than the file's length, as just checked.
+    let shape = (ny as usize, nx as usize);
+    let frames = RawFrames::new(file, data_offset, nz as usize, shape, values, little);
+    Ok(frames.with_pixel_size(pixel_size))
 }
 
 /// How the values are written: float32 (mode 2) or float16 (mode 12, half the bytes, as
@@ -526,6 +433,7 @@ fn header(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::FrameReader;
     use ndarray::Array2;
 
     #[test]
@@ -538,7 +446,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("image.mrc");
         std::fs::write(&path, &bytes).unwrap();
-        let mut reader = MrcReader::open(&path).unwrap();
+        let mut reader = open(&path).unwrap();
         assert_eq!((reader.len(), reader.frame_shape()), (1, (5, 7)));
         let mut back = Array2::zeros((5, 7));
         reader.read_frame(0, back.view_mut()).unwrap();
@@ -593,7 +501,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("stack.mrcs");
         std::fs::write(&path, &bytes).unwrap();
-        let mut reader = MrcReader::open(&path).unwrap();
+        let mut reader = open(&path).unwrap();
         assert_eq!((reader.len(), reader.frame_shape()), (3, (4, 6)));
         assert_eq!(reader.pixel_size(), Some(0.8));
         let mut back = Array2::zeros((4, 6));
@@ -648,7 +556,7 @@ mod tests {
             );
             let path = dir.join(name);
             std::fs::write(&path, bytes).unwrap();
-            let mut reader = MrcReader::open(&path).unwrap();
+            let mut reader = open(&path).unwrap();
             assert_eq!(reader.len(), frames);
             let mut back = Array2::zeros((3, 5));
             for k in 0..frames {

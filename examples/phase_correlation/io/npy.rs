@@ -2,71 +2,57 @@
 //! integer or float type up to 32 bits (and float64), either byte order. ndarray-npy parses the
 //! header; frames are then read one at a time by seeking into the data.
 
-use super::{data_bytes, decode, file_len, frame_span, read_at, show_bytes, FrameReader, Sample};
+use super::{data_bytes, file_len, show_bytes, RawFrames, Sample, Values};
 use anyhow::{anyhow, bail, Context, Result};
-use ndarray::ArrayViewMut2;
 use ndarray_npy::npy::header::Header;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// Reads the frames of an `.npy` file.
-pub struct NpyReader {
-    file: File,
-    data_offset: u64,
-    frames: usize,
-    shape: (usize, usize),
-    sample: Sample,
-    little: bool,
-    buffer: Vec<u8>,
-}
-
-impl NpyReader {
-    /// Parses the header and checks that the file holds all the data it describes.
-    pub fn open(path: &Path) -> Result<NpyReader> {
-        let mut file = File::open(path).context("cannot open")?;
-        let len = file_len(&file)?;
-        let header = read_header(&mut file, len)?;
-        let data_offset = header.len() as u64;
-        // The crate's errors print their source's text within their own, and give it as their
-        // source too: one message, not the chain, says it once.
-        let header = Header::from_reader(&mut header.as_slice())
-            .map_err(|e| anyhow!("not a readable npy file: {e}"))?;
-        let descriptor = header.type_descriptor.to_string();
-        let (sample, little) = sample_of(descriptor.trim_matches(|c| c == '\'' || c == '"'))?;
-        if header.layout.is_fortran() && header.shape.iter().filter(|&&n| n > 1).count() > 1 {
-            bail!("Fortran-ordered arrays are not supported (frames are not contiguous on disk); save with np.ascontiguousarray");
-        }
-        let (frames, shape) = match header.shape[..] {
+/// Opens an `.npy` file's frames: parses the header and checks that the file holds all the data
+/// it describes.
+pub fn open(path: &Path) -> Result<RawFrames> {
+    let mut file = File::open(path).context("cannot open")?;
+    let len = file_len(&file)?;
+    let header = read_header(&mut file, len)?;
+    let data_offset = header.len() as u64;
+    // The crate's errors print their source's text within their own, and give it as their
+    // source too: one message, not the chain, says it once.
+    let header = Header::from_reader(&mut header.as_slice())
+        .map_err(|e| anyhow!("not a readable npy file: {e}"))?;
+    let descriptor = header.type_descriptor.to_string();
+    let (sample, little) = sample_of(descriptor.trim_matches(|c| c == '\'' || c == '"'))?;
+    if header.layout.is_fortran() && header.shape.iter().filter(|&&n| n > 1).count() > 1 {
+        bail!("Fortran-ordered arrays are not supported (frames are not contiguous on disk); save with np.ascontiguousarray");
+    }
+    let (frames, shape) = match header.shape[..] {
             [ny, nx] => (1, (ny, nx)),
             [n, ny, nx] => (n, (ny, nx)),
             ref other => bail!(
                 "expected 2 or 3 dimensions (rows, cols) or (frames, rows, cols), found shape {other:?}"
             ),
         };
-        // Checked: a corrupted shape can describe more than 2^64 bytes.
-        let expected = data_bytes(frames as u64, (shape.0 as u64, shape.1 as u64), sample);
-        let actual = len.saturating_sub(data_offset);
-        if expected.is_none_or(|expected| actual < expected) {
-            bail!(
-                "truncated: {actual} bytes of data where the header describes {} \
+    // Checked: a corrupted shape can describe more than 2^64 bytes.
+    let expected = data_bytes(frames as u64, (shape.0 as u64, shape.1 as u64), sample);
+    let actual = len.saturating_sub(data_offset);
+    if expected.is_none_or(|expected| actual < expected) {
+        bail!(
+            "truncated: {actual} bytes of data where the header describes {} \
                  ({frames} frames of {}x{} {})",
-                show_bytes(expected),
-                shape.0,
-                shape.1,
-                sample.name()
-            );
-        }
-        Ok(NpyReader {
-            file,
-            data_offset,
-            frames,
-            shape,
-            sample,
-            little,
-            buffer: Vec::new(),
-        })
+            show_bytes(expected),
+            shape.0,
+            shape.1,
+            sample.name()
+        );
     }
+    Ok(RawFrames::new(
+        file,
+        data_offset,
+        frames,
+        shape,
+        Values::Samples(sample),
+        little,
+    ))
 }
 
 /// The longest header read: numpy writes a few hundred bytes (and refuses to read more than
@@ -160,22 +146,6 @@ fn sample_of(descriptor: &str) -> Result<(Sample, bool)> {
         ),
     };
     Ok((sample, little))
-}
-
-impl FrameReader for NpyReader {
-    fn frame_shape(&self) -> (usize, usize) {
-        self.shape
-    }
-    fn len(&self) -> usize {
-        self.frames
-    }
-    fn read_frame(&mut self, index: usize, mut out: ArrayViewMut2<'_, f32>) -> Result<()> {
-        let (offset, frame_bytes) = frame_span(self.data_offset, index, self.shape, self.sample)?;
-        self.buffer.resize(frame_bytes, 0);
-        read_at(&self.file, offset, &mut self.buffer)?;
-        decode(&self.buffer, self.sample, self.little, &mut out);
-        Ok(())
-    }
 }
 
 #[cfg(test)]
