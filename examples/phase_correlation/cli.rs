@@ -128,6 +128,11 @@ pub struct Args {
     /// movie is read once more (once for it and the other sums).
     #[arg(long)]
     pub aligned_stack: bool,
+    /// With --aligned-stack, sum every N consecutive aligned frames into one frame of the stack
+    /// (MotionCor2's -OutStack 1 N), the last holding the frames left over, as MotionCor3 groups
+    /// them: a stack N times smaller [default: 1].
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "aligned_stack")]
+    pub stack_group: Option<u32>,
     /// Also write NAME.aligned_PS.mrc, the power spectrum for CTF estimation that RELION's
     /// motion correction writes (--grouping_for_ps; its GUI's "sum power spectra every E
     /// e/Å²" is N = E over the dose per frame, rounded, at least 1): the amplitude spectra of

@@ -66,14 +66,24 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     if args.movies.is_empty() {
         return crate::demo::run_demo(args, progress);
     }
-    let mut movies = find_movies(&args.movies)?;
-    if let Some(gain) = &args.gain {
-        // A gain reference kept beside the movies is not one of them.
-        let gain = gain.canonicalize().unwrap_or_else(|_| gain.clone());
-        movies.retain(|m| m.canonicalize().map_or(true, |m| m != gain));
+    let (mut movies, left_out) = find_movies_leaving_out(&args.movies)?;
+    if !left_out.is_empty() && progress != Progress::Quiet {
+        eprintln!(
+            "left out: {} (gain references, defect maps?); name such a file to align it",
+            single_images(&left_out)
+        );
+    }
+    // The gain reference and the defect map, kept beside the movies, are not among them.
+    for (given, what) in [
+        (&args.gain, "gain reference"),
+        (&args.defects, "defect map"),
+    ] {
+        let Some(given) = given else { continue };
+        let given = given.canonicalize().unwrap_or_else(|_| given.clone());
+        movies.retain(|m| m.canonicalize().map_or(true, |m| m != given));
         if movies.is_empty() {
             bail!(
-                "no movie among {:?} once the gain reference is left out",
+                "no movie among {:?} once the {what} is left out",
                 args.movies
             );
         }
@@ -479,11 +489,18 @@ fn star_micrograph(
     })
 }
 
+/// The movies of [`find_movies_leaving_out`].
+#[cfg(test)]
+pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
+    Ok(find_movies_leaving_out(inputs)?.0)
+}
+
 /// The movies named by `inputs`: files as given (a missing one fails later, in its turn),
 /// the movies in folders and among globs' matches sorted, without this program's own results;
-/// each once.
-pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
+/// each once. And the single-image files the folders and globs left out (`is_single_image`).
+fn find_movies_leaving_out(inputs: &[String]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut found = Vec::new();
+    let mut left_out = Vec::new();
     for input in inputs {
         let path = Path::new(input);
         let (what, listed) = if path.is_dir() {
@@ -507,26 +524,44 @@ pub fn find_movies(inputs: &[String]) -> Result<Vec<PathBuf>> {
             .filter(|p| p.is_file() && is_movie(p) && !is_result(p))
             .partition(|p| !is_single_image(p));
         if movies.is_empty() {
-            let names: Vec<String> = single.iter().map(|p| p.display().to_string()).collect();
-            match names.len() {
+            match single.len() {
                 0 => bail!(
                     "no movie {what} (movies end in .{})",
                     EXTENSIONS.join(", .")
                 ),
                 _ => bail!(
-                    "no movie {what}: {} hold a single image each (gain references, defect \
-                     maps?), which a folder or glob leaves out; name such a file to align it",
-                    names.join(", ")
+                    "no movie {what}: {} (gain references, defect maps?), which a folder or \
+                     glob leaves out; name such a file to align it",
+                    single_images(&single)
                 ),
             }
         }
         movies.sort();
         found.extend(movies);
+        left_out.extend(single);
     }
     // The same file named twice (`b.npy`, `./b.npy`, a link to it) is one movie.
     let mut seen = HashSet::new();
     found.retain(|p| seen.insert(p.canonicalize().unwrap_or(p.clone())));
-    Ok(found)
+    Ok((found, left_out))
+}
+
+/// "a.mrc holds a single image", "a.mrc, b.mrc, c.mrc and 2 more hold a single image each".
+fn single_images(files: &[PathBuf]) -> String {
+    let shown: Vec<String> = files
+        .iter()
+        .take(3)
+        .map(|p| p.display().to_string())
+        .collect();
+    match files.len() {
+        1 => format!("{} holds a single image", shown[0]),
+        2 | 3 => format!("{} hold a single image each", shown.join(", ")),
+        n => format!(
+            "{} and {} more hold a single image each",
+            shown.join(", "),
+            n - 3
+        ),
+    }
 }
 
 fn is_movie(path: &Path) -> bool {
@@ -713,6 +748,9 @@ pub struct Settings {
     /// `--float16`; left out without it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub float16: bool,
+    /// `--stack-group`; left out at 1 (each frame alone), as reports written before it have it.
+    #[serde(skip_serializing_if = "is_one")]
+    pub stack_group: usize,
 }
 
 /// RELION's power spectrum for CTF estimation: frames in a group, and pixels a side.
@@ -808,6 +846,7 @@ impl Settings {
                 size: args.ps_size.unwrap_or(DEFAULT_PS_SIZE),
             }),
             float16: args.float16,
+            stack_group: args.stack_group.unwrap_or(1) as usize,
         }
     }
 
@@ -1200,15 +1239,23 @@ pub fn align_and_write(
     } = if meta.aligned_stack {
         let mut pass = None;
         let written = staging.write(&outputs.stack, |w| {
-            let label = format!(
-                "ufunc phase_correlation: frames {} to {} aligned",
-                first + 1,
-                first + n
-            );
+            let group = meta.settings.stack_group;
+            let label = match group {
+                1 => format!(
+                    "ufunc phase_correlation: frames {} to {} aligned",
+                    first + 1,
+                    first + n
+                ),
+                _ => format!(
+                    "ufunc phase_correlation: frames {} to {} aligned, in sums of {group}",
+                    first + 1,
+                    first + n
+                ),
+            };
             let mut stack = MrcStackWriter::new(
                 w,
                 sum_shape,
-                n,
+                n.div_ceil(group),
                 precision,
                 pixel_size.unwrap_or(1.0),
                 &label,
@@ -1216,12 +1263,7 @@ pub fn align_and_write(
             let summed = corrected(&mut source, alignment, local, target)
                 .map_err(crate::cli::name_the_flag)
                 .and_then(|mut frames| {
-                    let mut stacking = Stacking {
-                        frames: &mut frames,
-                        stack: &mut stack,
-                        shape: sum_shape,
-                        failure: None,
-                    };
+                    let mut stacking = Stacking::new(&mut frames, &mut stack, sum_shape, group);
                     let summed = if passes.len() == 1 {
                         read_through(&mut stacking).map(|()| AlignedSums::default())
                     } else {
@@ -1454,12 +1496,73 @@ fn read_through(frames: &mut dyn FrameSource) -> Result<()> {
 }
 
 /// A frame source that writes every frame it reads, Fourier-cropped to `shape` (`--bin`),
-/// into the aligned stack; where that fails, the reading fails and `failure` says why.
+/// into the aligned stack, or the sums of `group` consecutive frames (`--stack-group`; the
+/// frames read in order, as the sums read them); where that fails, the reading fails and
+/// `failure` says why.
 struct Stacking<'a, W: std::io::Write + std::io::Seek> {
     frames: &'a mut dyn FrameSource,
     stack: &'a mut MrcStackWriter<W>,
     shape: (usize, usize),
+    group: usize,
+    /// The sum of the current group's frames read so far.
+    sum: Array2<f32>,
+    /// The frame the group's sum expects next.
+    next: usize,
     failure: Option<anyhow::Error>,
+}
+
+impl<'a, W: std::io::Write + std::io::Seek> Stacking<'a, W> {
+    fn new(
+        frames: &'a mut dyn FrameSource,
+        stack: &'a mut MrcStackWriter<W>,
+        shape: (usize, usize),
+        group: usize,
+    ) -> Self {
+        let sum = match group {
+            1 => Array2::zeros((0, 0)),
+            _ => Array2::zeros(shape),
+        };
+        Stacking {
+            frames,
+            stack,
+            shape,
+            group,
+            sum,
+            next: 0,
+            failure: None,
+        }
+    }
+
+    /// Writes frame `index` (binned), or adds it to its group's sum and writes the sum when the
+    /// group is complete.
+    fn write(&mut self, index: usize, frame: ArrayView2<'_, f32>) -> Result<()> {
+        let cropped;
+        let binned = match frame.dim() == self.shape {
+            true => frame,
+            false => {
+                cropped = fourier_crop(frame, self.shape)?;
+                cropped.view()
+            }
+        };
+        if self.group == 1 {
+            return self.stack.write_frame(index, binned);
+        }
+        if index != self.next {
+            bail!(
+                "frame {index} read where the groups' sums need frame {}",
+                self.next
+            );
+        }
+        self.next += 1;
+        self.sum += &binned;
+        let last = index + 1 == self.frames.len();
+        if (index + 1) % self.group == 0 || last {
+            self.stack
+                .write_frame(index / self.group, self.sum.view())?;
+            self.sum.fill(0.0);
+        }
+        Ok(())
+    }
 }
 
 impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
@@ -1475,12 +1578,7 @@ impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
         mut out: ArrayViewMut2<'_, f32>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.frames.read_frame(index, out.view_mut())?;
-        let written = match out.dim() == self.shape {
-            true => self.stack.write_frame(index, out.view()),
-            false => fourier_crop(out.view(), self.shape)
-                .and_then(|binned| self.stack.write_frame(index, binned.view())),
-        };
-        if let Err(e) = written {
+        if let Err(e) = self.write(index, out.view()) {
             self.failure =
                 Some(e.context(format!("cannot write frame {index} to the aligned stack")));
             return Err("the aligned stack could not be written".into());
@@ -2028,7 +2126,7 @@ mod tests {
             let says = match gain_name {
                 "gain.tif" => "gain reference is left out".to_string(),
                 _ => {
-                    format!("{gain_name} hold a single image each (gain references, defect maps?)")
+                    format!("{gain_name} holds a single image (gain references, defect maps?)")
                 }
             };
             assert!(err.to_string().contains(&says), "{err}");
@@ -2742,6 +2840,85 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `--stack-group N` writes the sums of N consecutive aligned frames, the last of those
+    /// left over (MotionCor2's `-OutStack 1 N`, grouped as MotionCor3 groups them); a rerun
+    /// with another N is told apart, and the flag needs `--aligned-stack`.
+    #[test]
+    fn a_stack_group_sums_consecutive_aligned_frames() {
+        use crate::io::FrameReader;
+        use crate::synth::SynthOptions;
+        let dir = temp_dir("stack-group");
+        let options = SynthOptions {
+            frames: 7,
+            shape: (64, 64),
+            dose: None,
+            margin: 0,
+            ..Default::default()
+        };
+        let (_, movie) = npy_movie(&dir, "drift", options);
+        let stack = |out: &Path| {
+            let path = out.join("drift.aligned_stack.mrcs");
+            let mut reader = crate::io::mrc::open(&path).unwrap();
+            let (ny, nx) = reader.frame_shape();
+            let mut all = ndarray::Array3::zeros((reader.len(), ny, nx));
+            for (k, frame) in all.outer_iter_mut().enumerate() {
+                reader.read_frame(k, frame).unwrap();
+            }
+            let label = String::from_utf8_lossy(&std::fs::read(&path).unwrap()[224..304])
+                .trim_end()
+                .to_string();
+            (all, label)
+        };
+        // Alone, and in the reading of the other sums with the local model.
+        for extra in [&[][..], &["--patches", "3", "--split-sums"]] {
+            let (alone, grouped) = (dir.join("alone"), dir.join("grouped"));
+            let flags = [&["--aligned-stack", "--force"][..], extra].concat();
+            assert_eq!(run_with(&alone, &movie, &flags).done(), 1);
+            let flags = [&flags[..], &["--stack-group", "3"]].concat();
+            assert_eq!(run_with(&grouped, &movie, &flags).done(), 1);
+            let ((frames, _), (sums, label)) = (stack(&alone), stack(&grouped));
+            assert_eq!((frames.dim().0, sums.dim().0), (7, 3));
+            assert!(
+                label.ends_with("frames 1 to 7 aligned, in sums of 3"),
+                "{label}"
+            );
+            let scale = frames.iter().fold(0f32, |s, v| s.max(v.abs()));
+            for (k, range) in [0..3, 3..6, 6..7].into_iter().enumerate() {
+                let want = frames
+                    .slice(ndarray::s![range.clone(), .., ..])
+                    .sum_axis(ndarray::Axis(0));
+                let worst = (&sums.index_axis(ndarray::Axis(0), k) - &want)
+                    .iter()
+                    .fold(0f32, |w, v| w.max(v.abs()));
+                assert!(
+                    worst < 1e-5 * scale,
+                    "{extra:?}: sum {k} of frames {range:?} is off by {worst}"
+                );
+            }
+        }
+        let (alone, grouped) = (dir.join("alone"), dir.join("grouped"));
+        let flags = ["--aligned-stack", "--force", "--stack-group", "3"];
+        assert_eq!(run_with(&alone, &movie, &flags[..2]).done(), 1);
+        assert_eq!(run_with(&grouped, &movie, &flags).done(), 1);
+        let error = failure(&run_with(
+            &grouped,
+            &movie,
+            &["--aligned-stack", "--stack-group", "2"],
+        ));
+        assert!(error.contains("settings.stack_group 3 (now 2)"), "{error}");
+        let alone_again = run_with(&alone, &movie, &["--aligned-stack", "--stack-group", "1"]);
+        assert_eq!(
+            alone_again.skipped(),
+            1,
+            "--stack-group 1 is each frame alone"
+        );
+        let error = Args::try_parse_from(["phase_correlation", "m.mrc", "--stack-group", "2"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--aligned-stack"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// `--ps-grouping` writes RELION's power spectrum of the groups' amplitude spectra (the
     /// library's, made square, cut to 1.4 Å and resampled), at the pixel size CTFFIND reads it
     /// at, lists it in the micrographs STAR, and is a setting of the results; it needs the
@@ -3003,12 +3180,7 @@ mod tests {
         let mut stack =
             MrcStackWriter::new(Full(0), (4, 4), 2, Precision::Float32, 1.0, "full").unwrap();
         let mut frames = ndarray::Array3::<f32>::ones((2, 4, 4));
-        let mut stacking = Stacking {
-            frames: &mut frames,
-            stack: &mut stack,
-            shape: (4, 4),
-            failure: None,
-        };
+        let mut stacking = Stacking::new(&mut frames, &mut stack, (4, 4), 1);
         let error = read_through(&mut stacking).unwrap_err().to_string();
         assert_eq!(error, "the aligned stack could not be written");
         let failure = format!("{:#}", stacking.failure.unwrap());

@@ -590,29 +590,26 @@ pub fn walk_directories(
 }
 
 impl TiffReader {
-    /// The sample type of the current page, where its strips are decoded side by side: a
-    /// compressed page of several strips (tiles, and WhiteIsZero's inversion, which only the
-    /// typed path undoes, are decoded whole).
-    fn strips_to_share(&mut self) -> Result<Option<Sample>> {
+    /// The sample type and strips of the current page, where its strips are decoded side by
+    /// side: a compressed page of several strips, within the decoder's limits. Tiles,
+    /// WhiteIsZero's inversion (which only the typed path undoes), and any page whose tags
+    /// this cannot make out (RowsPerStrip 2^32 - 1, "one strip", overflows the crate's strip
+    /// count) are decoded whole, which reports what is wrong with them.
+    fn strips_to_share(&mut self) -> Option<(Sample, usize)> {
         if self.white_is_zero || self.decoder.get_chunk_type() != ChunkType::Strip {
-            return Ok(None);
+            return None;
         }
-        let mut tag = |tag: Tag| -> Result<u64> {
-            let value = self
-                .decoder
-                .find_tag_unsigned::<u64>(tag)
-                .map_err(tiff_error);
-            Ok(value
-                .with_context(|| format!("cannot read its {tag:?}"))?
-                .unwrap_or(1))
+        let mut tag = |tag: Tag| {
+            let value = self.decoder.find_tag_unsigned::<u64>(tag).ok()?;
+            Some(value.unwrap_or(1))
         };
-        let (compression, format, bits) = (
-            tag(Tag::Compression)?,
-            tag(Tag::SampleFormat)?,
-            tag(Tag::BitsPerSample)?,
-        );
-        let strips = self.decoder.strip_count().map_err(tiff_error)?;
-        Ok(sample_of(format, bits).filter(|_| compression != 1 && strips > 1))
+        if tag(Tag::Compression)? == 1 {
+            return None;
+        }
+        let sample = sample_of(tag(Tag::SampleFormat)?, tag(Tag::BitsPerSample)?)?;
+        let strips = self.decoder.strip_count().ok()? as usize;
+        let bytes = self.shape.0 * self.shape.1 * sample.size();
+        (strips > 1 && bytes <= self.limits.decoding_buffer_size).then_some((sample, strips))
     }
 
     /// Decodes page `index`'s strips, a share on each worker with a decoder of its own, into
@@ -620,11 +617,10 @@ impl TiffReader {
     fn read_strips(
         &mut self,
         index: usize,
-        sample: Sample,
+        (sample, strips): (Sample, usize),
         out: &mut ArrayViewMut2<'_, f32>,
     ) -> Result<()> {
         use rayon::prelude::*;
-        let strips = self.decoder.strip_count().map_err(tiff_error)? as usize;
         let strip_rows = self.decoder.chunk_dimensions().1 as usize;
         let row_bytes = self.shape.1 * sample.size();
         let workers = rayon::current_num_threads().clamp(1, strips);
@@ -679,9 +675,9 @@ impl FrameReader for TiffReader {
             .seek_to_image(index)
             .map_err(tiff_error)
             .context("cannot find the page")?;
-        if let Some(sample) = self.strips_to_share()? {
+        if let Some(strips) = self.strips_to_share() {
             return self
-                .read_strips(index, sample, &mut out)
+                .read_strips(index, strips, &mut out)
                 .context("cannot decode the page");
         }
         // tiff 0.11 (weezl 0.1) fails on many tiled LZW pages that libtiff and tifffile read
@@ -897,6 +893,22 @@ mod tests {
         }
     }
 
+    /// RowsPerStrip 2^32 - 1, TIFF's "the whole image in one strip" (Pillow writes it), reads
+    /// as any one strip: the strip count it overflows in the `tiff` crate is not asked for.
+    #[test]
+    fn rows_per_strip_of_two_to_the_32_minus_1_is_one_strip() {
+        let data: Vec<u16> = (0..32).map(|i| i * 1000 + 7).collect();
+        let mut bytes = u16_tiff(1, None, &data, 64);
+        let rows_per_strip = 10 + 12 * 7;
+        assert_eq!(
+            u16::from_le_bytes([bytes[rows_per_strip], bytes[rows_per_strip + 1]]),
+            278
+        );
+        bytes[rows_per_strip + 8..rows_per_strip + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let frames = read("one_strip", &bytes).unwrap();
+        assert_eq!(frames.into_raw_vec_and_offset().0, upside_down(&data));
+    }
+
     /// A compressed page of several strips is decoded a share of strips on each worker (the
     /// frames are those of the other formats: `every_format_reads_the_same_frames_bit_for_bit`);
     /// a page of one strip whole.
@@ -905,23 +917,28 @@ mod tests {
         use crate::io::tests::fixture;
         use crate::io::FrameReader;
         use ndarray::Array2;
+        let mut whole = super::TiffReader::open(&fixture("movie_u8_lzw.tif")).unwrap();
+        let mut want = Array2::zeros(whole.frame_shape());
+        whole.read_frame(2, want.view_mut()).unwrap();
         for (name, shared) in [
             ("movie_u8_lzw_strips.tif", true),
             ("movie_u8_lzw.tif", false),
         ] {
             let mut reader = super::TiffReader::open(&fixture(name)).unwrap();
-            let mut frame = Array2::zeros(reader.frame_shape());
-            for workers in [1, 2, 3] {
+            for workers in [1, 2, 3, 4] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(workers)
                     .build()
                     .unwrap();
+                let mut frame = Array2::zeros(reader.frame_shape());
                 pool.install(|| reader.read_frame(2, frame.view_mut()))
                     .unwrap();
+                assert_eq!(frame, want, "{name} on {workers} workers");
                 let decoders = reader.strip_decoders.len();
                 assert_eq!(decoders, if shared { workers } else { 0 }, "{name}");
             }
         }
+        assert_eq!(whole.strip_decoders.len(), 0);
     }
 
     /// An ImageJ stack with one page directory and `images=3` in its description (ImageJ's
