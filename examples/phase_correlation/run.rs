@@ -66,13 +66,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     if args.movies.is_empty() {
         return crate::demo::run_demo(args, progress);
     }
-    let (mut movies, left_out) = find_movies_leaving_out(&args.movies)?;
-    if !left_out.is_empty() && progress != Progress::Quiet {
-        eprintln!(
-            "left out: {} (gain references, defect maps?); name such a file to align it",
-            single_images(&left_out)
-        );
-    }
+    let (mut movies, mut left_out) = find_movies_leaving_out(&args.movies)?;
     // The gain reference and the defect map, kept beside the movies, are not among them.
     for (given, what) in [
         (&args.gain, "gain reference"),
@@ -80,13 +74,21 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
     ] {
         let Some(given) = given else { continue };
         let given = given.canonicalize().unwrap_or_else(|_| given.clone());
-        movies.retain(|m| m.canonicalize().map_or(true, |m| m != given));
+        let other = |m: &PathBuf| m.canonicalize().map_or(true, |m| m != given);
+        movies.retain(other);
+        left_out.retain(other);
         if movies.is_empty() {
             bail!(
                 "no movie among {:?} once the {what} is left out",
                 args.movies
             );
         }
+    }
+    if !left_out.is_empty() && progress != Progress::Quiet {
+        eprintln!(
+            "left out: {} (gain references, defect maps?); name such a file to align it",
+            single_images(&left_out)
+        );
     }
     if let Some(shard) = args.shard {
         movies = shard.select(movies);
@@ -227,25 +229,39 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 let theirs = report_movie(&report, &outputs)?;
                 Ok((same_movie(&theirs, path)?, theirs, report))
             });
+            // The stack's grouping matters to a run that asks for the stack, where there is
+            // one (without, its absence is what is told); a value left out is 1.
+            let stack_matters = args.aligned_stack && outputs.stack.is_file();
+            let grouping = |mut value: serde_json::Value| {
+                if let Some(settings) = value["settings"].as_object_mut() {
+                    match stack_matters {
+                        true => _ = settings.entry("stack_group").or_insert(1.into()),
+                        false => _ = settings.remove("stack_group"),
+                    }
+                }
+                value
+            };
             match owner {
-                Ok((true, _, report)) => match differences(&depends_on(&report), &wanted) {
-                    None => match asked_for(&outputs) {
-                        missing if missing.is_empty() => Status::Skipped,
-                        missing => Status::Failed(format!(
-                            "{}: its results {name}.* in {} lack {}; the others are left as \
+                Ok((true, _, report)) => {
+                    match differences(&grouping(depends_on(&report)), &grouping(wanted.clone())) {
+                        None => match asked_for(&outputs) {
+                            missing if missing.is_empty() => Status::Skipped,
+                            missing => Status::Failed(format!(
+                                "{}: its results {name}.* in {} lack {}; the others are left as \
                              they are (--force redoes them)",
-                            path.display(),
-                            out_dir.display(),
-                            missing.join(" and ")
-                        )),
-                    },
-                    Some(differences) => Status::Failed(format!(
-                        "{}: its results {name}.* in {} were made with other settings \
+                                path.display(),
+                                out_dir.display(),
+                                missing.join(" and ")
+                            )),
+                        },
+                        Some(differences) => Status::Failed(format!(
+                            "{}: its results {name}.* in {} were made with other settings \
                          ({differences}); they are left as they are (--force redoes them)",
-                        path.display(),
-                        out_dir.display()
-                    )),
-                },
+                            path.display(),
+                            out_dir.display()
+                        )),
+                    }
+                }
                 Ok((false, theirs, _)) => Status::Failed(format!(
                     "{}: the results {name}.* in {} are those of another movie, {theirs}; \
                      they are left as they are (--force overwrites them, or choose another --out)",
@@ -1579,8 +1595,11 @@ impl<W: std::io::Write + std::io::Seek> FrameSource for Stacking<'_, W> {
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.frames.read_frame(index, out.view_mut())?;
         if let Err(e) = self.write(index, out.view()) {
-            self.failure =
-                Some(e.context(format!("cannot write frame {index} to the aligned stack")));
+            let what = match self.group {
+                1 => format!("frame {index}"),
+                g => format!("frame {index}'s sum (of frames from {})", index / g * g),
+            };
+            self.failure = Some(e.context(format!("cannot write {what} to the aligned stack")));
             return Err("the aligned stack could not be written".into());
         }
         Ok(())
@@ -2869,21 +2888,26 @@ mod tests {
                 .to_string();
             (all, label)
         };
-        // Alone, and in the reading of the other sums with the local model.
-        for extra in [&[][..], &["--patches", "3", "--split-sums"]] {
+        // Alone, in the reading of the other sums with the local model, and of a range of
+        // frames binned: 7 frames in sums of 3, 3 and 1; 6 in two of 3.
+        let cases = [
+            (&[][..], 1, 7usize),
+            (&["--patches", "3", "--split-sums"], 1, 7),
+            (&["--first-frame", "2", "--bin", "2"], 2, 6),
+        ];
+        for (extra, first, n) in cases {
             let (alone, grouped) = (dir.join("alone"), dir.join("grouped"));
             let flags = [&["--aligned-stack", "--force"][..], extra].concat();
             assert_eq!(run_with(&alone, &movie, &flags).done(), 1);
             let flags = [&flags[..], &["--stack-group", "3"]].concat();
             assert_eq!(run_with(&grouped, &movie, &flags).done(), 1);
             let ((frames, _), (sums, label)) = (stack(&alone), stack(&grouped));
-            assert_eq!((frames.dim().0, sums.dim().0), (7, 3));
-            assert!(
-                label.ends_with("frames 1 to 7 aligned, in sums of 3"),
-                "{label}"
-            );
+            assert_eq!((frames.dim().0, sums.dim().0), (n, n.div_ceil(3)));
+            let says = format!("frames {first} to 7 aligned, in sums of 3");
+            assert!(label.ends_with(&says), "{label}");
             let scale = frames.iter().fold(0f32, |s, v| s.max(v.abs()));
-            for (k, range) in [0..3, 3..6, 6..7].into_iter().enumerate() {
+            let ranges = (0..n).step_by(3).map(|start| start..(start + 3).min(n));
+            for (k, range) in ranges.enumerate() {
                 let want = frames
                     .slice(ndarray::s![range.clone(), .., ..])
                     .sum_axis(ndarray::Axis(0));
@@ -2896,10 +2920,29 @@ mod tests {
                 );
             }
         }
+        // Reruns: another grouping fails naming it; without the stack, or with it and no
+        // grouping where there was none, the results are finished; a stack asked of results
+        // without one is what they lack.
         let (alone, grouped) = (dir.join("alone"), dir.join("grouped"));
         let flags = ["--aligned-stack", "--force", "--stack-group", "3"];
         assert_eq!(run_with(&alone, &movie, &flags[..2]).done(), 1);
         assert_eq!(run_with(&grouped, &movie, &flags).done(), 1);
+        assert_eq!(run_with(&grouped, &movie, &[]).skipped(), 1);
+        let plain = dir.join("plain");
+        assert_eq!(run_with(&plain, &movie, &[]).done(), 1);
+        let error = failure(&run_with(
+            &plain,
+            &movie,
+            &flags[2..]
+                .iter()
+                .chain(&flags[..1])
+                .copied()
+                .collect::<Vec<_>>(),
+        ));
+        assert!(
+            error.contains("lack") && error.contains("aligned_stack.mrcs"),
+            "{error}"
+        );
         let error = failure(&run_with(
             &grouped,
             &movie,

@@ -35,10 +35,13 @@ pub fn open(path: &Path) -> Result<RawFrames> {
     }
     // MACHST: 0x44 0x44 (or 0x44 0x41) little-endian, 0x11 0x11 big-endian.
     let little = match header[212] {
-            0x44 => true,
-            0x11 => false,
-            other => bail!("unknown MRC machine stamp 0x{other:02x} (expected 0x44 little-endian or 0x11 big-endian)"),
-        };
+        0x44 => true,
+        0x11 => false,
+        other => bail!(
+            "unknown MRC machine stamp 0x{other:02x} (expected 0x44 little-endian or 0x11 \
+             big-endian)"
+        ),
+    };
     let word = |i: usize| {
         let b: [u8; 4] = [
             header[4 * i],

@@ -23,15 +23,19 @@ pub fn open(path: &Path) -> Result<RawFrames> {
     let descriptor = header.type_descriptor.to_string();
     let (sample, little) = sample_of(descriptor.trim_matches(|c| c == '\'' || c == '"'))?;
     if header.layout.is_fortran() && header.shape.iter().filter(|&&n| n > 1).count() > 1 {
-        bail!("Fortran-ordered arrays are not supported (frames are not contiguous on disk); save with np.ascontiguousarray");
+        bail!(
+            "Fortran-ordered arrays are not supported (frames are not contiguous on disk); save \
+             with np.ascontiguousarray"
+        );
     }
     let (frames, shape) = match header.shape[..] {
-            [ny, nx] => (1, (ny, nx)),
-            [n, ny, nx] => (n, (ny, nx)),
-            ref other => bail!(
-                "expected 2 or 3 dimensions (rows, cols) or (frames, rows, cols), found shape {other:?}"
-            ),
-        };
+        [ny, nx] => (1, (ny, nx)),
+        [n, ny, nx] => (n, (ny, nx)),
+        ref other => bail!(
+            "expected 2 or 3 dimensions (rows, cols) or (frames, rows, cols), found shape \
+             {other:?}"
+        ),
+    };
     // Checked: a corrupted shape can describe more than 2^64 bytes.
     let expected = data_bytes(frames as u64, (shape.0 as u64, shape.1 as u64), sample);
     let actual = len.saturating_sub(data_offset);
