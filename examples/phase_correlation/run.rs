@@ -158,6 +158,20 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
             );
         }
     }
+    // RELION reads no DM file (its image reader asks for IMOD's dm2mrc), and NAME.star names
+    // the gain and the defect map for its polishing to read.
+    for (file, flag) in [(&args.gain, "--gain"), (&args.defects, "--defects")] {
+        if let (true, Some(file)) = (args.relion_star, file) {
+            if crate::io::is_dm(file) {
+                bail!(
+                    "--relion-star names the {flag} file {}, and RELION cannot read DM files: \
+                     convert it with IMOD's `dm2mrc` (whose MRC file this program reads as it \
+                     reads the DM file) and give that, or leave out --relion-star",
+                    file.display()
+                );
+            }
+        }
+    }
     if args.float16 && args.relion_micrographs.is_some() && args.ps_grouping.is_none() {
         bail!(
             "--float16 with --relion-micrographs needs --ps-grouping: CTFFIND cannot read \
@@ -2157,6 +2171,48 @@ mod tests {
             assert_eq!(files(&dir).len(), 2 + 5, "{:?}", files(&dir));
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// NAME.star names the gain and the defect map for RELION's polishing, which reads no DM
+    /// file: with --relion-star, a DM4 gain or defect map is refused before any movie runs.
+    #[test]
+    fn relion_star_refuses_dm_files_relion_cannot_read() {
+        let out = temp_dir("star-dm");
+        let out_arg = out.display().to_string();
+        let (movie, dm) = (fixture("movie_u16.npy"), fixture("gain.dm4"));
+        for flag in ["--gain", "--defects"] {
+            let argv = [
+                "phase_correlation",
+                &movie,
+                "--out",
+                &out_arg,
+                "--relion-star",
+                flag,
+                &dm,
+            ];
+            let error = format!(
+                "{:#}",
+                run(&Args::parse_from(argv), Progress::Quiet).unwrap_err()
+            );
+            let says = format!("--relion-star names the {flag} file {dm}, and RELION cannot read");
+            assert!(error.contains(&says) && error.contains("dm2mrc"), "{error}");
+        }
+        // Without --relion-star the DM4 gain is read.
+        let argv = [
+            "phase_correlation",
+            &movie,
+            "--out",
+            &out_arg,
+            "--gain",
+            &dm,
+        ];
+        assert_eq!(
+            run(&Args::parse_from(argv), Progress::Quiet)
+                .unwrap()
+                .done(),
+            1
+        );
+        std::fs::remove_dir_all(&out).unwrap();
     }
 
     #[test]

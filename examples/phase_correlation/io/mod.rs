@@ -285,6 +285,11 @@ pub fn is_eer(path: &Path) -> bool {
     extension(path) == "eer"
 }
 
+/// Whether `path` is read as a DigitalMicrograph file (`.dm4`, `.dm3`).
+pub fn is_dm(path: &Path) -> bool {
+    matches!(extension(path).as_str(), "dm4" | "dm3")
+}
+
 /// Whether `path` is Thermo Fisher's `.gain`, which RELION multiplies EER frames by (it
 /// divides them by any other gain).
 pub fn is_dot_gain(path: &Path) -> bool {
