@@ -1686,6 +1686,12 @@ mod tests {
         run(&Args::parse_from(argv), Progress::Quiet).unwrap()
     }
 
+    /// Every frame of an MRC file the program wrote, and its header's pixel size.
+    fn read_mrc(path: &Path) -> (ndarray::Array3<f32>, Option<f32>) {
+        let mut movie = Movie::open(path).unwrap();
+        (movie.read_all().unwrap(), movie.pixel_size())
+    }
+
     /// A synthetic drifting movie written to `dir/NAME.npy`, and the argument naming it.
     fn npy_movie(
         dir: &Path,
@@ -2790,7 +2796,6 @@ mod tests {
     /// asks for it, a forced one without the flag removes it, and no run takes it for a movie.
     #[test]
     fn an_aligned_stack_holds_the_frames_as_aligned() {
-        use crate::io::FrameReader;
         use crate::synth::SynthOptions;
         let dir = temp_dir("stack");
         let options = SynthOptions {
@@ -2804,13 +2809,9 @@ mod tests {
         let out = dir.join("out");
         let stack_path = out.join("drift.aligned_stack.mrcs");
         let stack = |frames: usize, shape: (usize, usize)| {
-            let mut reader = crate::io::mrc::open(&stack_path).unwrap();
-            assert_eq!((reader.len(), reader.frame_shape()), (frames, shape));
-            let mut all = ndarray::Array3::zeros((frames, shape.0, shape.1));
-            for (k, frame) in all.outer_iter_mut().enumerate() {
-                reader.read_frame(k, frame).unwrap();
-            }
-            (all, reader.pixel_size())
+            let (all, pixel) = read_mrc(&stack_path);
+            assert_eq!(all.dim(), (frames, shape.0, shape.1));
+            (all, pixel)
         };
         let adds_up = |frames: &ndarray::Array3<f32>, what: &str| {
             let sum = read_image(&out.join("drift.aligned.mrc")).unwrap();
@@ -2920,7 +2921,6 @@ mod tests {
     /// with another N is told apart, and the flag needs `--aligned-stack`.
     #[test]
     fn a_stack_group_sums_consecutive_aligned_frames() {
-        use crate::io::FrameReader;
         use crate::synth::SynthOptions;
         let dir = temp_dir("stack-group");
         let options = SynthOptions {
@@ -2933,12 +2933,7 @@ mod tests {
         let (_, movie) = npy_movie(&dir, "drift", options);
         let stack = |out: &Path| {
             let path = out.join("drift.aligned_stack.mrcs");
-            let mut reader = crate::io::mrc::open(&path).unwrap();
-            let (ny, nx) = reader.frame_shape();
-            let mut all = ndarray::Array3::zeros((reader.len(), ny, nx));
-            for (k, frame) in all.outer_iter_mut().enumerate() {
-                reader.read_frame(k, frame).unwrap();
-            }
+            let (all, _) = read_mrc(&path);
             let label = String::from_utf8_lossy(&std::fs::read(&path).unwrap()[224..304])
                 .trim_end()
                 .to_string();
@@ -3024,7 +3019,6 @@ mod tests {
     /// pixel size and a `--ps-size` the sum has pixels for.
     #[test]
     fn a_power_spectrum_is_written_for_ctffind() {
-        use crate::io::FrameReader;
         use crate::power_spectrum::relion_power_spectrum;
         use crate::synth::SynthOptions;
         let dir = temp_dir("spectrum");
@@ -3054,12 +3048,11 @@ mod tests {
         ];
         assert_eq!(run_with(&out, &movie, &flags).done(), 1);
         let ps_path = out.join("drift.aligned_PS.mrc");
-        let mut reader = crate::io::mrc::open(&ps_path).unwrap();
-        assert_eq!((reader.len(), reader.frame_shape()), (1, (32, 32)));
+        let (written, pixel) = read_mrc(&ps_path);
+        assert_eq!(written.dim(), (1, 32, 32));
         // 128 pixels cut to ceil(128 / 1.4) = 92, of 128 / 92 Å.
-        assert_eq!(reader.pixel_size(), Some((128.0 / 92.0) as f32));
-        let mut written = ndarray::Array2::zeros((32, 32));
-        reader.read_frame(0, written.view_mut()).unwrap();
+        assert_eq!(pixel, Some((128.0 / 92.0) as f32));
+        let written = written.index_axis_move(ndarray::Axis(0), 0);
         // A report and its shifts.
         let report_in = |dir: &Path| -> (serde_json::Value, Vec<[f64; 2]>) {
             let json = std::fs::read_to_string(dir.join("drift.shifts.json")).unwrap();
@@ -3113,9 +3106,9 @@ mod tests {
             &["--bin", "2", "--aligned-stack", "--first-frame", "2"],
         ];
         assert_eq!(run_with(&binned, &movie, &flags_binned.concat()).done(), 1);
-        let mut reader = crate::io::mrc::open(&binned.join("drift.aligned_PS.mrc")).unwrap();
-        assert_eq!(reader.pixel_size(), Some(2.0));
-        reader.read_frame(0, written.view_mut()).unwrap();
+        let (written, pixel) = read_mrc(&binned.join("drift.aligned_PS.mrc"));
+        assert_eq!(pixel, Some(2.0));
+        let written = written.index_axis_move(ndarray::Axis(0), 0);
         let (_, shifts) = report_in(&binned);
         assert_eq!(shifts.len(), 6);
         let frames = synth.frames.slice(ndarray::s![1.., .., ..]).to_owned();
@@ -3208,19 +3201,11 @@ mod tests {
             if !spectrum {
                 assert_eq!(sb - 1024, (sa - 1024) / 2, "{suffix}");
             }
-            let mut reader = crate::io::mrc::open(&a).unwrap();
-            let mut other = crate::io::mrc::open(&b).unwrap();
-            let mut frame = ndarray::Array2::zeros(reader.frame_shape());
-            let mut back = frame.clone();
-            use crate::io::FrameReader;
-            for k in 0..reader.len() {
-                reader.read_frame(k, frame.view_mut()).unwrap();
-                other.read_frame(k, back.view_mut()).unwrap();
-                if !spectrum {
-                    frame.mapv_inplace(|v| half::f16::from_f32(v).to_f32());
-                }
-                assert_eq!(frame, back, "{suffix} frame {k}");
+            let ((mut frames, _), (back, _)) = (read_mrc(&a), read_mrc(&b));
+            if !spectrum {
+                frames.mapv_inplace(|v| half::f16::from_f32(v).to_f32());
             }
+            assert_eq!(frames, back, "{suffix}");
         }
         let error = failure(&run_with(&half, &movie, &flags));
         assert!(

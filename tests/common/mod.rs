@@ -175,10 +175,10 @@ pub struct FailsAt {
 
 impl ufunc::registration::FrameSource for FailsAt {
     fn frame_shape(&self) -> (usize, usize) {
-        (self.movie.shape()[1], self.movie.shape()[2])
+        self.movie.frame_shape()
     }
     fn len(&self) -> usize {
-        self.movie.shape()[0]
+        ufunc::registration::FrameSource::len(&self.movie)
     }
     fn read_frame(
         &mut self,
