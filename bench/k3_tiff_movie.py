@@ -1,11 +1,13 @@
 """Writes a K3-sized counting movie as SerialEM and EPU save them, for timing the program's
-TIFF reader: FRAMES frames of 4092x5760 uint8 counts (Poisson, DOSE electrons per pixel per
+TIFF reader: FRAMES frames of 4092x5760 (or --shape) uint8 counts (Poisson, DOSE electrons per pixel per
 frame, of a smooth random specimen drifting along a known path), LZW-compressed in strips of
 ROWS rows, and the true shifts as CSV. Then it times tifffile (with imagecodecs) reading the
 whole movie, on one thread and on all, for the side-by-side comparison.
 
     ~/.cache/ufunc/fixtures-venv/bin/python bench/k3_tiff_movie.py OUT.tif [--frames 20]
-        [--dose 0.8] [--rows 64]
+        [--dose 0.8] [--rows 64] [--shape 4092x5760]
+
+`--shape 3710x3838` makes a K2-sized movie instead.
 """
 import argparse
 import os
@@ -20,17 +22,18 @@ parser.add_argument("out")
 parser.add_argument("--frames", type=int, default=20)
 parser.add_argument("--dose", type=float, default=0.8, help="electrons per pixel per frame")
 parser.add_argument("--rows", type=int, default=64, help="rows per strip")
+parser.add_argument("--shape", default="4092x5760", help="ROWSxCOLS (K3's by default)")
 args = parser.parse_args()
 
-rows, cols = 4092, 5760
+rows, cols = (int(n) for n in args.shape.split("x"))
 rng = np.random.default_rng(2026)
-specimen = Specimen(cols, rng)
+specimen = Specimen(max(rows, cols), rng)
 truth = drift(args.frames)
 
 
 def frames():
     for dy, dx in truth:
-        mean = args.dose * 2 * specimen.moved(dy, dx)[:rows]
+        mean = args.dose * 2 * specimen.moved(dy, dx)[:rows, :cols]
         yield np.minimum(rng.poisson(mean), 255).astype(np.uint8)
 
 

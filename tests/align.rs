@@ -523,6 +523,68 @@ fn frames_aligned_at_a_smaller_size_give_the_same_drift() {
     ));
 }
 
+/// Frames of lengths whose transforms are slow (262 = 2 x 131 rows, 279 = 3^2 x 31 columns)
+/// are aligned, with the sum reference, at the largest
+/// fast lengths within them; the full-size spectra are kept, so the frames are read once, and
+/// the sum is the frames' at their shifts.
+#[test]
+fn slow_lengths_are_aligned_at_fast_ones_and_read_once() {
+    let m = movie(8, (262, 279), 300.0, 12);
+    let mut kept = CountingReads {
+        movie: m.clone(),
+        reads: 0,
+    };
+    let a = align_movie(&mut kept, &AlignOptions::default()).unwrap();
+    assert_eq!(a.alignment_shape, (256, 275));
+    assert_eq!(
+        kept.reads, 8,
+        "read once: the sum is made from the kept spectra"
+    );
+    let e = rms_error(&a.shifts);
+    assert!(e < 0.1, "rms error {e}: {:?}", a.shifts);
+    // The sum is the frames moved by the shifts reported, at full size.
+    let mut moved = a.corrected(&mut kept.movie, Target::Parallel).unwrap();
+    let mut want = Array2::<f32>::zeros((262, 279));
+    let mut frame = Array2::<f32>::zeros((262, 279));
+    for i in 0..8 {
+        moved.read_frame(i, frame.view_mut()).unwrap();
+        want += &frame;
+    }
+    let scale = want.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    let err = (&a.sum - &want).iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    assert!(err <= 1e-4 * scale, "the sum differs by {err} of {scale}");
+    // Streamed, each pass transforms the frames at full size: the same shifts and sum, and
+    // no reading for the sum either.
+    let mut streamed = CountingReads {
+        movie: m.clone(),
+        reads: 0,
+    };
+    let limit = AlignOptions {
+        memory_limit: 0,
+        ..Default::default()
+    };
+    let b = align_movie(&mut streamed, &limit).unwrap();
+    assert_eq!(
+        (b.shifts.as_slice(), b.iterations),
+        (a.shifts.as_slice(), a.iterations)
+    );
+    assert_eq!(streamed.reads, 8 * (1 + b.iterations));
+    assert!((&a.sum - &b.sum).iter().all(|d| d.abs() <= 1e-4 * scale));
+    // The first frame as reference (one pass, no B-factor): aligned at the frames' size.
+    let first = AlignOptions {
+        reference: Reference::First,
+        ..Default::default()
+    };
+    let f = align_movie(&mut m.clone(), &first).unwrap();
+    assert_eq!(f.alignment_shape, (262, 279));
+    // Below 256 pixels nothing is cropped (255 = 3 x 5 x 17).
+    let small = align_movie(
+        &mut movie(3, (255, 255), 300.0, 13),
+        &AlignOptions::default(),
+    );
+    assert_eq!(small.unwrap().alignment_shape, (255, 255));
+}
+
 /// Counts the reads of a movie held in memory.
 struct CountingReads {
     movie: Array3<f32>,

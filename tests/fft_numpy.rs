@@ -125,8 +125,8 @@ fn numpy_parity_on_every_fixture() {
 
 /// The helpers against NumPy and SciPy (`tests/fixtures/fft/helpers.json`, made by the same
 /// script): `fftfreq` and `rfftfreq` for odd and even lengths and two spacings, `fftshift` and
-/// `ifftshift` over all axes or some of 1-d to 3-d arrays, and `next_fast_len` (complex and
-/// real) for every target up to 2000 and a few large ones.
+/// `ifftshift` over all axes or some of 1-d to 3-d arrays, and `next_fast_len` and
+/// `prev_fast_len` (complex and real) for every target up to 2000 and a few large ones.
 #[test]
 fn helpers_match_numpy_and_scipy() {
     let fixtures: Value = serde_json::from_str(include_str!("fixtures/fft/helpers.json")).unwrap();
@@ -196,6 +196,18 @@ fn helpers_match_numpy_and_scipy() {
             fft::next_fast_len_real(t),
             Some(r),
             "next_fast_len({t}, real=True)"
+        );
+    }
+    for ((t, c), r) in column("targets")
+        .into_iter()
+        .zip(column("prev_complex"))
+        .zip(column("prev_real"))
+    {
+        assert_eq!(fft::prev_fast_len(t), c, "prev_fast_len({t})");
+        assert_eq!(
+            fft::prev_fast_len_real(t),
+            r,
+            "prev_fast_len({t}, real=True)"
         );
     }
 }

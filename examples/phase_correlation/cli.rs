@@ -53,7 +53,9 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = tolerance)]
     pub tolerance: Option<f64>,
     /// Frames larger than this (pixels, per axis, at least 2) are aligned on their
-    /// Fourier-cropped spectra, which bounds the memory the alignment keeps per frame
+    /// Fourier-cropped spectra, which bounds the memory the alignment keeps per frame. With
+    /// the sum reference on the CPU, lengths of 256 or more whose transforms are slow are also
+    /// aligned at the largest fast length within them (K2's 3710 x 3838 at 3696 x 3780)
     /// [default: 4096].
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = align_size)]
     pub align_size: Option<usize>,

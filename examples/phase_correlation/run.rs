@@ -937,7 +937,8 @@ struct Report<'a> {
     sum_pixel_size: Option<f32>,
     frames: usize,
     frame_shape: [usize; 2],
-    /// The size the frames were aligned at (smaller where Fourier-binned by `max_size`).
+    /// The size the frames were aligned at (smaller where Fourier-cropped by `max_size`, or
+    /// to lengths whose transforms are fast).
     alignment_shape: [usize; 2],
     options: OptionsReport,
     iterations: usize,

@@ -173,17 +173,19 @@ pub fn crop_half_spectrum<A: Clone, S: Data<Elem = A>>(
             ),
         });
     }
-    // Row r < ceil(rows / 2) is frequency r; the others are the negative frequencies r - rows.
-    let source_row = |r: usize| {
-        if r < rows.div_ceil(2) {
-            r
-        } else {
-            ny - (rows - r)
-        }
-    };
     Ok(Array2::from_shape_fn((rows, columns), |(r, c)| {
-        spectrum[[source_row(r), c]].clone()
+        spectrum[[cropped_row_source(r, rows, ny), c]].clone()
     }))
+}
+
+/// The row of a spectrum of `from` rows that row `r` of its Fourier crop to `rows` rows holds:
+/// row `r < ceil(rows / 2)` is frequency `r`, the others the negative frequencies `r - rows`.
+pub(crate) fn cropped_row_source(r: usize, rows: usize, from: usize) -> usize {
+    if r < rows.div_ceil(2) {
+        r
+    } else {
+        from - (rows - r)
+    }
 }
 
 /// The smallest length at least `target` whose complex transform is fast: a product of 2, 3,
@@ -204,6 +206,50 @@ pub fn next_fast_len(target: usize) -> Option<usize> {
 /// 5 (SciPy's `next_fast_len(target, real=True)`).
 pub fn next_fast_len_real(target: usize) -> Option<usize> {
     smooth_at_least(target, &[3, 5])
+}
+
+/// The largest length at most `target` whose complex transform is fast: a product of 2, 3,
+/// 5, 7 and 11 (SciPy's `prev_fast_len(target, real=False)`): the length to crop a signal to
+/// that discards the fewest samples. `target` itself for 0, 1 and 2.
+///
+/// ```
+/// use ufunc_runtime::fft::{prev_fast_len, prev_fast_len_real};
+/// assert_eq!(prev_fast_len(3710), 3696);      // 2^4 * 3 * 7 * 11
+/// assert_eq!(prev_fast_len_real(3710), 3645); // 3^6 * 5
+/// ```
+pub fn prev_fast_len(target: usize) -> usize {
+    smooth_at_most(target, &[3, 5, 7, 11])
+}
+
+/// The largest length at most `target` whose real transform is fast: a product of 2, 3 and
+/// 5 (SciPy's `prev_fast_len(target, real=True)`).
+pub fn prev_fast_len_real(target: usize) -> usize {
+    smooth_at_most(target, &[3, 5])
+}
+
+/// The largest `2^a p1^b p2^c ... <= target` over the odd `primes` (`target` below 3).
+fn smooth_at_most(target: usize, primes: &[usize]) -> usize {
+    if target <= 2 {
+        return target;
+    }
+    // Every odd part `m <= target` (made once, as in `smooth_at_least`) is lifted by the
+    // largest power of two that keeps it within `target`.
+    fn walk(m: usize, primes: &[usize], target: usize, best: &mut usize) {
+        let mut c = m;
+        while c <= target / 2 {
+            c *= 2;
+        }
+        *best = (*best).max(c);
+        for (i, &p) in primes.iter().enumerate() {
+            match m.checked_mul(p) {
+                Some(next) if next <= target => walk(next, &primes[i..], target, best),
+                _ => {}
+            }
+        }
+    }
+    let mut best = 1;
+    walk(1, primes, target, &mut best);
+    best
 }
 
 /// The smallest `2^a p1^b p2^c ... >= target` over the odd `primes`.

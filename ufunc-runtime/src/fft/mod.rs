@@ -11,6 +11,7 @@
 //! | [`fftn`], [`ifftn`], [`rfftn`], [`irfftn`] | the same over all axes (or the last `s.len()`) | |
 //! | [`fftfreq`], [`rfftfreq`], [`fftshift`], [`ifftshift`] | the same | |
 //! | [`next_fast_len`], [`next_fast_len_real`] | SciPy's `next_fast_len(n, real)` | |
+//! | [`prev_fast_len`], [`prev_fast_len_real`] | SciPy's `prev_fast_len(n, real)` | |
 //!
 //! **Options.** The plain call takes the defaults (`fft::fft(&a)?`). Every function has a
 //! `_with` form taking [`FftOptions`], a builder with NumPy's parameter names:
@@ -73,9 +74,10 @@ mod real;
 mod transpose;
 
 pub use element::{FftElement, FftReal};
+pub(crate) use freq::cropped_row_source;
 pub use freq::{
     crop_half_spectrum, fftfreq, fftshift, fftshift_axes, ifftshift, ifftshift_axes, next_fast_len,
-    next_fast_len_real, rfftfreq,
+    next_fast_len_real, prev_fast_len, prev_fast_len_real, rfftfreq,
 };
 pub use options::{FftOptions, Norm};
 pub use plan::FftPlan;

@@ -664,7 +664,9 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     check(frames, options)?;
     let n = frames.len();
     let (ny, nx) = frames.frame_shape();
-    let crop = (ny.min(options.max_size), nx.min(options.max_size));
+    // The device keeps its spectra at the aligned shape (`max_size`'s crop on this target), and
+    // reads the frames again for the sum where that is not the frames'.
+    let crop = super::align::alignment_shapes((ny, nx), options).aligned;
     let plan = DevicePlan {
         frame: (ny, nx),
         shape: crop,

@@ -325,10 +325,7 @@ fn cuts(n: usize, parts: usize) -> Vec<(usize, usize)> {
     (0..parts)
         .map(|i| {
             let (start, share) = (i * n / parts, (i + 1) * n / parts - i * n / parts);
-            let fast = (1..=share)
-                .rev()
-                .find(|&m| crate::fft::next_fast_len_real(m) == Some(m))
-                .unwrap_or(share);
+            let fast = crate::fft::prev_fast_len_real(share);
             (start + (share - fast) / 2, fast)
         })
         .collect()
