@@ -61,7 +61,9 @@ pub struct Args {
     pub align_size: Option<usize>,
     /// The frames' spectra stay in memory between passes when they fit in this many MiB;
     /// otherwise each pass reads the movie again, so memory stays bounded by a few frames
-    /// [default: 2048].
+    /// [default: half the memory free to the process (the system's available memory, or a
+    /// Slurm job's or container's room within its limit), at least 2048; 2048 of the
+    /// device's with --target cuda].
     #[arg(long, allow_hyphen_values = true, value_name = "MIB", value_parser = mebibytes)]
     pub memory_limit: Option<usize>,
     /// Taper each frame's edges (a raised cosine over this fraction of each axis, 0 to 0.5)
@@ -515,9 +517,14 @@ impl Args {
             max_size: self.align_size.unwrap_or(defaults.max_size),
             taper: self.taper.unwrap_or(defaults.taper),
             group: self.group.map_or(defaults.group, |n| n as usize),
-            memory_limit: self
-                .memory_limit
-                .map_or(defaults.memory_limit, |mib| mib.saturating_mul(1 << 20)),
+            memory_limit: match self.memory_limit {
+                Some(mib) => mib.saturating_mul(1 << 20),
+                None if self.target == TargetArg::Cuda => defaults.memory_limit,
+                None => crate::memory::default_limit(
+                    crate::memory::free_memory(),
+                    defaults.memory_limit,
+                ),
+            },
             target: match self.target {
                 TargetArg::Cpu => Target::Cpu,
                 TargetArg::Parallel => Target::Parallel,
@@ -590,6 +597,14 @@ mod tests {
         );
         assert_eq!((o.max_size, o.target), (1024, Target::Cpu));
         assert_eq!(o.reference, AlignOptions::default().reference);
+        // Unset, the memory limit is half the memory free to the process (at least the
+        // library's 2 GiB) on the host, the library's on the device.
+        let floor = AlignOptions::default().memory_limit;
+        let free = crate::memory::free_memory();
+        assert_eq!(o.memory_limit, crate::memory::default_limit(free, floor));
+        assert!(o.memory_limit >= floor);
+        let cuda = Args::parse_from(["phase_correlation", "m.mrc", "--target", "cuda"]);
+        assert_eq!(cuda.align_options().memory_limit, floor);
         for bad in [
             ["--upsample", "0"],
             ["--iterations", "0"],

@@ -8,6 +8,7 @@ mod cli;
 mod defects;
 mod demo;
 mod io;
+mod memory;
 mod output;
 mod plot;
 mod power_spectrum;

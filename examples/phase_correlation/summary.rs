@@ -119,7 +119,7 @@ impl Summary {
     pub fn new(outcomes: Vec<Outcome>) -> Summary {
         Summary {
             outcomes,
-            peak_rss: peak_rss(),
+            peak_rss: crate::memory::peak_rss(),
             errors: Vec::new(),
         }
     }
@@ -202,12 +202,4 @@ impl Summary {
         }
         Ok(())
     }
-}
-
-/// The process's peak resident set size (VmHWM in /proc/self/status), on Linux.
-pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
