@@ -635,17 +635,17 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
             assert_eq!(a.shifts, b.shifts, "{reference:?} at {max_size}");
             assert_eq!(a.iterations, b.iterations);
             assert!((&a.sum - &b.sum).iter().all(|d| d.abs() < 1e-3));
-            // Kept (the sum reference): every frame read once. Streamed: once for the first
-            // sum and once per pass (and once more after a pass that damped a step: this
-            // movie has none); the first-frame reference (one pass, never kept) reads
-            // frame 0 and then every frame. A cropped alignment reads them once more for the
-            // full-size sum.
+            // Kept (the sum reference): every frame read once, cropped or not (the full
+            // spectra fit). Streamed: once for the first sum and once per pass (and once more
+            // after a pass that damped a step: this movie has none); the first-frame reference
+            // (one pass, never kept) reads frame 0 and then every frame. A cropped alignment
+            // that keeps no full spectra reads them once more for the full-size sum.
             let crop = usize::from(max_size < 64);
             let (kept_reads, streamed_reads) = match reference {
                 Reference::Sum => (12, 12 * (1 + b.iterations)),
-                Reference::First => (1 + 12, 1 + 12),
+                Reference::First => (1 + 12 + 12 * crop, 1 + 12),
             };
-            assert_eq!(kept.reads, kept_reads + 12 * crop);
+            assert_eq!(kept.reads, kept_reads);
             assert_eq!(
                 streamed.reads,
                 streamed_reads + 12 * crop,
@@ -653,6 +653,34 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
             );
         }
     }
+    // Cropped to 32 x 32 where the full spectra (12 x 64 x 25 x 8 bytes) do not fit in the
+    // limit but the cropped ones (12 x 32 x 17 x 8) do: those are kept, the same shifts
+    // found, and the frames read once more for the sum.
+    let options = AlignOptions {
+        max_size: 32,
+        ..Default::default()
+    };
+    let mut full = CountingReads {
+        movie: m.clone(),
+        reads: 0,
+    };
+    let a = align_movie(&mut full, &options).unwrap();
+    let mut cropped = CountingReads {
+        movie: m.clone(),
+        reads: 0,
+    };
+    let limit = AlignOptions {
+        memory_limit: 12 * 64 * 25 * 8 - 1,
+        ..options
+    };
+    let b = align_movie(&mut cropped, &limit).unwrap();
+    assert!(12 * 32 * 17 * 8 <= limit.memory_limit);
+    assert_eq!(
+        (a.shifts.as_slice(), a.alignment_shape),
+        (b.shifts.as_slice(), (32, 32))
+    );
+    assert_eq!((full.reads, cropped.reads), (12, 24));
+    assert!((&a.sum - &b.sum).iter().all(|d| d.abs() < 1e-3));
 }
 
 /// A frame cut from a specimen that does not repeat (blobs over a larger field and a gradient

@@ -54,9 +54,11 @@ pub struct AlignOptions {
     pub tolerance: f64,
     /// Frames larger than this on an axis are aligned on their spectra cropped to this size
     /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
-    /// back, so they are quantised to `binning / upsample_factor`). The cropped spectra are all
-    /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most); the full-size
-    /// aligned sum is made by reading the frames once more.
+    /// back, so they are quantised to `binning / upsample_factor`). The frames' full spectra
+    /// are kept between passes where they fit in [`AlignOptions::memory_limit`] (on the host's
+    /// targets); otherwise the cropped ones are all that stays in memory (`frames x size x
+    /// (size/2+1) x 8` bytes at most), and the full-size aligned sum is made by reading the
+    /// frames once more.
     ///
     /// On the host's targets with [`Reference::Sum`], lengths of 256 pixels or more are also
     /// cropped to the largest whose transforms are fast (products of 2, 3, 5, 7 and 11: at
@@ -332,9 +334,17 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
         normalization: options.normalization,
         ..Default::default()
     };
-    // One pass (the first frame as reference) gains nothing from keeping the spectra.
-    let keep = options.reference == Reference::Sum
-        && spectra_bytes(frames.len(), stored) <= options.memory_limit as u128;
+    // The largest spectra that fit are kept: the frames' own where they do (the sum then
+    // needs no second reading), else their crop to `max_size`. One pass (the first frame as
+    // reference) gains nothing from keeping any.
+    let fits = |shape| {
+        options.reference == Reference::Sum
+            && spectra_bytes(frames.len(), shape) <= options.memory_limit as u128
+    };
+    let (stored, keep) = match fits((ny, nx)) {
+        true => ((ny, nx), true),
+        false => (stored, fits(stored)),
+    };
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
     let shapes = Shapes { stored, aligned };
     let mut spectra = Spectra::new(frames, &full, shapes, taper.as_ref(), threads, keep)?;
@@ -396,8 +406,9 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
 }
 
 /// The shapes of [`align_each_frame`]'s images: `stored`, whose half spectra the passes keep
-/// or read (the frames', or their crop to [`AlignOptions::max_size`]), and `aligned`, the
-/// correlations' (`stored`, or its crop to lengths whose transforms are fast).
+/// or read (the frames', or their crop to [`AlignOptions::max_size`]: see
+/// [`alignment_shapes`]), and `aligned`, the correlations' (the crop to `max_size`, or within
+/// it to lengths whose transforms are fast).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Shapes {
     pub(super) stored: (usize, usize),
@@ -436,7 +447,9 @@ enum Axis {
     Columns,
 }
 
-/// The [`Shapes`] a movie of `(ny, nx)` frames is aligned at with `options`.
+/// The [`Shapes`] a movie of `(ny, nx)` frames is aligned at with `options`, its spectra
+/// stored cropped to `max_size` (which [`align_each_frame`] keeps at full size where they fit
+/// in memory).
 pub(super) fn alignment_shapes((ny, nx): (usize, usize), options: &AlignOptions) -> Shapes {
     let stored = (ny.min(options.max_size), nx.min(options.max_size));
     let aligned = match (options.reference, options.target) {
