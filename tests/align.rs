@@ -6,7 +6,7 @@ use common::{drift, movie, FailsAt, Lcg};
 use ndarray::{Array2, Array3, ArrayViewMut2, Axis};
 use ufunc::registration::{
     align_movie, phase_cross_correlation, AlignOptions, FrameSource, Normalization, PccOptions,
-    Reference,
+    Reference, SpectraMemory,
 };
 use ufunc::{Error, Target};
 
@@ -632,6 +632,20 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
                 ..options
             };
             let b = align_movie(&mut streamed, &limit).unwrap();
+            // What `spectra_memory` says is kept: the full spectra (12 frames of 64 x 25
+            // points of 8 bytes) where they fit, nothing in one pass.
+            let full = 12 * 64 * 25 * 8;
+            let (kept_memory, streamed_memory) = match reference {
+                Reference::Sum => (SpectraMemory::Kept(full), SpectraMemory::Streamed(full)),
+                Reference::First => (SpectraMemory::OnePass, SpectraMemory::OnePass),
+            };
+            assert_eq!(options.spectra_memory(12, (64, 48)), kept_memory);
+            let cropped = 12 * 32 * 17 * 8;
+            let streamed_memory = match (streamed_memory, max_size) {
+                (SpectraMemory::Streamed(_), 32) => SpectraMemory::Streamed(cropped),
+                (memory, _) => memory,
+            };
+            assert_eq!(limit.spectra_memory(12, (64, 48)), streamed_memory);
             assert_eq!(a.shifts, b.shifts, "{reference:?} at {max_size}");
             assert_eq!(a.iterations, b.iterations);
             assert!((&a.sum - &b.sum).iter().all(|d| d.abs() < 1e-3));
@@ -675,6 +689,37 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
     };
     let b = align_movie(&mut cropped, &limit).unwrap();
     assert!(12 * 32 * 17 * 8 <= limit.memory_limit);
+    assert_eq!(
+        limit.spectra_memory(12, (64, 48)),
+        SpectraMemory::Kept(12 * 32 * 17 * 8)
+    );
+    // With an edge taper (the sum read again whatever is kept), or in groups of 2 (aligned
+    // as 6 frames, their sum made apart), the cropped spectra are kept.
+    let tapered = AlignOptions {
+        taper: 0.1,
+        ..options
+    };
+    assert_eq!(
+        tapered.spectra_memory(12, (64, 48)),
+        SpectraMemory::Kept(12 * 32 * 17 * 8)
+    );
+    let grouped = AlignOptions {
+        group: 2,
+        ..options
+    };
+    assert_eq!(
+        grouped.spectra_memory(12, (64, 48)),
+        SpectraMemory::Kept(6 * 32 * 17 * 8)
+    );
+    let mut counted = CountingReads {
+        movie: m.clone(),
+        reads: 0,
+    };
+    align_movie(&mut counted, &tapered).unwrap();
+    assert_eq!(
+        counted.reads, 24,
+        "kept cropped, the frames read again for the sum"
+    );
     assert_eq!(
         (a.shifts.as_slice(), a.alignment_shape),
         (b.shifts.as_slice(), (32, 32))

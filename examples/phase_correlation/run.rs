@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use ufunc::registration::{
     align_movie, align_patches, aligned_sums, AlignOptions, AlignedSums, Alignment,
     CorrectedFrames, DoseWeighting, FrameSource, LocalAlignment, LocalMotion, PatchOptions,
-    SumsWanted,
+    SpectraMemory, SumsWanted,
 };
 
 /// How progress is shown.
@@ -329,7 +329,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                 progress.log(
                     &bars,
                     format!(
-                        "{tag}: {} of {}x{}{}",
+                        "{tag}: {} of {}x{}{}{}",
                         match movie.frames_of_file() {
                             (range, all) if range.len() < all =>
                                 format!("frames {} to {} of {all}", range.start + 1, range.end),
@@ -337,7 +337,11 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                         },
                         movie.frame_shape().0,
                         movie.frame_shape().1,
-                        movie.note().map(|n| format!(" ({n})")).unwrap_or_default()
+                        movie.note().map(|n| format!(" ({n})")).unwrap_or_default(),
+                        describe_memory(
+                            options.spectra_memory(movie.len(), movie.frame_shape()),
+                            options.memory_limit
+                        )
                     ),
                 );
                 frame_bar.set_length(movie.len() as u64);
@@ -1647,6 +1651,21 @@ impl FrameSource for TimedReads<'_> {
     }
 }
 
+/// What the alignment keeps in memory, for the movie's first log line: "; spectra 1600 MiB
+/// kept in memory", or where they exceed `limit` bytes that every pass reads the movie again.
+fn describe_memory(memory: SpectraMemory, limit: usize) -> String {
+    let mib = |bytes: u128| format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64);
+    match memory {
+        SpectraMemory::OnePass => String::new(),
+        SpectraMemory::Kept(bytes) => format!("; spectra {} kept in memory", mib(bytes)),
+        SpectraMemory::Streamed(bytes) => format!(
+            "; spectra {} over --memory-limit {}: every pass reads the movie again",
+            mib(bytes),
+            mib(limit as u128)
+        ),
+    }
+}
+
 /// The root-mean-square distance between measured and true shifts, in pixels.
 pub fn rms_error(measured: &[[f64; 2]], truth: &[[f64; 2]]) -> f64 {
     let n = measured.len().min(truth.len()).max(1) as f64;
@@ -1736,6 +1755,33 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[test]
+    fn the_log_says_what_the_alignment_keeps_in_memory() {
+        let options = AlignOptions {
+            memory_limit: 2 << 30,
+            ..Default::default()
+        };
+        // 89 frames of 2048 x 2048 (the seed job) fit; 40 of a K3's 4092 x 5760 do not.
+        let seed = options.spectra_memory(89, (2048, 2048));
+        assert_eq!(seed, SpectraMemory::Kept(89 * 2048 * 1025 * 8));
+        let line = describe_memory(seed, options.memory_limit);
+        assert_eq!(line, "; spectra 1425 MiB kept in memory");
+        let k3 = options.spectra_memory(40, (4092, 5760));
+        assert_eq!(
+            describe_memory(k3, options.memory_limit),
+            "; spectra 2559 MiB over --memory-limit 2048 MiB: every pass reads the movie again"
+        );
+        let first = AlignOptions {
+            reference: ufunc::registration::Reference::First,
+            ..options
+        };
+        assert_eq!(
+            first.spectra_memory(89, (2048, 2048)),
+            SpectraMemory::OnePass
+        );
+        assert_eq!(describe_memory(SpectraMemory::OnePass, 1), "");
     }
 
     #[test]

@@ -54,19 +54,21 @@ pub struct AlignOptions {
     pub tolerance: f64,
     /// Frames larger than this on an axis are aligned on their spectra cropped to this size
     /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
-    /// back, so they are quantised to `binning / upsample_factor`). The frames' full spectra
-    /// are kept between passes where they fit in [`AlignOptions::memory_limit`] (on the host's
-    /// targets); otherwise the cropped ones are all that stays in memory (`frames x size x
-    /// (size/2+1) x 8` bytes at most), and the full-size aligned sum is made by reading the
-    /// frames once more.
+    /// back, so they are quantised to `binning / upsample_factor`). On the host's targets the
+    /// frames' full spectra are kept between passes where they fit in
+    /// [`AlignOptions::memory_limit`], and the aligned sum comes from the last pass; otherwise
+    /// (and with a `taper` or `group`, whose sums are made apart) the cropped ones are all
+    /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most), and the
+    /// full-size aligned sum is made by reading the frames once more (as it is where a frame
+    /// had nothing to register). Shifts are the same either way, up to rounding.
     ///
     /// On the host's targets with [`Reference::Sum`], lengths of 256 pixels or more are also
     /// cropped to the largest whose transforms are fast (products of 2, 3, 5, 7 and 11: at
     /// most 1.6% smaller for the cameras' sizes), as RELION picks its correlations' sizes: a
     /// K2 frame's 3710 x 3838 pixels are aligned at 3696 x 3780, whose transforms take a
     /// quarter of the time, and the frequencies cut off carry a weight of about 1e-4 at the
-    /// default B-factor. Where `max_size` does not crop, the full-size spectra are kept, so
-    /// this crop costs no reading of the frames. `Target::Cuda` aligns at `max_size`'s crop
+    /// default B-factor. The passes read this crop out of the spectra kept, so it costs no
+    /// reading of the frames. `Target::Cuda` aligns at `max_size`'s crop
     /// only: it keeps the cropped spectra alone, and a crop there would cost a second reading
     /// of the frames for the sum, more than the device's transforms gain.
     pub max_size: usize,
@@ -84,10 +86,11 @@ pub struct AlignOptions {
     /// towards its middle by up to a tenth of it, most at tapers of 0.05-0.1. The sum is made
     /// from the frames as they are.
     pub taper: f64,
-    /// The frames' (cropped) half spectra are kept in memory between passes when they fit in
-    /// this many bytes (`frames x rows x (cols/2+1) x 8`); otherwise every pass reads and
-    /// transforms the frames again, so that memory stays bounded by a few frames per thread
-    /// however long the movie (default 2 GiB).
+    /// The frames' half spectra (full-size, or cropped by [`AlignOptions::max_size`]) are kept
+    /// in memory between passes when they fit in this many bytes (`frames x rows x (cols/2+1)
+    /// x 8`); otherwise every pass reads and transforms the frames again, so that memory stays
+    /// bounded by a few frames per thread however long the movie (default 2 GiB).
+    /// [`AlignOptions::spectra_memory`] says which, for a movie.
     pub memory_limit: usize,
     /// Frames added per registration (MotionCor2's `-Group`; default 1, each frame alone):
     /// consecutive frames are added into groups of this many (the frames left over handed
@@ -321,7 +324,9 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
     let threads = threads_of(options.target)?;
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
-    let Shapes { stored, aligned } = alignment_shapes((ny, nx), options);
+    let sum_of_passes = summed == Summed::Yes && options.taper == 0.0;
+    let (shapes, keep) = storage(options, frames.len(), (ny, nx), sum_of_passes);
+    let Shapes { stored, aligned } = shapes;
     let full = ImagePlan::<f32>::new(ny, nx)?;
     let cropped = if aligned == (ny, nx) {
         None
@@ -334,19 +339,7 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
         normalization: options.normalization,
         ..Default::default()
     };
-    // The largest spectra that fit are kept: the frames' own where they do (the sum then
-    // needs no second reading), else their crop to `max_size`. One pass (the first frame as
-    // reference) gains nothing from keeping any.
-    let fits = |shape| {
-        options.reference == Reference::Sum
-            && spectra_bytes(frames.len(), shape) <= options.memory_limit as u128
-    };
-    let (stored, keep) = match fits((ny, nx)) {
-        true => ((ny, nx), true),
-        false => (stored, fits(stored)),
-    };
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
-    let shapes = Shapes { stored, aligned };
     let mut spectra = Spectra::new(frames, &full, shapes, taper.as_ref(), threads, keep)?;
     let scratch = ScratchPool::new();
     let weights = |bfactor| bfactor_weights(bfactor, (aligned.0, aligned.1 / 2 + 1), (ny, nx));
@@ -447,9 +440,88 @@ enum Axis {
     Columns,
 }
 
+/// How [`align_each_frame`] (and the device's) hold the spectra of `frames` frames of
+/// `frame` shape: their [`Shapes`], and whether they are kept between passes. The largest
+/// that fit in [`AlignOptions::memory_limit`] are kept: on the host the frames' own where the
+/// sum is made `from_passes` (none is made, or a taper means the frames are read again for
+/// it, otherwise), else their crop to `max_size`; on the device that crop alone. One pass
+/// (the first frame as reference) gains nothing from keeping any.
+pub(super) fn storage(
+    options: &AlignOptions,
+    frames: usize,
+    frame: (usize, usize),
+    from_passes: bool,
+) -> (Shapes, bool) {
+    let shapes = alignment_shapes(frame, options);
+    let fits = |shape| {
+        options.reference == Reference::Sum
+            && spectra_bytes(frames, shape) <= options.memory_limit as u128
+    };
+    match options.target {
+        Target::Cuda => (
+            Shapes {
+                stored: shapes.aligned,
+                ..shapes
+            },
+            fits(shapes.aligned),
+        ),
+        _ if from_passes && fits(frame) => (
+            Shapes {
+                stored: frame,
+                ..shapes
+            },
+            true,
+        ),
+        _ => (shapes, fits(shapes.stored)),
+    }
+}
+
+/// What [`align_movie`] keeps of a movie in memory between passes: see
+/// [`AlignOptions::spectra_memory`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpectraMemory {
+    /// One pass over the frames (the first frame as reference): nothing is kept.
+    OnePass,
+    /// The frames' half spectra are kept: this many bytes (of the device's memory on
+    /// `Target::Cuda`).
+    Kept(u128),
+    /// The spectra, this many bytes, exceed [`AlignOptions::memory_limit`]: every pass reads
+    /// and transforms the frames again, holding a few at a time.
+    Streamed(u128),
+}
+
+impl AlignOptions {
+    /// What [`align_movie`] with these options keeps in memory between its passes over a
+    /// movie of `frames` frames of `frame_shape` (rows, columns): for planning the memory a
+    /// long movie takes, or a `memory_limit` that keeps its spectra.
+    ///
+    /// ```
+    /// use ufunc_runtime::registration::{AlignOptions, SpectraMemory};
+    /// let options = AlignOptions::default(); // memory_limit: 2 GiB
+    /// // 40 frames of 4096 x 4096: 8 bytes for each of 4096 x 2049 points per frame.
+    /// let bytes = 40 * 4096 * 2049 * 8;
+    /// assert_eq!(options.spectra_memory(40, (4096, 4096)), SpectraMemory::Streamed(bytes));
+    /// let roomy = AlignOptions { memory_limit: 4 << 30, ..options };
+    /// assert_eq!(roomy.spectra_memory(40, (4096, 4096)), SpectraMemory::Kept(bytes));
+    /// ```
+    pub fn spectra_memory(&self, frames: usize, frame_shape: (usize, usize)) -> SpectraMemory {
+        // Frame groups are aligned as frames of their own (no sum made of their passes).
+        let (frames, from_passes) = match self.group {
+            0 | 1 => (frames, self.taper == 0.0),
+            group => (frames / group, false),
+        };
+        let (shapes, keep) = storage(self, frames, frame_shape, from_passes);
+        let bytes = spectra_bytes(frames, shapes.stored);
+        match (self.reference, keep) {
+            (Reference::First, _) => SpectraMemory::OnePass,
+            (_, true) => SpectraMemory::Kept(bytes),
+            (_, false) => SpectraMemory::Streamed(bytes),
+        }
+    }
+}
+
 /// The [`Shapes`] a movie of `(ny, nx)` frames is aligned at with `options`, its spectra
-/// stored cropped to `max_size` (which [`align_each_frame`] keeps at full size where they fit
-/// in memory).
+/// stored cropped to `max_size` (see [`storage`] for those kept).
 pub(super) fn alignment_shapes((ny, nx): (usize, usize), options: &AlignOptions) -> Shapes {
     let stored = (ny.min(options.max_size), nx.min(options.max_size));
     let aligned = match (options.reference, options.target) {

@@ -9,7 +9,7 @@
 
 use super::align::{
     bfactor_weights, check, copy_frame, iterate_on_sum, nothing_registered, read_one,
-    relative_to_first, shift_phases, spectra_bytes, Found, Registered, SumPasses, Summed, Taper,
+    relative_to_first, shift_phases, Found, Registered, SumPasses, Summed, Taper,
 };
 use super::pcc::{refinement_region, Peak};
 use super::{AlignOptions, Alignment, FrameSource, Normalization, PccOptions, Reference};
@@ -666,7 +666,8 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     let (ny, nx) = frames.frame_shape();
     // The device keeps its spectra at the aligned shape (`max_size`'s crop on this target), and
     // reads the frames again for the sum where that is not the frames'.
-    let crop = super::align::alignment_shapes((ny, nx), options).aligned;
+    let (shapes, keep) = super::align::storage(options, n, (ny, nx), true);
+    let crop = shapes.aligned;
     let plan = DevicePlan {
         frame: (ny, nx),
         shape: crop,
@@ -675,8 +676,6 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         zero_mean: true,
     };
     let taper = (options.taper > 0.0).then(|| Taper::new((ny, nx), options.taper));
-    let keep = options.reference == Reference::Sum
-        && spectra_bytes(n, crop) <= options.memory_limit as u128;
     let Lanes {
         streams,
         images,

@@ -36,7 +36,7 @@ mod local;
 mod pcc;
 mod upsample;
 
-pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference};
+pub use align::{align_movie, AlignOptions, Alignment, FrameSource, Reference, SpectraMemory};
 pub use dose::{
     aligned_sums, dose_weighted_and_even_odd_sums, dose_weighted_sum, even_odd_sums, shifted_sum,
     AlignedSums, DoseWeighting, SumsWanted,
