@@ -718,7 +718,7 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
     align_movie(&mut counted, &tapered).unwrap();
     assert_eq!(
         counted.reads, 24,
-        "kept cropped, the frames read again for the sum"
+        "read once for the spectra, once more for the tapered frames' sum"
     );
     assert_eq!(
         (a.shifts.as_slice(), a.alignment_shape),

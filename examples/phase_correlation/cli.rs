@@ -53,8 +53,9 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = tolerance)]
     pub tolerance: Option<f64>,
     /// Frames larger than this (pixels, per axis, at least 2) are aligned on their
-    /// Fourier-cropped spectra; where their full spectra do not fit in --memory-limit, the
-    /// cropped ones are all the alignment keeps (and the sum reads the movie again). With
+    /// Fourier-cropped spectra; the alignment keeps the cropped ones alone (and the sum reads
+    /// the movie again) where their full spectra do not fit in --memory-limit, and with
+    /// --taper, --group or --target cuda (--reference first keeps none). With
     /// the sum reference on the CPU, lengths of 256 or more whose transforms are slow are also
     /// aligned at the largest fast length within them (K2's 3710 x 3838 at 3696 x 3780)
     /// [default: 4096].

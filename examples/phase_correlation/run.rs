@@ -1651,8 +1651,9 @@ impl FrameSource for TimedReads<'_> {
     }
 }
 
-/// What the alignment keeps in memory, for the movie's first log line: "; spectra 1600 MiB
-/// kept in memory", or where they exceed `limit` bytes that every pass reads the movie again.
+/// What the alignment keeps in memory, for the log line naming a movie's frames: "; spectra
+/// 1425 MiB kept in memory", or where they exceed `limit` bytes that every pass reads the
+/// movie again.
 fn describe_memory(memory: SpectraMemory, limit: usize) -> String {
     let mib = |bytes: u128| format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64);
     match memory {

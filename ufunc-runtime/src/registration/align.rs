@@ -54,8 +54,8 @@ pub struct AlignOptions {
     pub tolerance: f64,
     /// Frames larger than this on an axis are aligned on their spectra cropped to this size
     /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
-    /// back, so they are quantised to `binning / upsample_factor`). On the host's targets the
-    /// frames' full spectra are kept between passes where they fit in
+    /// back, so they are quantised to `binning / upsample_factor`). On the host's targets with
+    /// [`Reference::Sum`] the frames' full spectra are kept between passes where they fit in
     /// [`AlignOptions::memory_limit`], and the aligned sum comes from the last pass; otherwise
     /// (and with a `taper` or `group`, whose sums are made apart) the cropped ones are all
     /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most), and the
@@ -324,8 +324,7 @@ pub(super) fn align_each_frame<S: FrameSource + ?Sized>(
     let threads = threads_of(options.target)?;
     check(frames, options)?;
     let (ny, nx) = frames.frame_shape();
-    let sum_of_passes = summed == Summed::Yes && options.taper == 0.0;
-    let (shapes, keep) = storage(options, frames.len(), (ny, nx), sum_of_passes);
+    let (shapes, keep) = storage(options, frames.len(), (ny, nx), summed);
     let Shapes { stored, aligned } = shapes;
     let full = ImagePlan::<f32>::new(ny, nx)?;
     let cropped = if aligned == (ny, nx) {
@@ -443,15 +442,16 @@ enum Axis {
 /// How [`align_each_frame`] (and the device's) hold the spectra of `frames` frames of
 /// `frame` shape: their [`Shapes`], and whether they are kept between passes. The largest
 /// that fit in [`AlignOptions::memory_limit`] are kept: on the host the frames' own where the
-/// sum is made `from_passes` (none is made, or a taper means the frames are read again for
-/// it, otherwise), else their crop to `max_size`; on the device that crop alone. One pass
-/// (the first frame as reference) gains nothing from keeping any.
+/// sum comes from the passes (it is `summed`, and no taper means the frames are read again
+/// for it), else their crop to `max_size`; on the device that crop alone. One pass (the
+/// first frame as reference) gains nothing from keeping any.
 pub(super) fn storage(
     options: &AlignOptions,
     frames: usize,
     frame: (usize, usize),
-    from_passes: bool,
+    summed: Summed,
 ) -> (Shapes, bool) {
+    let from_passes = summed == Summed::Yes && options.taper == 0.0;
     let shapes = alignment_shapes(frame, options);
     let fits = |shape| {
         options.reference == Reference::Sum
@@ -492,8 +492,9 @@ pub enum SpectraMemory {
 
 impl AlignOptions {
     /// What [`align_movie`] with these options keeps in memory between its passes over a
-    /// movie of `frames` frames of `frame_shape` (rows, columns): for planning the memory a
-    /// long movie takes, or a `memory_limit` that keeps its spectra.
+    /// movie of `frames` frames of `frame_shape` (rows, columns), for a movie it accepts
+    /// (with `group`, at least two groups): for planning the memory a long movie takes, or a
+    /// `memory_limit` that keeps its spectra.
     ///
     /// ```
     /// use ufunc_runtime::registration::{AlignOptions, SpectraMemory};
@@ -505,12 +506,12 @@ impl AlignOptions {
     /// assert_eq!(roomy.spectra_memory(40, (4096, 4096)), SpectraMemory::Kept(bytes));
     /// ```
     pub fn spectra_memory(&self, frames: usize, frame_shape: (usize, usize)) -> SpectraMemory {
-        // Frame groups are aligned as frames of their own (no sum made of their passes).
-        let (frames, from_passes) = match self.group {
-            0 | 1 => (frames, self.taper == 0.0),
-            group => (frames / group, false),
+        // Frame groups are aligned as frames of their own, their sum made apart.
+        let (frames, summed) = match self.group {
+            0 | 1 => (frames, Summed::Yes),
+            group => (frames / group, Summed::No),
         };
-        let (shapes, keep) = storage(self, frames, frame_shape, from_passes);
+        let (shapes, keep) = storage(self, frames, frame_shape, summed);
         let bytes = spectra_bytes(frames, shapes.stored);
         match (self.reference, keep) {
             (Reference::First, _) => SpectraMemory::OnePass,
@@ -1434,6 +1435,46 @@ mod tests {
             },
         );
         assert_eq!((small.stored, small.aligned), ((1919, 1919), (1890, 1890)));
+    }
+
+    #[test]
+    fn the_full_spectra_are_kept_only_where_the_sum_comes_from_the_passes() {
+        let options = AlignOptions {
+            max_size: 32,
+            ..Default::default()
+        };
+        let stored = |options: &AlignOptions, summed| {
+            let (shapes, keep) = storage(options, 12, (64, 48), summed);
+            (shapes.stored, shapes.aligned, keep)
+        };
+        let (full, cropped) = ((64, 48), (32, 32));
+        assert_eq!(stored(&options, Summed::Yes), (full, cropped, true));
+        assert_eq!(stored(&options, Summed::No), (cropped, cropped, true));
+        let tapered = AlignOptions {
+            taper: 0.1,
+            ..options
+        };
+        assert_eq!(stored(&tapered, Summed::Yes), (cropped, cropped, true));
+        let cuda = AlignOptions {
+            target: Target::Cuda,
+            ..options
+        };
+        assert_eq!(stored(&cuda, Summed::Yes), (cropped, cropped, true));
+        let tight = AlignOptions {
+            memory_limit: spectra_bytes(12, full) as usize - 1,
+            ..options
+        };
+        assert_eq!(stored(&tight, Summed::Yes), (cropped, cropped, true));
+        let none = AlignOptions {
+            memory_limit: 0,
+            ..options
+        };
+        assert_eq!(stored(&none, Summed::Yes), (cropped, cropped, false));
+        let first = AlignOptions {
+            reference: Reference::First,
+            ..options
+        };
+        assert_eq!(stored(&first, Summed::Yes), (cropped, cropped, false));
     }
 
     #[test]

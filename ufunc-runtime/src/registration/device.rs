@@ -666,7 +666,7 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     let (ny, nx) = frames.frame_shape();
     // The device keeps its spectra at the aligned shape (`max_size`'s crop on this target), and
     // reads the frames again for the sum where that is not the frames'.
-    let (shapes, keep) = super::align::storage(options, n, (ny, nx), true);
+    let (shapes, keep) = super::align::storage(options, n, (ny, nx), summed);
     let crop = shapes.aligned;
     let plan = DevicePlan {
         frame: (ny, nx),
