@@ -11,6 +11,11 @@ pub fn peak_rss() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// `bytes` in MiB for the log, "1425 MiB".
+pub fn mib(bytes: u128) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
 /// `--memory-limit`'s default on the host's targets, in bytes: half the memory `free` to the
 /// process, and at least `floor` (the library's 2 GiB, all there is where `free` is unknown).
 pub fn default_limit(free: Option<u64>, floor: usize) -> usize {

@@ -1275,18 +1275,15 @@ pub fn align_and_write(
         let mut pass = None;
         let written = staging.write(&outputs.stack, |w| {
             let group = meta.settings.stack_group;
-            let label = match group {
-                1 => format!(
-                    "ufunc phase_correlation: frames {} to {} aligned",
-                    first + 1,
-                    first + n
-                ),
-                _ => format!(
-                    "ufunc phase_correlation: frames {} to {} aligned, in sums of {group}",
-                    first + 1,
-                    first + n
-                ),
+            let grouped = match group {
+                1 => String::new(),
+                _ => format!(", in sums of {group}"),
             };
+            let label = format!(
+                "ufunc phase_correlation: frames {} to {} aligned{grouped}",
+                first + 1,
+                first + n
+            );
             let mut stack = MrcStackWriter::new(
                 w,
                 sum_shape,
@@ -1655,7 +1652,7 @@ impl FrameSource for TimedReads<'_> {
 /// 1425 MiB kept in memory", or where they exceed `limit` bytes that every pass reads the
 /// movie again.
 fn describe_memory(memory: SpectraMemory, limit: usize) -> String {
-    let mib = |bytes: u128| format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64);
+    use crate::memory::mib;
     match memory {
         SpectraMemory::OnePass => String::new(),
         SpectraMemory::Kept(bytes) => format!("; spectra {} kept in memory", mib(bytes)),

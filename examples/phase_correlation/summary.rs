@@ -190,11 +190,7 @@ impl Summary {
             self.failed()
         )?;
         match self.peak_rss {
-            Some(bytes) => writeln!(
-                out,
-                "; peak memory {:.0} MiB",
-                bytes as f64 / (1 << 20) as f64
-            )?,
+            Some(bytes) => writeln!(out, "; peak memory {}", crate::memory::mib(bytes.into()))?,
             None => writeln!(out)?,
         }
         for error in &self.errors {
