@@ -85,9 +85,9 @@ pub mod prelude {
 /// `f::cuda_source()` for every function compiled with `targets = [.., "cuda"]`.
 pub mod cuda {
     pub use ufunc_runtime::{
-        cached_cubin, compile, cuda_counters, cuda_simulated, device_array, kernel_cache_dir,
-        nvrtc_available, to_device, to_device_on, Compiled, CudaCounters, DeviceArray, DeviceView,
-        NvrtcOutput, Stream,
+        cached_cubin, compile, cuda_counters, cuda_simulated, device_array, device_memory,
+        kernel_cache_dir, nvrtc_available, to_device, to_device_on, Compiled, CudaCounters,
+        DeviceArray, DeviceMemory, DeviceView, NvrtcOutput, Stream,
     };
 }
 

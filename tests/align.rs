@@ -2,8 +2,8 @@
 //! the `first`, cpu against parallel, frame sources that fail, and bad options.
 
 mod common;
-use common::{drift, movie, FailsAt, Lcg};
-use ndarray::{Array2, Array3, ArrayViewMut2, Axis};
+use common::{drift, movie, CountingReads, FailsAt, Lcg};
+use ndarray::{Array2, Array3, Axis};
 use ufunc::registration::{
     align_movie, phase_cross_correlation, AlignOptions, FrameSource, Normalization, PccOptions,
     Reference, SpectraMemory,
@@ -530,10 +530,7 @@ fn frames_aligned_at_a_smaller_size_give_the_same_drift() {
 #[test]
 fn slow_lengths_are_aligned_at_fast_ones_and_read_once() {
     let m = movie(8, (262, 279), 300.0, 12);
-    let mut kept = CountingReads {
-        movie: m.clone(),
-        reads: 0,
-    };
+    let mut kept = CountingReads::new(m.clone());
     let a = align_movie(&mut kept, &AlignOptions::default()).unwrap();
     assert_eq!(a.alignment_shape, (256, 275));
     assert_eq!(
@@ -555,10 +552,7 @@ fn slow_lengths_are_aligned_at_fast_ones_and_read_once() {
     assert!(err <= 1e-4 * scale, "the sum differs by {err} of {scale}");
     // Streamed, each pass transforms the frames at full size: the same shifts and sum, and
     // no reading for the sum either.
-    let mut streamed = CountingReads {
-        movie: m.clone(),
-        reads: 0,
-    };
+    let mut streamed = CountingReads::new(m.clone());
     let limit = AlignOptions {
         memory_limit: 0,
         ..Default::default()
@@ -585,29 +579,6 @@ fn slow_lengths_are_aligned_at_fast_ones_and_read_once() {
     assert_eq!(small.unwrap().alignment_shape, (255, 255));
 }
 
-/// Counts the reads of a movie held in memory.
-struct CountingReads {
-    movie: Array3<f32>,
-    reads: usize,
-}
-
-impl FrameSource for CountingReads {
-    fn frame_shape(&self) -> (usize, usize) {
-        self.movie.frame_shape()
-    }
-    fn len(&self) -> usize {
-        FrameSource::len(&self.movie)
-    }
-    fn read_frame(
-        &mut self,
-        index: usize,
-        out: ArrayViewMut2<'_, f32>,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        self.reads += 1;
-        self.movie.read_frame(index, out)
-    }
-}
-
 #[test]
 fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
     let m = movie(12, (64, 48), 2.0, 77);
@@ -618,15 +589,9 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
                 max_size,
                 ..Default::default()
             };
-            let mut kept = CountingReads {
-                movie: m.clone(),
-                reads: 0,
-            };
+            let mut kept = CountingReads::new(m.clone());
             let a = align_movie(&mut kept, &options).unwrap();
-            let mut streamed = CountingReads {
-                movie: m.clone(),
-                reads: 0,
-            };
+            let mut streamed = CountingReads::new(m.clone());
             let limit = AlignOptions {
                 memory_limit: 0,
                 ..options
@@ -674,15 +639,9 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
         max_size: 32,
         ..Default::default()
     };
-    let mut full = CountingReads {
-        movie: m.clone(),
-        reads: 0,
-    };
+    let mut full = CountingReads::new(m.clone());
     let a = align_movie(&mut full, &options).unwrap();
-    let mut cropped = CountingReads {
-        movie: m.clone(),
-        reads: 0,
-    };
+    let mut cropped = CountingReads::new(m.clone());
     let limit = AlignOptions {
         memory_limit: 12 * 64 * 25 * 8 - 1,
         ..options
@@ -711,10 +670,7 @@ fn a_movie_over_the_memory_limit_is_streamed_with_the_same_result() {
         grouped.spectra_memory(12, (64, 48)),
         SpectraMemory::Kept(6 * 32 * 17 * 8)
     );
-    let mut counted = CountingReads {
-        movie: m.clone(),
-        reads: 0,
-    };
+    let mut counted = CountingReads::new(m.clone());
     align_movie(&mut counted, &tapered).unwrap();
     assert_eq!(
         counted.reads, 24,
@@ -913,10 +869,7 @@ fn grouped_frames_are_read_twice() {
             ..Default::default()
         },
     ] {
-        let mut counted = CountingReads {
-            movie: m.clone(),
-            reads: 0,
-        };
+        let mut counted = CountingReads::new(m.clone());
         let a = align_movie(&mut counted, &options).unwrap();
         assert_eq!(counted.reads, 2 * 12, "{options:?}");
         assert_eq!(a.sum.dim(), (64, 64));
@@ -960,10 +913,7 @@ fn shifted_and_split_sums_add_up_to_the_aligned_sum() {
     // bit, and the frames are read once.
     let dose = ufunc::registration::DoseWeighting::new(1.5, 1.0);
     for target in [Target::Cpu, Target::Parallel] {
-        let mut counted = CountingReads {
-            movie: m.clone(),
-            reads: 0,
-        };
+        let mut counted = CountingReads::new(m.clone());
         let (weighted, [even, odd]) = ufunc::registration::dose_weighted_and_even_odd_sums(
             &mut counted,
             &aligned.shifts,

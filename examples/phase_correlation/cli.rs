@@ -55,17 +55,17 @@ pub struct Args {
     /// Frames larger than this (pixels, per axis, at least 2) are aligned on their
     /// Fourier-cropped spectra; the alignment keeps the cropped ones alone (and the sum reads
     /// the movie again) where their full spectra do not fit in --memory-limit, and with
-    /// --taper, --group or --target cuda (--reference first keeps none). With
-    /// the sum reference on the CPU, lengths of 256 or more whose transforms are slow are also
-    /// aligned at the largest fast length within them (K2's 3710 x 3838 at 3696 x 3780)
-    /// [default: 4096].
+    /// --taper or --group (--reference first keeps none). With the sum reference, lengths of
+    /// 256 or more whose transforms are slow are also aligned at the largest fast length
+    /// within them (K2's 3710 x 3838 at 3696 x 3780) [default: 4096].
     #[arg(long, allow_hyphen_values = true, value_name = "PX", value_parser = align_size)]
     pub align_size: Option<usize>,
     /// The frames' spectra stay in memory between passes when they fit in this many MiB;
     /// otherwise each pass reads the movie again, so memory stays bounded by a few frames
     /// [default: half the memory free to the process (the system's available memory, or a
-    /// Slurm job's or container's room within its limit), at least 2048; 2048 of the
-    /// device's with --target cuda].
+    /// Slurm job's or container's room within its limit), at least 2048; with --target cuda
+    /// the least of that and half the device's free memory, at least 2048, for the spectra
+    /// are kept on the device and --patches' stacks on the host].
     #[arg(long, allow_hyphen_values = true, value_name = "MIB", value_parser = mebibytes)]
     pub memory_limit: Option<usize>,
     /// Taper each frame's edges (a raised cosine over this fraction of each axis, 0 to 0.5)
@@ -521,11 +521,17 @@ impl Args {
             group: self.group.map_or(defaults.group, |n| n as usize),
             memory_limit: match self.memory_limit {
                 Some(mib) => mib.saturating_mul(1 << 20),
-                None if self.target == TargetArg::Cuda => defaults.memory_limit,
-                None => crate::memory::default_limit(
-                    crate::memory::free_memory(),
-                    defaults.memory_limit,
-                ),
+                None => {
+                    use crate::memory::{default_limit, free_device_memory, free_memory};
+                    let host = default_limit(free_memory(), defaults.memory_limit);
+                    match self.target {
+                        // The device keeps the spectra; the host the patches' stacks.
+                        TargetArg::Cuda => {
+                            host.min(default_limit(free_device_memory(), defaults.memory_limit))
+                        }
+                        TargetArg::Cpu | TargetArg::Parallel => host,
+                    }
+                }
             },
             target: match self.target {
                 TargetArg::Cpu => Target::Cpu,
@@ -600,7 +606,7 @@ mod tests {
         assert_eq!((o.max_size, o.target), (1024, Target::Cpu));
         assert_eq!(o.reference, AlignOptions::default().reference);
         // Unset, the memory limit is half the memory free to the process (at least the
-        // library's 2 GiB) on the host, the library's on the device.
+        // library's 2 GiB), and with `--target cuda` at most half the device's.
         // (Read twice, the free memory moves with the other tests' allocations.)
         let floor = AlignOptions::default().memory_limit;
         match crate::memory::free_memory() {
@@ -612,7 +618,12 @@ mod tests {
             None => assert_eq!(o.memory_limit, floor),
         }
         let cuda = Args::parse_from(["phase_correlation", "m.mrc", "--target", "cuda"]);
-        assert_eq!(cuda.align_options().memory_limit, floor);
+        let limit = cuda.align_options().memory_limit as f64;
+        let half = |free: Option<u64>| free.map_or(floor as u64, |f| (f / 2).max(floor as u64));
+        // The simulator's device memory is the host's; without a device, the floor.
+        let host = half(crate::memory::free_memory());
+        let want = host.min(half(crate::memory::free_device_memory())) as f64;
+        assert!(limit >= floor as f64 && (limit - want).abs() <= 0.2 * want);
         for bad in [
             ["--upsample", "0"],
             ["--iterations", "0"],

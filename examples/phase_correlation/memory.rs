@@ -16,12 +16,22 @@ pub fn mib(bytes: u128) -> String {
     format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
-/// `--memory-limit`'s default on the host's targets, in bytes: half the memory `free` to the
-/// process, and at least `floor` (the library's 2 GiB, all there is where `free` is unknown).
+/// `--memory-limit`'s default in bytes: half the memory `free` to the process (of the device,
+/// with `--target cuda`), and at least `floor` (the library's 2 GiB, all there is where `free`
+/// is unknown).
 pub fn default_limit(free: Option<u64>, floor: usize) -> usize {
     free.map_or(floor, |free| {
         usize::try_from(free / 2).unwrap_or(usize::MAX).max(floor)
     })
+}
+
+/// The free memory of the device `--target cuda` runs on (on the simulator the host's,
+/// [`free_memory`]), or `None` without one.
+pub fn free_device_memory() -> Option<u64> {
+    if ufunc::cuda::cuda_simulated() {
+        return free_memory();
+    }
+    ufunc::cuda::device_memory().ok().map(|m| m.free as u64)
 }
 
 /// The memory free to this process in bytes, on Linux: the system's available memory

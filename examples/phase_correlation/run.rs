@@ -340,7 +340,7 @@ pub fn run(args: &Args, progress: Progress) -> Result<Summary> {
                         movie.note().map(|n| format!(" ({n})")).unwrap_or_default(),
                         describe_memory(
                             options.spectra_memory(movie.len(), movie.frame_shape()),
-                            options.memory_limit
+                            &options
                         )
                     ),
                 );
@@ -1648,18 +1648,22 @@ impl FrameSource for TimedReads<'_> {
     }
 }
 
-/// What the alignment keeps in memory, for the log line naming a movie's frames: "; spectra
-/// 1425 MiB kept in memory", or where they exceed `limit` bytes that every pass reads the
-/// movie again.
-fn describe_memory(memory: SpectraMemory, limit: usize) -> String {
+/// What the alignment with `options` keeps in memory, for the log line naming a movie's
+/// frames: "; spectra 1425 MiB kept in memory" (in the device's with `--target cuda`), or
+/// where they exceed the memory limit that every pass reads the movie again.
+fn describe_memory(memory: SpectraMemory, options: &AlignOptions) -> String {
     use crate::memory::mib;
+    let kept_in = match options.target {
+        ufunc::Target::Cuda => "device memory",
+        _ => "memory",
+    };
     match memory {
         SpectraMemory::OnePass => String::new(),
-        SpectraMemory::Kept(bytes) => format!("; spectra {} kept in memory", mib(bytes)),
+        SpectraMemory::Kept(bytes) => format!("; spectra {} kept in {kept_in}", mib(bytes)),
         SpectraMemory::Streamed(bytes) => format!(
             "; spectra {} over --memory-limit {}: every pass reads the movie again",
             mib(bytes),
-            mib(limit as u128)
+            mib(options.memory_limit as u128)
         ),
     }
 }
@@ -1764,11 +1768,17 @@ mod tests {
         // 89 frames of 2048 x 2048 (the seed job) fit; 40 of a K3's 4092 x 5760 do not.
         let seed = options.spectra_memory(89, (2048, 2048));
         assert_eq!(seed, SpectraMemory::Kept(89 * 2048 * 1025 * 8));
-        let line = describe_memory(seed, options.memory_limit);
+        let line = describe_memory(seed, &options);
         assert_eq!(line, "; spectra 1425 MiB kept in memory");
+        let cuda = AlignOptions {
+            target: ufunc::Target::Cuda,
+            ..options
+        };
+        let line = describe_memory(cuda.spectra_memory(89, (2048, 2048)), &cuda);
+        assert_eq!(line, "; spectra 1425 MiB kept in device memory");
         let k3 = options.spectra_memory(40, (4092, 5760));
         assert_eq!(
-            describe_memory(k3, options.memory_limit),
+            describe_memory(k3, &options),
             "; spectra 2559 MiB over --memory-limit 2048 MiB: every pass reads the movie again"
         );
         let first = AlignOptions {
@@ -1779,7 +1789,7 @@ mod tests {
             first.spectra_memory(89, (2048, 2048)),
             SpectraMemory::OnePass
         );
-        assert_eq!(describe_memory(SpectraMemory::OnePass, 1), "");
+        assert_eq!(describe_memory(SpectraMemory::OnePass, &first), "");
     }
 
     #[test]

@@ -191,3 +191,32 @@ impl ufunc::registration::FrameSource for FailsAt {
         }
     }
 }
+
+/// Counts the reads of a movie held in memory.
+pub struct CountingReads {
+    pub movie: ndarray::Array3<f32>,
+    pub reads: usize,
+}
+
+impl CountingReads {
+    pub fn new(movie: ndarray::Array3<f32>) -> Self {
+        CountingReads { movie, reads: 0 }
+    }
+}
+
+impl ufunc::registration::FrameSource for CountingReads {
+    fn frame_shape(&self) -> (usize, usize) {
+        self.movie.frame_shape()
+    }
+    fn len(&self) -> usize {
+        ufunc::registration::FrameSource::len(&self.movie)
+    }
+    fn read_frame(
+        &mut self,
+        index: usize,
+        out: ndarray::ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.reads += 1;
+        self.movie.read_frame(index, out)
+    }
+}

@@ -36,12 +36,12 @@ pub use body::{
 pub use call::{call, call_out, gu_call, gu_call_out, ArraysOf, DeviceArraysOf};
 pub use cuda::{
     accumulate_device, at_device, cached_cubin, call_device, call_out_device, compile, cuda_const,
-    cuda_counters, cuda_prelude, cuda_simulated, device_array, gu_call_device, gu_call_out_device,
-    kernel_cache_dir, kernel_source, nvrtc_available, outer_device, reduce_device,
-    reduce_out_device, to_device, to_device_on, Compiled, CudaCounters, CudaKernel, CudaLiteral,
-    DeviceArray, DeviceBinaryOp, DeviceBuffer, DeviceKernel, DeviceOperand, DeviceOperands,
-    DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand, KernelKind, KernelSource, NvrtcOutput,
-    PanicSite, PanicTable, RawDeviceOperand, Stream,
+    cuda_counters, cuda_prelude, cuda_simulated, device_array, device_memory, gu_call_device,
+    gu_call_out_device, kernel_cache_dir, kernel_source, nvrtc_available, outer_device,
+    reduce_device, reduce_out_device, to_device, to_device_on, Compiled, CudaCounters, CudaKernel,
+    CudaLiteral, DeviceArray, DeviceBinaryOp, DeviceBuffer, DeviceKernel, DeviceMemory,
+    DeviceOperand, DeviceOperands, DeviceOutOperands, DeviceOutputs, DeviceView, GuOperand,
+    KernelKind, KernelSource, NvrtcOutput, PanicSite, PanicTable, RawDeviceOperand, Stream,
 };
 pub use element::Element;
 pub use error::{Error, Result};

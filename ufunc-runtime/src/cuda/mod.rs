@@ -37,7 +37,7 @@ mod stream;
 pub(crate) use args::{Arg, Buffer};
 pub use array::{device_array, to_device, to_device_on, DeviceArray, DeviceView};
 pub(crate) use array::{wrap, PinnedImage};
-pub use backend::cuda_simulated;
+pub use backend::{cuda_simulated, device_memory, DeviceMemory};
 pub use cache::{cached_cubin, kernel_cache_dir};
 pub(crate) use call::queue_of;
 pub use call::{call_device, call_out_device, gu_call_device, gu_call_out_device};

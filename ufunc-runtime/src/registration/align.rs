@@ -54,23 +54,21 @@ pub struct AlignOptions {
     pub tolerance: f64,
     /// Frames larger than this on an axis are aligned on their spectra cropped to this size
     /// there (Fourier binning: the low frequencies that carry the drift; shifts are scaled
-    /// back, so they are quantised to `binning / upsample_factor`). On the host's targets with
-    /// [`Reference::Sum`] the frames' full spectra are kept between passes where they fit in
+    /// back, so they are quantised to `binning / upsample_factor`). With [`Reference::Sum`]
+    /// the frames' full spectra are kept between passes where they fit in
     /// [`AlignOptions::memory_limit`], and the aligned sum comes from the last pass; otherwise
     /// (and with a `taper` or `group`, whose sums are made apart) the cropped ones are all
     /// that stays in memory (`frames x size x (size/2+1) x 8` bytes at most), and the
     /// full-size aligned sum is made by reading the frames once more (as it is where a frame
     /// had nothing to register). Shifts are the same either way, up to rounding.
     ///
-    /// On the host's targets with [`Reference::Sum`], lengths of 256 pixels or more are also
-    /// cropped to the largest whose transforms are fast (products of 2, 3, 5, 7 and 11: at
-    /// most 1.6% smaller for the cameras' sizes), as RELION picks its correlations' sizes: a
-    /// K2 frame's 3710 x 3838 pixels are aligned at 3696 x 3780, whose transforms take a
-    /// quarter of the time, and the frequencies cut off carry a weight of about 1e-4 at the
-    /// default B-factor. The passes read this crop out of the spectra kept, so it costs no
-    /// reading of the frames. `Target::Cuda` aligns at `max_size`'s crop
-    /// only: it keeps the cropped spectra alone, and a crop there would cost a second reading
-    /// of the frames for the sum, more than the device's transforms gain.
+    /// With [`Reference::Sum`], lengths of 256 pixels or more are also cropped to the largest
+    /// whose transforms are fast (products of 2, 3, 5, 7 and 11: at most 1.6% smaller for the
+    /// cameras' sizes), as RELION picks its correlations' sizes: a K2 frame's 3710 x 3838
+    /// pixels are aligned at 3696 x 3780, whose transforms take a quarter of the time, and the
+    /// frequencies cut off carry a weight of about 1e-4 at the default B-factor. The passes
+    /// read this crop out of the spectra kept, so it costs no reading of the frames (on every
+    /// target: cuFFT's transforms of such lengths are slow too).
     pub max_size: usize,
     /// `Cpu`, `Parallel` (frames are registered in parallel) or `Cuda` (each frame's
     /// registration on the GPU, frames uploaded on two streams in turn; the spectra kept in
@@ -409,7 +407,7 @@ pub(super) struct Shapes {
 
 impl Shapes {
     /// A shift in the aligned images' pixels, in the stored images'.
-    fn to_stored(self, shift: [f64; 2]) -> [f64; 2] {
+    pub(super) fn to_stored(self, shift: [f64; 2]) -> [f64; 2] {
         [
             shift[0] * self.stored.0 as f64 / self.aligned.0 as f64,
             shift[1] * self.stored.1 as f64 / self.aligned.1 as f64,
@@ -441,9 +439,9 @@ enum Axis {
 
 /// How [`align_each_frame`] (and the device's) hold the spectra of `frames` frames of
 /// `frame` shape: their [`Shapes`], and whether they are kept between passes. The largest
-/// that fit in [`AlignOptions::memory_limit`] are kept: on the host the frames' own where the
-/// sum comes from the passes (it is `summed`, and no taper means the frames are read again
-/// for it), else their crop to `max_size`; on the device that crop alone. One pass (the
+/// that fit in [`AlignOptions::memory_limit`] (of the device's memory on `Target::Cuda`) are
+/// kept: the frames' own where the sum comes from the passes (it is `summed`, and no taper
+/// means the frames are read again for it), else their crop to `max_size`. One pass (the
 /// first frame as reference) gains nothing from keeping any.
 pub(super) fn storage(
     options: &AlignOptions,
@@ -457,22 +455,11 @@ pub(super) fn storage(
         options.reference == Reference::Sum
             && spectra_bytes(frames, shape) <= options.memory_limit as u128
     };
-    match options.target {
-        Target::Cuda => (
-            Shapes {
-                stored: shapes.aligned,
-                ..shapes
-            },
-            fits(shapes.aligned),
-        ),
-        _ if from_passes && fits(frame) => (
-            Shapes {
-                stored: frame,
-                ..shapes
-            },
-            true,
-        ),
-        _ => (shapes, fits(shapes.stored)),
+    if from_passes && fits(frame) {
+        let stored = frame;
+        (Shapes { stored, ..shapes }, true)
+    } else {
+        (shapes, fits(shapes.stored))
     }
 }
 
@@ -525,12 +512,12 @@ impl AlignOptions {
 /// stored cropped to `max_size` (see [`storage`] for those kept).
 pub(super) fn alignment_shapes((ny, nx): (usize, usize), options: &AlignOptions) -> Shapes {
     let stored = (ny.min(options.max_size), nx.min(options.max_size));
-    let aligned = match (options.reference, options.target) {
-        (Reference::Sum, Target::Cpu | Target::Parallel) => (
+    let aligned = match options.reference {
+        Reference::Sum => (
             fast_alignment_length(stored.0, Axis::Rows),
             fast_alignment_length(stored.1, Axis::Columns),
         ),
-        _ => stored,
+        Reference::First => stored,
     };
     Shapes { stored, aligned }
 }
@@ -1417,7 +1404,7 @@ mod tests {
         };
         assert_eq!(shapes(cpu).aligned, (3696, 3780));
         assert_eq!(shapes(first).aligned, k2);
-        assert_eq!(shapes(cuda).aligned, k2);
+        assert_eq!(shapes(cuda), shapes(sum));
         // Cropped to `max_size` first (stored so), then to fast lengths within it.
         let small = alignment_shapes(
             k2,
@@ -1459,7 +1446,7 @@ mod tests {
             target: Target::Cuda,
             ..options
         };
-        assert_eq!(stored(&cuda, Summed::Yes), (cropped, cropped, true));
+        assert_eq!(stored(&cuda, Summed::Yes), (full, cropped, true));
         let tight = AlignOptions {
             memory_limit: spectra_bytes(12, full) as usize - 1,
             ..options

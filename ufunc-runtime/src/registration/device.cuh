@@ -418,18 +418,26 @@ extern "C" __global__ void ufunc_reg_refine(long long region, long long upsample
 // The phase ramps that move an image (ny, nx), half spectrum (ny, cols), by a shift: py[k] =
 // exp(-2πi f(k) dy / ny) over the rows' signed frequencies, px[k] = exp(-2πi k dx / nx). The
 // shift is a frame's registration (`state`, with `upsample`; an axis of length 1 moves by 0)
-// or, with `upsample` 0, the two doubles at `state`. In double, rounded to float, as the host
-// (CUDA's cos and sin are within 2 ulp of the host's: a ramp may differ in its last bit).
+// or, with `upsample` 0, the two doubles at `state`; with `from_ny` > 0 it is in the pixels of
+// an image (from_ny, from_nx), scaled to this one's as the host's `Shapes::to_stored`. In
+// double, rounded to float, as the host (CUDA's cos and sin are within 2 ulp of the host's: a
+// ramp may differ in its last bit).
 extern "C" __global__ void ufunc_reg_phases(long long ny, long long nx, long long cols,
+                                            long long from_ny, long long from_nx,
                                             long long upsample, const double* state, c32* py,
                                             c32* px, int* status) {
     double dy = state[0], dx = state[1];
     if (upsample > 0) {
+        // The registered image's axes of length 1 move by 0.
         double u = (double)upsample;
         dy = round(dy * u) / u + state[4];
         dx = round(dx * u) / u + state[5];
-        if (ny == 1) dy = 0.0;
-        if (nx == 1) dx = 0.0;
+        if ((from_ny > 0 ? from_ny : ny) == 1) dy = 0.0;
+        if ((from_nx > 0 ? from_nx : nx) == 1) dx = 0.0;
+    }
+    if (from_ny > 0) {
+        dy = dy * (double)ny / (double)from_ny;
+        dx = dx * (double)nx / (double)from_nx;
     }
     __UFUNC_REG_GRID(i, ny + cols) {
         double phase;

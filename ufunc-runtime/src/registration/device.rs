@@ -122,6 +122,16 @@ fn scratch<T: crate::Element, D: ndarray::Dimension>(
     Ok(wrap(DeviceBuffer(queue.alloc(bytes)?), &dim))
 }
 
+/// Queues the Fourier crop of the half spectrum `from` into the smaller `out`: the lowest
+/// frequencies of each sign on each axis (the host's `crop_half_spectrum`).
+fn crop_into(queue: &Queue, from: &Spectrum, out: &mut Spectrum) -> Result<()> {
+    let (ny, cols) = (from.shape()[0], from.shape()[1]);
+    let (cy, m) = (out.shape()[0], out.shape()[1]);
+    let mut args = i64s(&[ny, cols, cy, m]);
+    args.extend([Arg::In(&from.buf.0, 0), Arg::Out(&mut out.buf.0)]);
+    launch(queue, "ufunc_reg_crop", cy * m, args)
+}
+
 fn i64s(v: &[usize]) -> Vec<Arg<'static>> {
     v.iter().map(|&x| Arg::I64(x as i64)).collect()
 }
@@ -198,7 +208,7 @@ struct Workspace {
     at: [Buffer; 2],
     /// The upsampled DFT's, where there is one (`upsample` > 1).
     refinement: Option<Refinement>,
-    /// Phase ramps `(rows, 1)` and `(1, cols)`: leaving a frame out, then moving it.
+    /// Phase ramps `(rows, 1)` and `(1, cols)` that leave a frame out of the sum.
     ramps: (Spectrum, Spectrum),
 }
 
@@ -271,12 +281,22 @@ pub(super) struct Queued {
 pub(super) struct DevicePlan {
     /// The images as given.
     frame: (usize, usize),
-    /// The images registered: `frame`, or its Fourier crop.
+    /// The images whose half spectra a movie's passes keep and add up: `frame`, or its
+    /// Fourier crop.
+    stored: (usize, usize),
+    /// The images registered: `stored`, or its Fourier crop.
     shape: (usize, usize),
     upsample: u32,
     normalization: Normalization,
     /// The movie path's: the images' means left out of the correlation and the energies.
     zero_mean: bool,
+}
+
+/// The shape that [`DevicePlan::phases_on_device`]'s ramps move an image of.
+#[derive(Clone, Copy)]
+enum Ramps {
+    Registered,
+    Stored,
 }
 
 /// Row and column weights of the cross-power spectrum, as `(rows, 1)` and `(1, cols)`.
@@ -288,6 +308,18 @@ pub(super) struct Weights {
 impl DevicePlan {
     fn half_width(&self) -> usize {
         self.shape.1 / 2 + 1
+    }
+
+    fn stored_half_width(&self) -> usize {
+        self.stored.1 / 2 + 1
+    }
+
+    /// This plan with the stored images registered, uncropped (their sum's).
+    fn at_stored(&self) -> DevicePlan {
+        DevicePlan {
+            shape: self.stored,
+            ..*self
+        }
     }
 
     /// The B-factor weights of this plan's spectra (all ones for 0), `B` in the frame's pixels².
@@ -302,20 +334,51 @@ impl DevicePlan {
         })
     }
 
-    /// The (cropped) half spectrum of `image`.
+    /// The half spectrum of `image` at the stored shape (cropped where that is smaller).
     fn spectrum(&self, stream: &Stream, image: &DeviceArray<f32, Ix2>) -> Result<Spectrum> {
         let full = dfft::rfft2_on(stream, image, &FftOptions::new())?;
-        if self.frame == self.shape {
+        if self.frame == self.stored {
             return Ok(full);
         }
         let queue = queue_of(Some(stream))?;
-        let (cy, m) = (self.shape.0, self.half_width());
+        let (cy, m) = (self.stored.0, self.stored_half_width());
         let mut out = scratch::<Complex<f32>, _>(queue, ndarray::Ix2(cy, m))?;
-        let (ny, cols) = (full.shape()[0], full.shape()[1]);
-        let mut args = i64s(&[ny, cols, cy, m]);
-        args.extend([Arg::In(&full.buf.0, 0), Arg::Out(&mut out.buf.0)]);
-        launch(queue, "ufunc_reg_crop", cy * m, args)?;
+        crop_into(queue, &full, &mut out)?;
         Ok(out)
+    }
+
+    /// A stored half spectrum as registered: itself, or its crop into `crop` (of the
+    /// registered shape, where that is not the stored one).
+    fn registered<'s>(
+        &self,
+        queue: &Queue,
+        stored: &'s Spectrum,
+        crop: &'s mut Option<Spectrum>,
+    ) -> Result<&'s Spectrum> {
+        match crop {
+            Some(out) => {
+                crop_into(queue, stored, out)?;
+                Ok(out)
+            }
+            None => Ok(stored),
+        }
+    }
+
+    /// A buffer for [`DevicePlan::registered`]'s crops: where the stored shape is not the
+    /// registered one.
+    fn crop_buffer(&self, queue: &Queue) -> Result<Option<Spectrum>> {
+        let dim = ndarray::Ix2(self.shape.0, self.half_width());
+        (self.stored != self.shape)
+            .then(|| scratch(queue, dim))
+            .transpose()
+    }
+
+    /// Buffers for the ramps that move a stored spectrum (`Ramps::Stored`).
+    fn stored_ramps(&self, queue: &Queue) -> Result<(Spectrum, Spectrum)> {
+        Ok((
+            scratch(queue, ndarray::Ix2(self.stored.0, 1))?,
+            scratch(queue, ndarray::Ix2(1, self.stored_half_width()))?,
+        ))
     }
 
     /// Queues the registration of `moving` onto `reference`, or, with `leave_out` (the two
@@ -337,7 +400,7 @@ impl DevicePlan {
         let others;
         let reference = match leave_out {
             Some(shift) => {
-                self.phases_on_device(queue, shift, 0, &mut ws.ramps)?;
+                self.phases_on_device(queue, shift, 0, Ramps::Registered, &mut ws.ramps)?;
                 let (py, px) = &ws.ramps;
                 others = self::leave_out::on_stream(
                     stream,
@@ -479,19 +542,24 @@ impl DevicePlan {
         Ok((to_device_on(stream, &py)?, to_device_on(stream, &px)?))
     }
 
-    /// The same ramps made on the device, into `ramps`, from a shift that is already there: a
-    /// frame's registration state (`upsample` > 0: its shift as `Peak::shift` makes it) or,
-    /// with `upsample` 0, two doubles (dy, dx); each at a byte offset of a buffer.
+    /// The same ramps made on the device, into `ramps`, from a shift in the registered
+    /// images' pixels that is already there: a frame's registration state (`upsample` > 0: its
+    /// shift as `Peak::shift` makes it) or, with `upsample` 0, two doubles (dy, dx); each at a
+    /// byte offset of a buffer. The ramps move an image of the registered shape, or with
+    /// `Ramps::Stored` one of the stored shape (by the shift scaled to its pixels).
     fn phases_on_device(
         &self,
         queue: &Queue,
         (shift, offset): (&Buffer, usize),
         upsample: u32,
+        at: Ramps,
         (py, px): &mut (Spectrum, Spectrum),
     ) -> Result<()> {
-        let (ny, nx) = self.shape;
-        let m = self.half_width();
-        let mut args = i64s(&[ny, nx, m, upsample as usize]);
+        let ((ny, nx), m, from) = match at {
+            Ramps::Registered => (self.shape, self.half_width(), (0, 0)),
+            Ramps::Stored => (self.stored, self.stored_half_width(), self.shape),
+        };
+        let mut args = i64s(&[ny, nx, m, from.0, from.1, upsample as usize]);
         args.extend([
             Arg::In(shift, offset),
             Arg::Out(&mut py.buf.0),
@@ -591,6 +659,7 @@ impl DeviceCorrelator {
         require_f32::<T>()?;
         let plan = DevicePlan {
             frame: reference.dim(),
+            stored: reference.dim(),
             shape: reference.dim(),
             upsample: options.upsample_factor,
             normalization: options.normalization,
@@ -653,9 +722,9 @@ impl DeviceCorrelator {
 
 /// [`super::align_movie`] on the device: the same passes as the host's, each frame's
 /// registration queued on one of two streams in turn, a whole pass before its results are
-/// read back. The
-/// spectra stay in device memory between passes when they fit in `memory_limit`; otherwise
-/// every pass reads and uploads the frames again.
+/// read back. The spectra (the largest that [`super::align::storage`] allows) stay in device
+/// memory between passes when they fit in `memory_limit`; otherwise every pass reads and
+/// uploads the frames again.
 pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     frames: &mut S,
     options: &AlignOptions,
@@ -664,12 +733,12 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     check(frames, options)?;
     let n = frames.len();
     let (ny, nx) = frames.frame_shape();
-    // The device keeps its spectra at the aligned shape (`max_size`'s crop on this target), and
-    // reads the frames again for the sum where that is not the frames'.
+    // The sum is made from the frames read again where the spectra stored are not theirs.
     let (shapes, keep) = super::align::storage(options, n, (ny, nx), summed);
     let crop = shapes.aligned;
     let plan = DevicePlan {
         frame: (ny, nx),
+        stored: shapes.stored,
         shape: crop,
         upsample: options.upsample_factor,
         normalization: options.normalization,
@@ -681,6 +750,9 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         images,
         workspaces,
     } = Lanes::take(&plan)?;
+    let queues = [queue_of(Some(&streams[0]))?, queue_of(Some(&streams[1]))?];
+    let crops = [plan.crop_buffer(queues[0])?, plan.crop_buffer(queues[1])?];
+    let stored_ramps = [plan.stored_ramps(queues[0])?, plan.stored_ramps(queues[1])?];
     let mut movie = Movie {
         frames,
         plan: &plan,
@@ -688,6 +760,8 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
         kept: keep.then(Vec::new),
         images,
         workspaces,
+        crops,
+        stored_ramps,
         streams,
     };
     let Registered {
@@ -717,14 +791,17 @@ pub(super) fn align_on_device<S: FrameSource + ?Sized>(
     let unregistered = peaks.iter().any(|&p| nothing_registered(p));
     let sum = if summed == Summed::No {
         Array2::zeros((0, 0))
-    } else if crop == (ny, nx) && taper.is_none() && !unregistered {
+    } else if shapes.stored == (ny, nx) && taper.is_none() && !unregistered {
         // The last pass added every frame moved by its shift: moving that sum by -origin
         // makes it frame 0's, as the shifts are (unless a frame with nothing to register was
         // added at a shift that is now reported as none).
-        plan.image(stream, &total, [-origin[0], -origin[1]])?
+        let origin = shapes.to_stored(origin);
+        plan.at_stored()
+            .image(stream, &total, [-origin[0], -origin[1]])?
     } else {
         // Aligned on cropped or tapered spectra: the sum is made from the frames read again.
         let full = DevicePlan {
+            stored: (ny, nx),
             shape: (ny, nx),
             ..plan
         };
@@ -852,8 +929,13 @@ struct Movie<'a, S: FrameSource + ?Sized> {
     /// Page-locked frames, one per stream: frame `i + 1` is read into one while frame `i`
     /// is still being copied from the other.
     images: [PinnedImage; 2],
-    /// Each stream's workspace, and its ramps that move a frame into the sum.
+    /// Each stream's workspace.
     workspaces: [Workspace; 2],
+    /// Each stream's frame cropped from the stored shape to the registered one, where they
+    /// differ.
+    crops: [Option<Spectrum>; 2],
+    /// Each stream's ramps that move a frame into the sum.
+    stored_ramps: [(Spectrum, Spectrum); 2],
     streams: [Stream; 2],
 }
 
@@ -913,8 +995,22 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
         // The sum is added up in two buffers in turn, each frame reading one and writing the
         // other: no buffer is dropped during the pass (freeing one that the other stream has
         // read would make its stream wait for that read, and the streams would take turns).
-        let mut total: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
-        let mut next: Spectrum = crate::device_array((plan.shape.0, plan.half_width()))?;
+        let stored = (plan.stored.0, plan.stored_half_width());
+        let mut total: Spectrum = crate::device_array(stored)?;
+        let mut next: Spectrum = crate::device_array(stored)?;
+        // The reference (a sum of stored spectra, or frame 0's) as registered.
+        let mut reference_crop = match work {
+            PassOf::Register(_) => plan.crop_buffer(queue_of(Some(&self.streams[0]))?)?,
+            PassOf::AddAt(_) => None,
+        };
+        let work = match work {
+            PassOf::Register((reference, shifts, weights)) => {
+                let queue = queue_of(Some(&self.streams[0]))?;
+                let reference = plan.registered(queue, reference, &mut reference_crop)?;
+                PassOf::Register((reference, shifts, weights))
+            }
+            add => add,
+        };
         // Shifts from the host, as (dy, dx) doubles per frame: the previous pass's, for
         // leaving each frame out of the sum it is registered on, or those to add the frames at.
         let given = match work {
@@ -937,9 +1033,11 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
             let stream = &self.streams[i % 2];
             let s = Self::spectrum_in(&self.kept, i, &owned)?;
             let ws = &mut self.workspaces[i % 2];
+            let queue = queue_of(Some(stream))?;
             let q = match work {
                 PassOf::Register((reference, _, weights)) => {
-                    Some(plan.queue(stream, reference, given_at(i), s, weights, ws)?)
+                    let moving = plan.registered(queue, s, &mut self.crops[i % 2])?;
+                    Some(plan.queue(stream, reference, given_at(i), moving, weights, ws)?)
                 }
                 PassOf::AddAt(_) => None,
             };
@@ -950,9 +1048,9 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
                 (None, Some(shift)) => (shift, 0),
                 (None, None) => unreachable!("a pass that adds at shifts is given them"),
             };
-            let queue = queue_of(Some(stream))?;
-            plan.phases_on_device(queue, shift, upsample, &mut ws.ramps)?;
-            plan.add_moved_into(stream, &total, s, (&ws.ramps.0, &ws.ramps.1), &mut next)?;
+            let ramps = &mut self.stored_ramps[i % 2];
+            plan.phases_on_device(queue, shift, upsample, Ramps::Stored, ramps)?;
+            plan.add_moved_into(stream, &total, s, (&ramps.0, &ramps.1), &mut next)?;
             std::mem::swap(&mut total, &mut next);
             queued.push(q);
             if let (Some(s), Some(kept)) = (owned, self.kept.as_mut()) {

@@ -9,7 +9,7 @@ use super::super::kernel::CudaKernel;
 use super::super::nvrtc::{
     kernel_target, nvrtc_available, nvrtc_version, supported_archs, KernelTarget, NvrtcOutput,
 };
-use super::{byte_range, cufft, foreign, Backend};
+use super::{byte_range, cufft, foreign, Backend, DeviceMemory};
 use crate::error::{Error, Result};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
@@ -408,5 +408,18 @@ impl Backend for Gpu {
         stream(s)?
             .synchronize()
             .map_err(|e| driver_error("running the queued kernels", e))
+    }
+
+    fn memory(&self) -> Result<DeviceMemory> {
+        // Memory freed into the stream-ordered pools goes back to the device at a
+        // synchronisation (their release threshold is 0): counted as free after one.
+        self.ctx
+            .synchronize()
+            .map_err(|e| driver_error("waiting for the device before querying its memory", e))?;
+        let (free, total) = self
+            .ctx
+            .mem_get_info()
+            .map_err(|e| driver_error("querying the device's memory", e))?;
+        Ok(DeviceMemory { free, total })
     }
 }

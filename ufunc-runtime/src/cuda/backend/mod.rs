@@ -75,6 +75,32 @@ pub(crate) trait Backend: Send + Sync {
     ) -> Result<()>;
     /// Waits for the work queued on `stream`.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
+    /// The device's free and total memory, in bytes.
+    fn memory(&self) -> Result<DeviceMemory>;
+}
+
+/// The memory of the device behind the `cuda` target, in bytes ([`device_memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// What this process could still allocate (the driver's `cuMemGetInfo`).
+    pub free: usize,
+    /// All the device has.
+    pub total: usize,
+}
+
+/// The free and total memory of the device that `cuda` calls run on: GPU 0's, after waiting
+/// for the work queued on it (memory its streams freed then counts as free), or on the
+/// simulator the host's (its available and total memory). No device is an `Err`.
+///
+/// ```
+/// use ufunc_runtime::{device_memory, Error};
+/// match device_memory() {
+///     Ok(memory) => assert!(memory.free <= memory.total),
+///     Err(e) => assert!(matches!(e, Error::NoCudaDevice { .. } | Error::Cuda { .. }), "{e}"),
+/// }
+/// ```
+pub fn device_memory() -> Result<DeviceMemory> {
+    backend()?.memory()
 }
 
 /// Whether the `cuda` target runs on the host simulator: `UFUNC_CUDA_SIM=1`, read once. The

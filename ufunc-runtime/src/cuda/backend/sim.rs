@@ -9,7 +9,7 @@ use super::super::args::{
 };
 use super::super::cache::{cache_key, read_entry, unique_path, write_entry, COMPILES};
 use super::super::kernel::CudaKernel;
-use super::{byte_range, foreign, sim_fft, Backend};
+use super::{byte_range, foreign, sim_fft, Backend, DeviceMemory};
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -184,6 +184,26 @@ impl Backend for Sim {
 
     fn synchronize(&self, _: &StreamHandle) -> Result<()> {
         Ok(())
+    }
+
+    fn memory(&self) -> Result<DeviceMemory> {
+        let unknown = |why: String| Error::Cuda {
+            what: format!("reading the simulator's device memory (the host's): {why}"),
+        };
+        let meminfo = std::fs::read_to_string("/proc/meminfo")
+            .map_err(|e| unknown(format!("/proc/meminfo cannot be read: {e}")))?;
+        let kib = |key: &str| {
+            meminfo
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<usize>().ok())
+                .map(|k| k.saturating_mul(1024))
+                .ok_or_else(|| unknown(format!("/proc/meminfo gives no {key}")))
+        };
+        Ok(DeviceMemory {
+            free: kib("MemAvailable")?,
+            total: kib("MemTotal")?,
+        })
     }
 }
 
