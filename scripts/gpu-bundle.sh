@@ -33,9 +33,11 @@ cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU tests and benchmarks of the cuda target (CUDA 13.0: libnvrtc.so.13 beside the toolkit).
 #   bash .gpu/run.sh [STEP...]   steps: tests bench fft registration seed (default: all, about
-#                                3 minutes on an H100; a lent session has 15 in all), and cpu2
-#                                (not by default: the CPU goals on two of this host's cores, a
-#                                quieter stand-in for CI's 2-core machine, about 2 minutes)
+#                                3 minutes on an H100; a lent session has 15 in all), and, not
+#                                by default: slow (20 frames of a slow camera length, 3838 =
+#                                2 x 19 x 101, on cuda and on all cores, about a minute) and cpu2
+#                                (the CPU goals on two of this host's cores, a quieter stand-in
+#                                for CI's 2-core machine, about 2 minutes)
 # Every step runs even when one before it failed; each step's output is also kept in
 # $OUT (the device tool's folder) or ./logs, and the exit status is that of the tests.
 set -uo pipefail
@@ -83,6 +85,14 @@ if wanted seed && step seed-movie 90 python3 seed_movie.py seed.npy; then
         set -- $run
         step "seed-$1-$2" 60 ./phase_correlation seed.npy --target "$1" --reference "$2" \
             --out "out-$1-$2" --force
+    done
+fi
+# Frames of a length whose transforms are slow, aligned at the fast length within it (3780) on
+# both targets: the device keeps the full spectra and reads the movie once.
+if wanted slow && step slow-movie 90 python3 seed_movie.py slow.npy --frames 20 --size 3838; then
+    for target in cuda parallel; do
+        step "slow-$target" 90 ./phase_correlation slow.npy --target "$target" \
+            --out "out-slow-$target" --force
     done
 fi
 # The CPU benchmarks and their peers pinned to two cores, each peer limited to the cores it
