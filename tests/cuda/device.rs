@@ -25,14 +25,14 @@ fn the_device_memory_shrinks_by_what_is_allocated() {
         let before = ufunc::cuda::device_memory().unwrap();
         assert!(0 < before.free && before.free <= before.total, "{before:?}");
         // 1 GiB held (and written, so that the simulator's host pages are taken): the free
-        // memory falls by at least most of it (other processes, and on the simulator the
+        // memory falls by at least half of it (other processes, and on the simulator the
         // host's allocator, move it too).
         let held = ufunc::cuda::to_device(&Array1::<u8>::from_elem(1 << 30, 1)).unwrap();
         let after = ufunc::cuda::device_memory().unwrap();
         assert_eq!(after.total, before.total);
         let fell = before.free as f64 - after.free as f64;
         assert!(
-            (0.75..3.0).contains(&(fell / (1u64 << 30) as f64)),
+            (0.5..3.0).contains(&(fell / (1u64 << 30) as f64)),
             "free {} -> {} bytes with 1 GiB held",
             before.free,
             after.free

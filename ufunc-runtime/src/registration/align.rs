@@ -67,8 +67,8 @@ pub struct AlignOptions {
     /// cameras' sizes), as RELION picks its correlations' sizes: a K2 frame's 3710 x 3838
     /// pixels are aligned at 3696 x 3780, whose transforms take a quarter of the time, and the
     /// frequencies cut off carry a weight of about 1e-4 at the default B-factor. The passes
-    /// read this crop out of the spectra kept, so it costs no reading of the frames (on every
-    /// target: cuFFT's transforms of such lengths are slow too).
+    /// read this crop out of the spectra kept, so it costs no reading of the frames. The same
+    /// on every target (cuFFT, too, is fastest on products of 2, 3, 5 and 7).
     pub max_size: usize,
     /// `Cpu`, `Parallel` (frames are registered in parallel) or `Cuda` (each frame's
     /// registration on the GPU, frames uploaded on two streams in turn; the spectra kept in
@@ -264,9 +264,9 @@ impl FrameSource for Array3<f32> {
 
 /// Aligns the frames of a movie: see [`AlignOptions`] and the [module docs](super).
 ///
-/// On `cuda`, a successful call keeps, for the next one with the same frame shape,
-/// [`AlignOptions::max_size`] crop and [`AlignOptions::upsample_factor`] (the next movie of a
-/// batch), its two streams with their cuFFT plans and the plans' work areas (device memory of
+/// On `cuda`, a successful call keeps, for the next one with the same frame shape, registered
+/// shape ([`Alignment::alignment_shape`]) and [`AlignOptions::upsample_factor`] (the next
+/// movie of a batch), its two streams with their cuFFT plans and the plans' work areas (device memory of
 /// the order of a few frames), two page-locked frame buffers (`2 * ny * nx * 4` bytes of host
 /// memory) and the registrations' workspaces; that call then skips their set-up (45-60 ms at
 /// 2048x2048 on an H100). One such set is kept per process: a call with another key frees it
