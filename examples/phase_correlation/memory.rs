@@ -6,9 +6,19 @@ use std::path::Path;
 /// The process's peak resident set size (VmHWM in /proc/self/status), on Linux.
 pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    kib_field(&status, "VmHWM")
+}
+
+/// The value in bytes of a `KEY:   N kB` line of a /proc file's `text`.
+fn kib_field(text: &str, key: &str) -> Option<u64> {
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024))
 }
 
 /// `bytes` in MiB for the log, "1425 MiB".
@@ -25,12 +35,9 @@ pub fn default_limit(free: Option<u64>, floor: usize) -> usize {
     })
 }
 
-/// The free memory of the device `--target cuda` runs on (on the simulator the host's,
-/// [`free_memory`]), or `None` without one.
+/// The free memory of the device `--target cuda` runs on (on the simulator the host's
+/// MemAvailable, which the host's [`free_memory`] never exceeds), or `None` without one.
 pub fn free_device_memory() -> Option<u64> {
-    if ufunc::cuda::cuda_simulated() {
-        return free_memory();
-    }
     ufunc::cuda::device_memory().ok().map(|m| m.free as u64)
 }
 
@@ -46,14 +53,7 @@ pub fn free_memory() -> Option<u64> {
 /// [`free_memory`] from the text of /proc/meminfo and /proc/self/cgroup, and the control
 /// groups' files under `root`.
 fn free_memory_in(meminfo: &str, cgroups: &str, root: &Path) -> Option<u64> {
-    let kib: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let available = kib.saturating_mul(1024);
+    let available = kib_field(meminfo, "MemAvailable")?;
     Some(cgroup_room(cgroups, root).map_or(available, |room| room.min(available)))
 }
 

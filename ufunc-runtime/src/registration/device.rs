@@ -999,13 +999,11 @@ impl<S: FrameSource + ?Sized> Movie<'_, S> {
         let mut total: Spectrum = crate::device_array(stored)?;
         let mut next: Spectrum = crate::device_array(stored)?;
         // The reference (a sum of stored spectra, or frame 0's) as registered.
-        let mut reference_crop = match work {
-            PassOf::Register(_) => plan.crop_buffer(queue_of(Some(&self.streams[0]))?)?,
-            PassOf::AddAt(_) => None,
-        };
+        let mut reference_crop: Option<Spectrum>;
         let work = match work {
             PassOf::Register((reference, shifts, weights)) => {
                 let queue = queue_of(Some(&self.streams[0]))?;
+                reference_crop = plan.crop_buffer(queue)?;
                 let reference = plan.registered(queue, reference, &mut reference_crop)?;
                 PassOf::Register((reference, shifts, weights))
             }
